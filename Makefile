@@ -1,0 +1,36 @@
+# Makefile for dlsm (PGXS)
+
+MODULE_big = dlsm
+OBJS = \
+	$(WIN32RES) \
+	src/api.o \
+	src/dlsm.o \
+	src/guc.o \
+	src/locks.o \
+	src/plans.o \
+	src/queue.o \
+	src/shmem.o \
+	src/state.o
+
+EXTENSION = dlsm
+EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" dlsm.control)
+DATA = sql/dlsm--1.0.sql
+PGFILEDESC = "dlsm - distributed lock state machine"
+
+REGRESS = queue claim settle group errors privileges
+REGRESS_OPTS = --inputdir=.
+
+ISOLATION = article claim_race create_wait group_busy settle_race
+ISOLATION_OPTS = --inputdir=test/isolation
+
+PG_CPPFLAGS = -I$(srcdir)/src
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# pgTAP: the shape of the API
+installcheck-pgtap:
+	pg_prove --ext .sql -r test/pgtap
+
+.PHONY: installcheck-pgtap

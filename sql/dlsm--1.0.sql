@@ -1,0 +1,176 @@
+/* sql/dlsm--1.0.sql */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION dlsm" to load this file. \quit
+
+/*
+ * Everything below is qualified with @extschema@ or pg_catalog, operators
+ * included, so that objects planted in other schemas are never picked up.
+ */
+
+-- Fences of claims and lock grants come from this one sequence.
+CREATE SEQUENCE @extschema@.dlsm_fence_seq AS bigint;
+GRANT USAGE ON SEQUENCE @extschema@.dlsm_fence_seq TO PUBLIC;
+
+-- The registry: one row per table dlsm serves as a queue.
+CREATE TABLE @extschema@.dlsm_queues (
+	queue		pg_catalog.regclass PRIMARY KEY,
+	channel		pg_catalog.text NOT NULL,
+	max_attempts pg_catalog.int4 NOT NULL
+		CHECK (max_attempts OPERATOR(pg_catalog.>) 0),
+	retention	pg_catalog.interval,
+	id_column	pg_catalog.name NOT NULL DEFAULT 'id',
+	status_column pg_catalog.name NOT NULL DEFAULT 'status',
+	kind_column	pg_catalog.name NOT NULL DEFAULT 'kind',
+	entity_column pg_catalog.name NOT NULL DEFAULT 'entity',
+	process_id_column pg_catalog.name NOT NULL DEFAULT 'process_id',
+	registered_by pg_catalog.regrole NOT NULL,
+	registered_at pg_catalog.timestamptz NOT NULL
+		DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE @extschema@.dlsm_queues IS
+'tables registered with dlsm as queues';
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlsm_queues', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlsm_fence_seq', '');
+-- Anyone may read the registry; it is written by dlsm's C functions only.
+REVOKE ALL ON @extschema@.dlsm_queues FROM PUBLIC;
+GRANT SELECT ON @extschema@.dlsm_queues TO PUBLIC;
+
+-- Queue administration
+
+CREATE FUNCTION @extschema@.dlsm_create_queue(
+	queue pg_catalog.text,
+	channel pg_catalog.text DEFAULT NULL,
+	max_attempts pg_catalog.int4 DEFAULT 5,
+	retention pg_catalog.interval DEFAULT NULL)
+RETURNS pg_catalog.regclass
+AS 'MODULE_PATHNAME', 'dlsm_create_queue'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_create_queue(pg_catalog.text, pg_catalog.text, pg_catalog.int4, pg_catalog.interval) IS
+'create a queue table and register it with dlsm';
+
+CREATE FUNCTION @extschema@.dlsm_drop_queue(
+	queue pg_catalog.regclass,
+	drop_table pg_catalog.bool DEFAULT false)
+RETURNS void
+AS 'MODULE_PATHNAME', 'dlsm_drop_queue'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_drop_queue(pg_catalog.regclass, pg_catalog.bool) IS
+'unregister a queue, and drop its table when drop_table is true';
+
+-- Producing and consuming
+
+CREATE FUNCTION @extschema@.dlsm_enqueue(
+	queue pg_catalog.regclass,
+	entity pg_catalog.text,
+	kind pg_catalog.text DEFAULT 'create',
+	payload pg_catalog.jsonb DEFAULT NULL,
+	run_at pg_catalog.timestamptz DEFAULT NULL)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'dlsm_enqueue'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_enqueue(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb, pg_catalog.timestamptz) IS
+'add a request to a queue and return its id';
+
+CREATE FUNCTION @extschema@.dlsm_claim(
+	queue pg_catalog.regclass,
+	lease pg_catalog.interval DEFAULT NULL,
+	process_id pg_catalog.uuid DEFAULT NULL,
+	after pg_catalog.int8 DEFAULT 0,
+	wait pg_catalog.interval DEFAULT '0',
+	units pg_catalog.int4 DEFAULT 1)
+RETURNS TABLE (
+	id pg_catalog.int8,
+	kind pg_catalog.text,
+	entity pg_catalog.text,
+	payload pg_catalog.jsonb,
+	process_id pg_catalog.uuid,
+	fence pg_catalog.int8,
+	lease_until pg_catalog.timestamptz)
+AS 'MODULE_PATHNAME', 'dlsm_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1;
+COMMENT ON FUNCTION @extschema@.dlsm_claim(pg_catalog.regclass, pg_catalog.interval, pg_catalog.uuid, pg_catalog.int8, pg_catalog.interval, pg_catalog.int4) IS
+'claim the next units of work of a queue';
+
+CREATE FUNCTION @extschema@.dlsm_group_updates(
+	queue pg_catalog.regclass,
+	entity pg_catalog.text,
+	process_id pg_catalog.uuid)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'dlsm_group_updates'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_group_updates(pg_catalog.regclass, pg_catalog.text, pg_catalog.uuid) IS
+'move every open update request of an entity to in-progress under one process id';
+
+CREATE FUNCTION @extschema@.dlsm_settle(
+	queue pg_catalog.regclass,
+	process_id pg_catalog.uuid,
+	outcome pg_catalog.text DEFAULT 'complete',
+	detail pg_catalog.text DEFAULT NULL,
+	retry_after pg_catalog.interval DEFAULT NULL)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'dlsm_settle'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_settle(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.text, pg_catalog.text, pg_catalog.interval) IS
+'settle every request a process id holds as complete, error or retry';
+
+CREATE FUNCTION @extschema@.dlsm_settle_many(
+	queue pg_catalog.regclass,
+	process_ids pg_catalog.uuid[],
+	outcome pg_catalog.text DEFAULT 'complete',
+	detail pg_catalog.text DEFAULT NULL,
+	retry_after pg_catalog.interval DEFAULT NULL)
+RETURNS TABLE (
+	process_id pg_catalog.uuid,
+	settled pg_catalog.int8)
+AS 'MODULE_PATHNAME', 'dlsm_settle_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_settle_many(pg_catalog.regclass, pg_catalog.uuid[], pg_catalog.text, pg_catalog.text, pg_catalog.interval) IS
+'settle the requests of many process ids in one statement';
+
+CREATE FUNCTION @extschema@.dlsm_heartbeat(
+	queue pg_catalog.regclass,
+	process_id pg_catalog.uuid,
+	lease pg_catalog.interval DEFAULT NULL)
+RETURNS pg_catalog.timestamptz
+AS 'MODULE_PATHNAME', 'dlsm_heartbeat'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_heartbeat(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.interval) IS
+'extend the lease of a claim';
+
+CREATE FUNCTION @extschema@.dlsm_reap(
+	queue pg_catalog.regclass)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'dlsm_reap'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_reap(pg_catalog.regclass) IS
+'return requests whose lease expired to new, or to error when attempts are spent';
+
+-- Statement trigger on every queue: wakes waiting claimers at commit.
+CREATE FUNCTION @extschema@.dlsm_wake()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'dlsm_wake'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_wake() IS
+'trigger: notify a queue''s channel and wake waiting claimers at commit';
+
+-- Forget queues whose table is dropped with a plain DROP TABLE.
+CREATE FUNCTION @extschema@.dlsm_forget_dropped()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	DELETE FROM @extschema@.dlsm_queues q
+	 USING pg_catalog.pg_event_trigger_dropped_objects() d
+	 WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+	   AND d.objsubid OPERATOR(pg_catalog.=) 0
+	   AND d.objid OPERATOR(pg_catalog.=) q.queue::pg_catalog.oid;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@.dlsm_forget_dropped() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlsm_forget_dropped() IS
+'event trigger: unregister queues whose table was dropped';
+
+CREATE EVENT TRIGGER dlsm_forget_dropped ON sql_drop
+	EXECUTE FUNCTION @extschema@.dlsm_forget_dropped();

@@ -1,0 +1,448 @@
+/*-------------------------------------------------------------------------
+ *
+ * api.c
+ *	  The SQL-callable functions of dlsm.
+ *
+ * Each function checks its arguments (bad input raises an error before
+ * anything is changed), checks the caller's privilege on the queue table,
+ * opens the SPI connection, and calls into state.c or queue.c.  Nothing
+ * here is SECURITY DEFINER: every statement on a queue runs as the caller,
+ * so the caller's privileges and row-level security apply.
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/api.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "commands/trigger.h"
+#include "common/int.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "compat.h"
+#include "dlsm.h"
+
+/* A wait at least this long is a wait without end (100 years). */
+#define WAIT_FOREVER_US (INT64CONST(100) * 365 * USECS_PER_DAY)
+
+PG_FUNCTION_INFO_V1(dlsm_create_queue);
+PG_FUNCTION_INFO_V1(dlsm_drop_queue);
+PG_FUNCTION_INFO_V1(dlsm_enqueue);
+PG_FUNCTION_INFO_V1(dlsm_claim);
+PG_FUNCTION_INFO_V1(dlsm_group_updates);
+PG_FUNCTION_INFO_V1(dlsm_settle);
+PG_FUNCTION_INFO_V1(dlsm_settle_many);
+PG_FUNCTION_INFO_V1(dlsm_heartbeat);
+PG_FUNCTION_INFO_V1(dlsm_reap);
+PG_FUNCTION_INFO_V1(dlsm_wake);
+
+/* Raise 22004 unless argument argno (named name) is given. */
+static void
+require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", name)));
+}
+
+/* An interval as microseconds; false if it does not fit. */
+static bool
+interval_usecs(Interval *iv, int64 *result)
+{
+	int64		days;
+	int64		us;
+
+	if (DLSM_INTERVAL_IS_INFINITE(iv))
+		return false;
+	days = (int64) iv->month * DAYS_PER_MONTH + iv->day;
+	if (pg_mul_s64_overflow(days, USECS_PER_DAY, &us) ||
+		pg_add_s64_overflow(us, iv->time, &us))
+		return false;
+	*result = us;
+	return true;
+}
+
+/* The lease argument argno in microseconds: NULL means dlsm.default_lease. */
+static int64
+lease_arg(FunctionCallInfo fcinfo, int argno)
+{
+	int64		us;
+
+	if (PG_ARGISNULL(argno))
+		return (int64) dlsm_default_lease * USECS_PER_SEC;
+	if (!interval_usecs(PG_GETARG_INTERVAL_P(argno), &us) ||
+		us > WAIT_FOREVER_US)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lease is out of range"),
+				 errdetail("A lease must be shorter than 100 years.")));
+	if (us <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lease must be greater than zero")));
+	return us;
+}
+
+/* The outcome argument argno of a settle. */
+static DlsmOutcome
+outcome_arg(FunctionCallInfo fcinfo, int argno)
+{
+	char	   *outcome;
+
+	require_arg(fcinfo, argno, "outcome");
+	outcome = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (strcmp(outcome, "complete") == 0)
+		return DLSM_OUTCOME_COMPLETE;
+	if (strcmp(outcome, "error") == 0)
+		return DLSM_OUTCOME_ERROR;
+	if (strcmp(outcome, "retry") == 0)
+		return DLSM_OUTCOME_RETRY;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unrecognized outcome \"%s\"", outcome),
+			 errhint("Valid outcomes are \"complete\", \"error\" and \"retry\".")));
+	return DLSM_OUTCOME_ERROR;	/* keep compiler quiet */
+}
+
+/* The retry_after argument argno, checked against the outcome. */
+static Interval *
+retry_after_arg(FunctionCallInfo fcinfo, int argno, DlsmOutcome outcome)
+{
+	int64		us;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	if (outcome != DLSM_OUTCOME_RETRY)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("retry_after applies only to the outcome \"retry\"")));
+	if (!interval_usecs(PG_GETARG_INTERVAL_P(argno), &us) || us < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("retry_after must not be negative")));
+	return PG_GETARG_INTERVAL_P(argno);
+}
+
+static char *
+text_arg_or_null(FunctionCallInfo fcinfo, int argno)
+{
+	return PG_ARGISNULL(argno) ? NULL :
+		text_to_cstring(PG_GETARG_TEXT_PP(argno));
+}
+
+/*
+ * Check the caller may change the queue table (42501 otherwise), connect
+ * SPI and return the queue (42704 when the table is not one).
+ */
+static DlsmQueue *
+open_queue(FunctionCallInfo fcinfo, AclMode mode)
+{
+	Oid			relid;
+
+	require_arg(fcinfo, 0, "queue");
+	relid = PG_GETARG_OID(0);
+	if (pg_class_aclcheck(relid, GetUserId(), mode) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	return dlsm_queue_get(relid);
+}
+
+static void
+close_queue(void)
+{
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+}
+
+/*
+ * dlsm_create_queue(queue text, channel text, max_attempts int,
+ *					 retention interval) RETURNS regclass
+ */
+Datum
+dlsm_create_queue(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	char	   *channel = text_arg_or_null(fcinfo, 1);
+	int			max_attempts;
+	Interval   *retention = NULL;
+	int64		us;
+	Oid			relid;
+
+	require_arg(fcinfo, 0, "queue");
+	require_arg(fcinfo, 2, "max_attempts");
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	max_attempts = PG_GETARG_INT32(2);
+	if (max_attempts < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_attempts must be at least 1")));
+	if (channel != NULL && (channel[0] == '\0' || strlen(channel) >= NAMEDATALEN))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid channel name \"%s\"", channel),
+				 errdetail("A channel name must be between 1 and %d bytes long.",
+						   NAMEDATALEN - 1)));
+	if (!PG_ARGISNULL(3))
+	{
+		retention = PG_GETARG_INTERVAL_P(3);
+		if (interval_usecs(retention, &us) && us <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("retention must be greater than zero")));
+	}
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	relid = dlsm_queue_create(name, channel, max_attempts, retention);
+	close_queue();
+	PG_RETURN_OID(relid);
+}
+
+/* dlsm_drop_queue(queue regclass, drop_table bool) RETURNS void */
+Datum
+dlsm_drop_queue(PG_FUNCTION_ARGS)
+{
+	DlsmQueue  *queue;
+
+	require_arg(fcinfo, 1, "drop_table");
+	queue = open_queue(fcinfo, ACL_SELECT);
+	dlsm_queue_drop(queue->relid, PG_GETARG_BOOL(1));
+	close_queue();
+	PG_RETURN_VOID();
+}
+
+/*
+ * dlsm_enqueue(queue regclass, entity text, kind text, payload jsonb,
+ *				run_at timestamptz) RETURNS bigint
+ */
+Datum
+dlsm_enqueue(PG_FUNCTION_ARGS)
+{
+	DlsmQueue  *queue;
+	int64		id;
+
+	require_arg(fcinfo, 1, "entity");
+	require_arg(fcinfo, 2, "kind");
+	queue = open_queue(fcinfo, ACL_INSERT);
+	id = dlsm_state_enqueue(queue, PG_GETARG_DATUM(1), PG_GETARG_DATUM(2),
+							PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3),
+							PG_ARGISNULL(3),
+							PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4),
+							PG_ARGISNULL(4));
+	close_queue();
+	PG_RETURN_INT64(id);
+}
+
+/* Put one claimed row into the function's result. */
+static void
+emit_claimed(void *arg, HeapTuple tuple, TupleDesc desc)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) arg;
+	Datum		values[7];
+	bool		nulls[7];
+
+	heap_deform_tuple(tuple, desc, values, nulls);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * dlsm_claim(queue regclass, lease interval, process_id uuid, after bigint,
+ *			  wait interval, units int)
+ * RETURNS TABLE (id, kind, entity, payload, process_id, fence, lease_until)
+ */
+Datum
+dlsm_claim(PG_FUNCTION_ARGS)
+{
+	DlsmClaimArgs args;
+	int64		wait_us;
+
+	require_arg(fcinfo, 3, "after");
+	require_arg(fcinfo, 4, "wait");
+	require_arg(fcinfo, 5, "units");
+	args.lease_us = lease_arg(fcinfo, 1);
+	args.process_id = PG_ARGISNULL(2) ? NULL : PG_GETARG_UUID_P(2);
+	args.after = PG_GETARG_INT64(3);
+	if (!interval_usecs(PG_GETARG_INTERVAL_P(4), &wait_us))
+		wait_us = WAIT_FOREVER_US;
+	if (wait_us < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("wait must not be negative")));
+	args.wait_us = wait_us >= WAIT_FOREVER_US ? -1 : wait_us;
+	args.units = PG_GETARG_INT32(5);
+	if (args.units < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("units must be at least 1")));
+	if (args.wait_us != 0 && IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("dlsm_claim cannot wait in a REPEATABLE READ or SERIALIZABLE transaction"),
+				 errhint("Wait in a READ COMMITTED transaction, or pass wait => '0'.")));
+
+	InitMaterializedSRF(fcinfo, 0);
+	args.queue = open_queue(fcinfo, ACL_UPDATE);
+	dlsm_state_claim(&args, emit_claimed, fcinfo->resultinfo);
+	close_queue();
+	return (Datum) 0;
+}
+
+/*
+ * dlsm_group_updates(queue regclass, entity text, process_id uuid)
+ * RETURNS bigint
+ */
+Datum
+dlsm_group_updates(PG_FUNCTION_ARGS)
+{
+	DlsmQueue  *queue;
+	int64		n;
+
+	require_arg(fcinfo, 1, "entity");
+	require_arg(fcinfo, 2, "process_id");
+	queue = open_queue(fcinfo, ACL_UPDATE);
+	n = dlsm_state_group(queue, text_to_cstring(PG_GETARG_TEXT_PP(1)),
+						 PG_GETARG_UUID_P(2),
+						 (int64) dlsm_default_lease * USECS_PER_SEC);
+	close_queue();
+	PG_RETURN_INT64(n);
+}
+
+/*
+ * dlsm_settle(queue regclass, process_id uuid, outcome text, detail text,
+ *			   retry_after interval) RETURNS bigint
+ */
+Datum
+dlsm_settle(PG_FUNCTION_ARGS)
+{
+	DlsmQueue  *queue;
+	DlsmOutcome outcome;
+	Interval   *retry_after;
+	int64		n;
+
+	require_arg(fcinfo, 1, "process_id");
+	outcome = outcome_arg(fcinfo, 2);
+	retry_after = retry_after_arg(fcinfo, 4, outcome);
+	queue = open_queue(fcinfo, ACL_UPDATE);
+	n = dlsm_state_settle(queue, PG_GETARG_UUID_P(1), outcome,
+						  text_arg_or_null(fcinfo, 3), retry_after);
+	close_queue();
+	PG_RETURN_INT64(n);
+}
+
+/* Put one (process_id, settled) row into the function's result. */
+static void
+emit_settled(void *arg, pg_uuid_t *process_id, int64 settled)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) arg;
+	Datum		values[2] = {UUIDPGetDatum(process_id), Int64GetDatum(settled)};
+	bool		nulls[2] = {false, false};
+
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * dlsm_settle_many(queue regclass, process_ids uuid[], outcome text,
+ *					detail text, retry_after interval)
+ * RETURNS TABLE (process_id uuid, settled bigint)
+ */
+Datum
+dlsm_settle_many(PG_FUNCTION_ARGS)
+{
+	DlsmQueue  *queue;
+	DlsmOutcome outcome;
+	Interval   *retry_after;
+	ArrayType  *process_ids;
+
+	require_arg(fcinfo, 1, "process_ids");
+	process_ids = PG_GETARG_ARRAYTYPE_P(1);
+	if (ARR_NDIM(process_ids) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("process_ids must be a one-dimensional array")));
+	if (array_contains_nulls(process_ids))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("process_ids must not contain nulls")));
+	outcome = outcome_arg(fcinfo, 2);
+	retry_after = retry_after_arg(fcinfo, 4, outcome);
+
+	InitMaterializedSRF(fcinfo, 0);
+	queue = open_queue(fcinfo, ACL_UPDATE);
+	dlsm_state_settle_many(queue, process_ids, outcome,
+						   text_arg_or_null(fcinfo, 3), retry_after,
+						   emit_settled, fcinfo->resultinfo);
+	close_queue();
+	return (Datum) 0;
+}
+
+/*
+ * dlsm_heartbeat(queue regclass, process_id uuid, lease interval)
+ * RETURNS timestamptz
+ */
+Datum
+dlsm_heartbeat(PG_FUNCTION_ARGS)
+{
+	DlsmQueue  *queue;
+	int64		lease_us;
+	TimestampTz until;
+
+	require_arg(fcinfo, 1, "process_id");
+	lease_us = lease_arg(fcinfo, 2);
+	queue = open_queue(fcinfo, ACL_UPDATE);
+	until = dlsm_state_heartbeat(queue, PG_GETARG_UUID_P(1), lease_us);
+	close_queue();
+	PG_RETURN_TIMESTAMPTZ(until);
+}
+
+/* dlsm_reap(queue regclass) RETURNS bigint */
+Datum
+dlsm_reap(PG_FUNCTION_ARGS)
+{
+	DlsmQueue  *queue;
+	int64		n;
+
+	queue = open_queue(fcinfo, ACL_UPDATE);
+	n = dlsm_state_reap(queue);
+	close_queue();
+	PG_RETURN_INT64(n);
+}
+
+/*
+ * dlsm_wake(): statement trigger on a queue.  Notifies the queue's channel
+ * and wakes waiting claims when the inserting transaction commits.
+ */
+Datum
+dlsm_wake(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	DlsmQueue  *queue;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("dlsm_wake() must be called as a trigger")));
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	queue = dlsm_queue_find(RelationGetRelid(trigdata->tg_relation));
+	if (queue != NULL)
+	{
+		Async_Notify(queue->channel, "");
+		dlsm_state_wake_at_commit();
+	}
+	close_queue();
+	return PointerGetDatum(NULL);
+}

@@ -1,0 +1,498 @@
+/*-------------------------------------------------------------------------
+ *
+ * plans.c
+ *	  All SQL text dlsm runs, prepared once and kept.
+ *
+ * Statements against a queue are written as templates with placeholders
+ * for the queue's quoted name, its mapped column names and dlsm's own
+ * objects; each is expanded, prepared and kept (SPI_keepplan) the first
+ * time a backend runs it for that queue, and stays until the queue's
+ * descriptor is invalidated (queue.c).  Between invalidations the plan
+ * cache revalidates the kept plans by itself.
+ *
+ * Every template is search_path proof: the queue is schema-qualified,
+ * dlsm's objects carry the extension's schema, functions carry pg_catalog
+ * and operators are written {=}, {<} ... which expand to
+ * OPERATOR(pg_catalog.=) and so on.  State names are literals, not
+ * parameters, so that generic plans can use the partial indexes.  Values
+ * always travel as parameters.
+ *
+ * Placeholders: {q} queue, {id} {status} {kind} {entity} {pid} mapped
+ * columns, {fence_seq} the fence sequence, {registry} the registry table,
+ * and the operators {=} {<>} {<} {<=} {>} {>=} {+} {-} {*}.
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/plans.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+
+#include "dlsm.h"
+
+/* The claim's process id, fence and clock, computed once per statement. */
+#define CLAIM_UNIT \
+	"WITH u AS MATERIALIZED (" \
+	" SELECT COALESCE($2, pg_catalog.gen_random_uuid()) AS pid," \
+	"  pg_catalog.nextval('{fence_seq}'::pg_catalog.regclass) AS fence," \
+	"  pg_catalog.clock_timestamp() AS now) "
+
+#define CLAIM_SET \
+	" SET {status} = 'in-progress', {pid} = u.pid, fence = u.fence," \
+	" attempts = t.attempts {+} 1, claimed_at = u.now," \
+	" lease_until = u.now {+} $3, settled_at = NULL, detail = NULL" \
+	" FROM u "
+
+#define CLAIM_RETURNING \
+	" RETURNING t.{id}, t.{kind}, t.{entity}, t.payload, u.pid, u.fence," \
+	" t.lease_until"
+
+/* Exponential backoff for retries: 1 s, 2 s, 4 s ... at most an hour. */
+#define RETRY_BACKOFF \
+	"LEAST('1 second'::pg_catalog.interval {*}" \
+	" pg_catalog.power(2::float8, (t.attempts {-} 1)::float8)," \
+	" '1 hour'::pg_catalog.interval)"
+
+typedef struct DlsmQueryDef
+{
+	const char *text;
+	int			nargs;
+	Oid			argtypes[5];
+} DlsmQueryDef;
+
+static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
+	[DLSM_Q_SCAN] = {
+		/* $1 line in the sand */
+		"SELECT {id}, {kind}, {entity} FROM {q}"
+		" WHERE {status} {=} 'new' AND {id} {>} $1"
+		" AND run_at {<=} pg_catalog.clock_timestamp()"
+		" ORDER BY {id} LIMIT 16",
+		1, {INT8OID}
+	},
+	[DLSM_Q_ENTITY_STATE] = {
+		/* $1 entity, $2 candidate id */
+		"SELECT c.st, c.cid, EXISTS (SELECT 1 FROM {q} o"
+		"  WHERE o.{entity} {=} $1"
+		"  AND o.{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])"
+		"  AND (o.{status} {=} 'in-progress' OR o.{id} {<} $2))"
+		" FROM (VALUES (1)) v LEFT JOIN LATERAL ("
+		"  SELECT {status} AS st, {id} AS cid FROM {q}"
+		"  WHERE {entity} {=} $1 AND {kind} {=} 'create'"
+		"  ORDER BY {id} LIMIT 1) c ON true",
+		2, {TEXTOID, INT8OID}
+	},
+	[DLSM_Q_CLAIM_ONE] = {
+		/* $1 id, $2 process id or NULL, $3 lease */
+		CLAIM_UNIT
+		"UPDATE {q} t" CLAIM_SET
+		" WHERE t.{id} {=} (SELECT {id} FROM {q}"
+		"  WHERE {id} {=} $1 AND {status} {=} 'new'"
+		"  FOR UPDATE SKIP LOCKED)"
+		CLAIM_RETURNING,
+		3, {INT8OID, UUIDOID, INTERVALOID}
+	},
+	[DLSM_Q_CLAIM_GROUP] = {
+		/*
+		 * $1 first update's id, $2 process id or NULL, $3 lease, $4 entity.
+		 * The group ends before the entity's next request of another kind.
+		 */
+		CLAIM_UNIT
+		"UPDATE {q} t" CLAIM_SET
+		" WHERE t.{id} {=} ANY (SELECT {id} FROM {q}"
+		"  WHERE {entity} {=} $4 AND {kind} {=} 'update'"
+		"  AND {status} {=} 'new' AND {id} {>=} $1"
+		"  AND run_at {<=} pg_catalog.clock_timestamp()"
+		"  AND {id} {<} COALESCE((SELECT pg_catalog.min({id}) FROM {q}"
+		"   WHERE {entity} {=} $4 AND {status} {=} 'new'"
+		"   AND {kind} {<>} 'update' AND {id} {>} $1),"
+		"   9223372036854775807)"
+		"  ORDER BY {id} FOR UPDATE SKIP LOCKED)"
+		CLAIM_RETURNING,
+		4, {INT8OID, UUIDOID, INTERVALOID, TEXTOID}
+	},
+	[DLSM_Q_FAIL_UPDATES] = {
+		/* $1 entity, $2 detail */
+		"UPDATE {q} SET {status} = 'error',"
+		" settled_at = pg_catalog.clock_timestamp(), detail = $2"
+		" WHERE {id} {=} ANY (SELECT {id} FROM {q}"
+		"  WHERE {entity} {=} $1 AND {kind} {=} 'update'"
+		"  AND {status} {=} 'new' FOR UPDATE SKIP LOCKED)",
+		2, {TEXTOID, TEXTOID}
+	},
+	[DLSM_Q_GROUP_BUSY] = {
+		/* $1 entity, $2 process id */
+		"SELECT EXISTS (SELECT 1 FROM {q}"
+		" WHERE {entity} {=} $1 AND {status} {=} 'in-progress'"
+		" AND {pid} {<>} $2)",
+		2, {TEXTOID, UUIDOID}
+	},
+	[DLSM_Q_GROUP] = {
+		/* $1 entity, $2 process id, $3 lease */
+		CLAIM_UNIT
+		"UPDATE {q} t" CLAIM_SET
+		" WHERE t.{id} {=} ANY (SELECT {id} FROM {q}"
+		"  WHERE {entity} {=} $1 AND {kind} {=} 'update'"
+		"  AND ({status} {=} 'new'"
+		"   OR ({status} {=} 'in-progress' AND {pid} {=} $2))"
+		"  ORDER BY {id} FOR UPDATE NOWAIT)",
+		3, {TEXTOID, UUIDOID, INTERVALOID}
+	},
+	[DLSM_Q_SETTLE_FINAL] = {
+		/* $1 process ids, $2 final status, $3 detail */
+		"UPDATE {q} t SET {status} = $2,"
+		" settled_at = pg_catalog.clock_timestamp(), detail = $3"
+		" WHERE {pid} {=} ANY ($1) AND {status} {=} 'in-progress'"
+		" RETURNING {pid}",
+		3, {UUIDARRAYOID, TEXTOID, TEXTOID}
+	},
+	[DLSM_Q_SETTLE_RETRY] = {
+		/* $1 process ids, $2 detail, $3 retry_after or NULL, $4 max attempts */
+		"UPDATE {q} t SET"
+		" {status} = CASE WHEN t.attempts {>=} $4 THEN 'error' ELSE 'new' END,"
+		" settled_at = CASE WHEN t.attempts {>=} $4"
+		"  THEN pg_catalog.clock_timestamp() END,"
+		" run_at = pg_catalog.clock_timestamp() {+} COALESCE($3, " RETRY_BACKOFF "),"
+		" detail = CASE WHEN t.attempts {>=} $4"
+		"  THEN pg_catalog.format('retries exhausted after %s attempts: %s',"
+		"   t.attempts, $2) ELSE $2 END"
+		" WHERE {pid} {=} ANY ($1) AND {status} {=} 'in-progress'"
+		" RETURNING {pid}",
+		4, {UUIDARRAYOID, TEXTOID, INTERVALOID, INT4OID}
+	},
+	[DLSM_Q_HEARTBEAT] = {
+		/* $1 process id, $2 lease */
+		"UPDATE {q} SET lease_until = pg_catalog.clock_timestamp() {+} $2"
+		" WHERE {pid} {=} $1 AND {status} {=} 'in-progress'"
+		" RETURNING lease_until",
+		2, {UUIDOID, INTERVALOID}
+	},
+	[DLSM_Q_REAP] = {
+		/* $1 max attempts */
+		"UPDATE {q} t SET"
+		" {status} = CASE WHEN t.attempts {>=} $1 THEN 'error' ELSE 'new' END,"
+		" settled_at = CASE WHEN t.attempts {>=} $1"
+		"  THEN pg_catalog.clock_timestamp() END,"
+		" detail = pg_catalog.format(CASE WHEN t.attempts {>=} $1"
+		"  THEN 'lease of process %s expired at %s; retries exhausted after %s attempts'"
+		"  ELSE 'lease of process %s expired at %s after %s attempts' END,"
+		"  t.{pid}, t.lease_until, t.attempts)"
+		" WHERE {id} {=} ANY (SELECT {id} FROM {q}"
+		"  WHERE {status} {=} 'in-progress'"
+		"  AND lease_until {<} pg_catalog.clock_timestamp()"
+		"  FOR UPDATE SKIP LOCKED)"
+		" RETURNING {status}",
+		1, {INT4OID}
+	},
+	[DLSM_Q_ENQUEUE] = {
+		/* $1 entity, $2 kind, $3 payload, $4 run_at */
+		"INSERT INTO {q} ({entity}, {kind}, payload, run_at)"
+		" VALUES ($1, $2, $3, COALESCE($4, pg_catalog.now()))"
+		" RETURNING {id}",
+		4, {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
+	},
+};
+
+static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
+	[DLSM_C_LOOKUP] = {
+		/* $1 queue */
+		"SELECT channel, max_attempts, id_column, status_column, kind_column,"
+		" entity_column, process_id_column FROM {registry}"
+		" WHERE queue {=} $1",
+		1, {REGCLASSOID}
+	},
+	[DLSM_C_REGISTER] = {
+		/* $1 queue, $2 channel, $3 max attempts, $4 retention, $5 role */
+		"INSERT INTO {registry}"
+		" (queue, channel, max_attempts, retention, registered_by)"
+		" VALUES ($1, $2, $3, $4, $5)",
+		5, {REGCLASSOID, TEXTOID, INT4OID, INTERVALOID, REGROLEOID}
+	},
+	[DLSM_C_UNREGISTER] = {
+		/* $1 queue */
+		"DELETE FROM {registry} WHERE queue {=} $1",
+		1, {REGCLASSOID}
+	},
+};
+
+/*
+ * DDL of a created queue: {q} the new table, {ready} {creates} {open}
+ * {held} index names, {ext} the extension's schema.  Run once, not kept.
+ */
+static const char *const create_table_text =
+"CREATE TABLE {q} ("
+" id pg_catalog.int8 GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,"
+" status pg_catalog.text NOT NULL DEFAULT 'new' CHECK (status {=} ANY"
+"  ('{new,in-progress,complete,error}'::pg_catalog.text[])),"
+" kind pg_catalog.text NOT NULL DEFAULT 'create',"
+" entity pg_catalog.text NOT NULL,"
+" payload pg_catalog.jsonb,"
+" process_id pg_catalog.uuid,"
+" fence pg_catalog.int8,"
+" attempts pg_catalog.int4 NOT NULL DEFAULT 0,"
+" run_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),"
+" enqueued_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),"
+" claimed_at pg_catalog.timestamptz,"
+" lease_until pg_catalog.timestamptz,"
+" settled_at pg_catalog.timestamptz,"
+" detail pg_catalog.text"
+") WITH (fillfactor = 70,"
+" autovacuum_vacuum_scale_factor = 0.01,"
+" autovacuum_vacuum_threshold = 1000,"
+" autovacuum_vacuum_insert_scale_factor = 0.05,"
+" autovacuum_analyze_scale_factor = 0.02,"
+" autovacuum_vacuum_cost_delay = 0);"
+"CREATE INDEX {ready} ON {q} (id) WHERE status {=} 'new';"
+"CREATE UNIQUE INDEX {creates} ON {q} (entity) WHERE kind {=} 'create';"
+"CREATE INDEX {open} ON {q} (entity, id)"
+" WHERE status {=} ANY ('{new,in-progress}'::pg_catalog.text[]);"
+"CREATE INDEX {held} ON {q} (process_id) WHERE status {=} 'in-progress';"
+"CREATE TRIGGER dlsm_wake AFTER INSERT ON {q}"
+" FOR EACH STATEMENT EXECUTE FUNCTION {ext}.dlsm_wake();";
+
+/* Unregistering a queue: {q} the table. */
+static const char *const drop_table_text = "DROP TABLE {q}";
+static const char *const drop_trigger_text =
+"DROP TRIGGER IF EXISTS dlsm_wake ON {q}";
+
+static SPIPlanPtr catalog_plans[DLSM_NUM_CATALOG_QUERIES];
+
+/*
+ * Append template to buf, replacing each {name} by the value paired with it
+ * in subst (a NULL-terminated list of name, value pairs).  Unknown names
+ * are left as they are, so literals such as '{new,in-progress}' pass.
+ */
+static void
+expand_template(StringInfo buf, const char *template, const char *const *subst)
+{
+	const char *p = template;
+
+	while (*p)
+	{
+		const char *close;
+		bool		done = false;
+
+		if (*p != '{' || (close = strchr(p, '}')) == NULL)
+		{
+			appendStringInfoChar(buf, *p++);
+			continue;
+		}
+		for (int i = 0; subst[i] != NULL; i += 2)
+		{
+			size_t		len = strlen(subst[i]);
+
+			if (close - p - 1 == len && strncmp(p + 1, subst[i], len) == 0)
+			{
+				appendStringInfoString(buf, subst[i + 1]);
+				p = close + 1;
+				done = true;
+				break;
+			}
+		}
+		if (!done)
+			appendStringInfoChar(buf, *p++);
+	}
+}
+
+#define OPERATOR_SUBSTITUTIONS \
+	"=", "OPERATOR(pg_catalog.=)", \
+	"<>", "OPERATOR(pg_catalog.<>)", \
+	"<", "OPERATOR(pg_catalog.<)", \
+	"<=", "OPERATOR(pg_catalog.<=)", \
+	">", "OPERATOR(pg_catalog.>)", \
+	">=", "OPERATOR(pg_catalog.>=)", \
+	"+", "OPERATOR(pg_catalog.+)", \
+	"-", "OPERATOR(pg_catalog.-)", \
+	"*", "OPERATOR(pg_catalog.*)"
+
+/* The fence sequence, schema-qualified and quoted as a regclass literal. */
+static char *
+fence_sequence_literal(void)
+{
+	char	   *name = quote_qualified_identifier(dlsm_extension_schema(),
+												  "dlsm_fence_seq");
+	StringInfoData buf;
+
+	/* it is spliced into a string literal: double any quote */
+	initStringInfo(&buf);
+	for (const char *c = name; *c; c++)
+	{
+		if (*c == '\'')
+			appendStringInfoChar(&buf, '\'');
+		appendStringInfoChar(&buf, *c);
+	}
+	return buf.data;
+}
+
+static SPIPlanPtr
+prepare_kept(const char *text, const DlsmQueryDef *def)
+{
+	SPIPlanPtr	plan;
+
+	plan = SPI_prepare(text, def->nargs, (Oid *) def->argtypes);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+			 text, SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	return plan;
+}
+
+static SPIPlanPtr
+queue_plan(DlsmQueue *queue, DlsmQueryId query)
+{
+	if (queue->plans[query] == NULL)
+	{
+		StringInfoData buf;
+		const char *subst[] = {
+			"q", queue->relname,
+			"id", queue->col_id,
+			"status", queue->col_status,
+			"kind", queue->col_kind,
+			"entity", queue->col_entity,
+			"pid", queue->col_process_id,
+			"fence_seq", fence_sequence_literal(),
+			OPERATOR_SUBSTITUTIONS,
+			NULL
+		};
+
+		initStringInfo(&buf);
+		expand_template(&buf, queue_queries[query].text, subst);
+		queue->plans[query] = prepare_kept(buf.data, &queue_queries[query]);
+		pfree(buf.data);
+	}
+	return queue->plans[query];
+}
+
+static int
+execute(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only,
+		long count)
+{
+	int			rc;
+
+	rc = SPI_execute_plan(plan, values, nulls, read_only, count);
+	if (rc < 0)
+		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
+	return rc;
+}
+
+/* Run DDL built from a template; not kept, it runs once. */
+static void
+execute_utility(const char *text)
+{
+	int			rc = SPI_execute(text, false, 0);
+
+	if (rc != SPI_OK_UTILITY)
+		elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(rc));
+}
+
+/*
+ * Run one of a queue's statements; the caller holds an SPI connection.
+ * Returns the SPI result code; rows are in SPI_tuptable.
+ *
+ * NB: even the pure reads run with read_only = false, which gives each
+ * statement a fresh snapshot in READ COMMITTED: a claim must see what
+ * committed before it took an entity lock, and a waiting claim must see
+ * rows enqueued while it slept.
+ */
+int
+dlsm_plan_execute(DlsmQueue *queue, DlsmQueryId query, Datum *values,
+				  const char *nulls, long count)
+{
+	return execute(queue_plan(queue, query), values, nulls, false, count);
+}
+
+/* Run one of the statements on dlsm's own tables. */
+int
+dlsm_plan_execute_catalog(DlsmCatalogQueryId query, Datum *values,
+						  const char *nulls, bool read_only, long count)
+{
+	if (catalog_plans[query] == NULL)
+	{
+		StringInfoData buf;
+		const char *subst[] = {
+			"registry", quote_qualified_identifier(dlsm_extension_schema(),
+												   "dlsm_queues"),
+			OPERATOR_SUBSTITUTIONS,
+			NULL
+		};
+
+		initStringInfo(&buf);
+		expand_template(&buf, catalog_queries[query].text, subst);
+		catalog_plans[query] = prepare_kept(buf.data, &catalog_queries[query]);
+		pfree(buf.data);
+	}
+	return execute(catalog_plans[query], values, nulls, read_only, count);
+}
+
+/* Forget a queue's plans (its descriptor is being rebuilt or dropped). */
+void
+dlsm_plan_free(DlsmQueue *queue)
+{
+	for (int i = 0; i < DLSM_NUM_QUERIES; i++)
+	{
+		if (queue->plans[i] != NULL)
+			SPI_freeplan(queue->plans[i]);
+		queue->plans[i] = NULL;
+	}
+}
+
+/* Forget the registry plans (the extension was dropped or re-created). */
+void
+dlsm_plan_reset_catalog(void)
+{
+	for (int i = 0; i < DLSM_NUM_CATALOG_QUERIES; i++)
+	{
+		if (catalog_plans[i] != NULL)
+			SPI_freeplan(catalog_plans[i]);
+		catalog_plans[i] = NULL;
+	}
+}
+
+/*
+ * Create a queue table named relname (already quoted and qualified) with its
+ * indexes and wake trigger.  index_names are the four index names, quoted,
+ * in the order ready, creates, open, held.  Runs as the caller.
+ */
+void
+dlsm_plan_create_table(const char *relname, const char *const *index_names)
+{
+	StringInfoData buf;
+	const char *subst[] = {
+		"q", relname,
+		"ready", index_names[0],
+		"creates", index_names[1],
+		"open", index_names[2],
+		"held", index_names[3],
+		"ext", quote_identifier(dlsm_extension_schema()),
+		OPERATOR_SUBSTITUTIONS,
+		NULL
+	};
+
+	initStringInfo(&buf);
+	expand_template(&buf, create_table_text, subst);
+	execute_utility(buf.data);
+	pfree(buf.data);
+}
+
+/*
+ * Drop a queue table (relname quoted and qualified), or when !drop_table
+ * only the wake trigger dlsm put on it.  Runs as the caller.
+ */
+void
+dlsm_plan_drop_table(const char *relname, bool drop_table)
+{
+	StringInfoData buf;
+	const char *subst[] = {"q", relname, NULL};
+
+	initStringInfo(&buf);
+	expand_template(&buf, drop_table ? drop_table_text : drop_trigger_text,
+					subst);
+	execute_utility(buf.data);
+	pfree(buf.data);
+}

@@ -1,0 +1,356 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue.c
+ *	  The registry of queues and the per-backend cache of their descriptors.
+ *
+ * A queue is a table with a row in the extension's dlsm_queues table.  Each
+ * backend keeps a DlsmQueue per queue it has used, with the registry row
+ * and the statements prepared for it (plans.c), in a hash keyed by the
+ * table's OID.  Any relcache invalidation of the table (ALTER, DROP, and the
+ * invalidation dlsm sends itself whenever it changes the registry) marks the
+ * descriptor stale; it is rebuilt, plans freed, on its next use.  An
+ * invalidation of the registry table itself, or a full reset, marks all of
+ * them stale and forgets the extension's schema, so that DROP and CREATE
+ * EXTENSION in another schema are followed.
+ *
+ * The registry is written only here, as the extension's owner, after the
+ * caller's right to the table has been checked; it is readable by all.
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/queue.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_extension.h"
+#include "commands/defrem.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/regproc.h"
+
+#include "dlsm.h"
+
+static HTAB *queue_cache = NULL;
+static MemoryContext queue_context = NULL;
+
+/* The extension's schema and owner, looked up once per backend. */
+static char *ext_schema = NULL;
+static Oid	ext_schema_oid = InvalidOid;
+static Oid	ext_owner = InvalidOid;
+static Oid	registry_relid = InvalidOid;
+static bool catalog_stale = false;
+
+static void
+queue_invalidate(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	DlsmQueue  *queue;
+
+	if (relid == InvalidOid || relid == registry_relid)
+	{
+		catalog_stale = true;
+		if (queue_cache == NULL)
+			return;
+		hash_seq_init(&status, queue_cache);
+		while ((queue = hash_seq_search(&status)) != NULL)
+			queue->valid = false;
+		return;
+	}
+	if (queue_cache == NULL)
+		return;
+	queue = hash_search(queue_cache, &relid, HASH_FIND, NULL);
+	if (queue != NULL)
+		queue->valid = false;
+}
+
+/* Register the invalidation callback; called once from _PG_init. */
+void
+dlsm_queue_init(void)
+{
+	CacheRegisterRelcacheCallback(queue_invalidate, (Datum) 0);
+}
+
+/* Read the extension's schema and owner from pg_extension. */
+static void
+lookup_extension(void)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Form_pg_extension ext;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
+				F_NAMEEQ, CStringGetDatum("dlsm"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (!HeapTupleIsValid(tuple))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("extension \"dlsm\" is not installed in this database"),
+				 errhint("Run CREATE EXTENSION dlsm.")));
+	ext = (Form_pg_extension) GETSTRUCT(tuple);
+	ext_schema_oid = ext->extnamespace;
+	ext_owner = ext->extowner;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	ext_schema = MemoryContextStrdup(TopMemoryContext,
+									 get_namespace_name(ext_schema_oid));
+	registry_relid = get_relname_relid("dlsm_queues", ext_schema_oid);
+}
+
+/*
+ * The name of the schema dlsm is installed in, found through the
+ * extension's catalog row, never through search_path.
+ */
+const char *
+dlsm_extension_schema(void)
+{
+	if (catalog_stale && ext_schema != NULL)
+	{
+		pfree(ext_schema);
+		ext_schema = NULL;
+		dlsm_plan_reset_catalog();
+	}
+	catalog_stale = false;
+	if (ext_schema == NULL)
+		lookup_extension();
+	return ext_schema;
+}
+
+static char *
+column_name(HeapTuple tuple, TupleDesc desc, int attno)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tuple, desc, attno, &isnull);
+
+	return MemoryContextStrdup(queue_context,
+							   quote_identifier(NameStr(*DatumGetName(d))));
+}
+
+/* Fill a stale or new descriptor from the registry; false if not there. */
+static bool
+load_queue(DlsmQueue *queue)
+{
+	Datum		values[1] = {ObjectIdGetDatum(queue->relid)};
+	HeapTuple	tuple;
+	TupleDesc	desc;
+	bool		isnull;
+	char	   *nspname;
+	char	   *relname;
+
+	dlsm_plan_free(queue);
+	if (dlsm_plan_execute_catalog(DLSM_C_LOOKUP, values, NULL, true, 1) !=
+		SPI_OK_SELECT)
+		elog(ERROR, "unexpected result from the dlsm registry lookup");
+	if (SPI_processed == 0)
+		return false;
+
+	tuple = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	nspname = get_namespace_name(get_rel_namespace(queue->relid));
+	relname = get_rel_name(queue->relid);
+	if (nspname == NULL || relname == NULL)
+		return false;
+
+	queue->relname = MemoryContextStrdup(queue_context,
+										 quote_qualified_identifier(nspname,
+																	relname));
+	queue->channel = MemoryContextStrdup(queue_context,
+										 TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull)));
+	queue->max_attempts = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+	queue->col_id = column_name(tuple, desc, 3);
+	queue->col_status = column_name(tuple, desc, 4);
+	queue->col_kind = column_name(tuple, desc, 5);
+	queue->col_entity = column_name(tuple, desc, 6);
+	queue->col_process_id = column_name(tuple, desc, 7);
+	queue->valid = true;
+	return true;
+}
+
+static void
+free_strings(DlsmQueue *queue)
+{
+	char	  **strings[] = {&queue->relname, &queue->channel, &queue->col_id,
+		&queue->col_status, &queue->col_kind, &queue->col_entity,
+	&queue->col_process_id};
+
+	for (int i = 0; i < lengthof(strings); i++)
+	{
+		if (*strings[i] != NULL)
+			pfree(*strings[i]);
+		*strings[i] = NULL;
+	}
+}
+
+/*
+ * The descriptor of a registered queue, or NULL when relid is not one.
+ * The caller holds an SPI connection.
+ */
+static DlsmQueue *
+find_queue(Oid relid)
+{
+	DlsmQueue  *queue;
+	bool		found;
+
+	(void) dlsm_extension_schema();		/* follows a re-created extension */
+	if (queue_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		queue_context = AllocSetContextCreate(TopMemoryContext,
+											  "dlsm queues",
+											  ALLOCSET_SMALL_SIZES);
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(DlsmQueue);
+		ctl.hcxt = queue_context;
+		queue_cache = hash_create("dlsm queues", 16, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+
+	queue = hash_search(queue_cache, &relid, HASH_ENTER, &found);
+	if (!found)
+	{
+		queue->valid = false;
+		queue->relname = queue->channel = NULL;
+		queue->col_id = queue->col_status = queue->col_kind = NULL;
+		queue->col_entity = queue->col_process_id = NULL;
+		queue->plans = MemoryContextAllocZero(queue_context,
+											  sizeof(SPIPlanPtr) * DLSM_NUM_QUERIES);
+	}
+	if (!queue->valid)
+	{
+		free_strings(queue);
+		if (!load_queue(queue))
+		{
+			pfree(queue->plans);
+			hash_search(queue_cache, &relid, HASH_REMOVE, NULL);
+			return NULL;
+		}
+	}
+	return queue;
+}
+
+/*
+ * The descriptor of a registered queue; raises 42704 when relid is not one.
+ * The caller holds an SPI connection.
+ */
+DlsmQueue *
+dlsm_queue_get(Oid relid)
+{
+	DlsmQueue  *queue = find_queue(relid);
+
+	if (queue == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("table \"%s\" is not a dlsm queue",
+						get_rel_name(relid) ? get_rel_name(relid) : "?"),
+				 errhint("Create a queue with dlsm_create_queue().")));
+	return queue;
+}
+
+/* Like dlsm_queue_get, but NULL instead of an error. */
+DlsmQueue *
+dlsm_queue_find(Oid relid)
+{
+	return find_queue(relid);
+}
+
+/* Run one registry statement as the extension's owner. */
+static void
+write_registry(DlsmCatalogQueryId query, Datum *values, const char *nulls)
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			rc;
+
+	(void) dlsm_extension_schema();
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(ext_owner,
+						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	rc = dlsm_plan_execute_catalog(query, values, nulls, false, 0);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	if (rc != SPI_OK_INSERT && rc != SPI_OK_DELETE)
+		elog(ERROR, "unexpected result from a dlsm registry change: %s",
+			 SPI_result_code_string(rc));
+}
+
+/*
+ * Create the queue table "name" (possibly schema-qualified) as the caller,
+ * and register it.  The caller holds an SPI connection.
+ */
+Oid
+dlsm_queue_create(const char *name, const char *channel, int max_attempts,
+				  Interval *retention)
+{
+	RangeVar   *rv;
+	Oid			nspid;
+	char	   *nspname;
+	char	   *relname;
+	const char *index_names[4];
+	const char *labels[4] = {"ready", "creates", "open", "held"};
+	Oid			relid;
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+
+	rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
+	nspid = RangeVarGetCreationNamespace(rv);
+	nspname = get_namespace_name(nspid);
+	relname = quote_qualified_identifier(nspname, rv->relname);
+	for (int i = 0; i < lengthof(labels); i++)
+		index_names[i] = quote_identifier(ChooseRelationName(rv->relname, NULL,
+															 labels[i], nspid,
+															 false));
+
+	dlsm_plan_create_table(relname, index_names);
+	relid = get_relname_relid(rv->relname, nspid);
+	if (!OidIsValid(relid))
+		elog(ERROR, "queue table \"%s\" was not created", relname);
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = CStringGetTextDatum(channel ? channel : rv->relname);
+	values[2] = Int32GetDatum(max_attempts);
+	values[3] = retention ? IntervalPGetDatum(retention) : (Datum) 0;
+	nulls[3] = retention ? ' ' : 'n';
+	values[4] = ObjectIdGetDatum(GetUserId());
+	write_registry(DLSM_C_REGISTER, values, nulls);
+	CacheInvalidateRelcacheByRelid(relid);
+	return relid;
+}
+
+/*
+ * Unregister a queue, and drop its table when drop_table; the caller must
+ * own the table and holds an SPI connection.
+ */
+void
+dlsm_queue_drop(Oid relid, bool drop_table)
+{
+	DlsmQueue  *queue = dlsm_queue_get(relid);
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	char	   *relname = pstrdup(queue->relname);
+
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+
+	write_registry(DLSM_C_UNREGISTER, values, NULL);
+	CacheInvalidateRelcacheByRelid(relid);
+	dlsm_plan_drop_table(relname, drop_table);
+}
