@@ -370,7 +370,7 @@ dlsm_settle_many(PG_FUNCTION_ARGS)
 	process_ids = PG_GETARG_ARRAYTYPE_P(1);
 	if (ARR_NDIM(process_ids) > 1)
 		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("process_ids must be a one-dimensional array")));
 	if (array_contains_nulls(process_ids))
 		ereport(ERROR,
