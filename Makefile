@@ -20,7 +20,7 @@ PGFILEDESC = "dlsm - distributed lock state machine"
 REGRESS = queue claim settle group errors privileges
 REGRESS_OPTS = --inputdir=.
 
-ISOLATION = article claim_race create_wait group_busy settle_race
+ISOLATION = article claim_race create_wait group_busy settle_race wake
 ISOLATION_OPTS = --inputdir=test/isolation
 
 PG_CPPFLAGS = -I$(srcdir)/src
