@@ -4,7 +4,9 @@ SELECT dlsm_enqueue('priv', 'a'), dlsm_enqueue('priv', 'b');
 CREATE ROLE dlsm_reader;
 CREATE ROLE dlsm_worker;
 CREATE ROLE dlsm_producer;
+CREATE ROLE dlsm_blind;
 GRANT SELECT ON priv TO dlsm_reader;
+GRANT UPDATE ON priv TO dlsm_blind;
 GRANT SELECT, UPDATE ON priv TO dlsm_worker;
 GRANT INSERT, SELECT ON priv TO dlsm_producer;
 
@@ -23,6 +25,10 @@ DELETE FROM dlsm_queues;
 SELECT setval('dlsm_fence_seq', 1);
 -- nor unregister a queue it does not own
 SELECT dlsm_drop_queue('priv');
+RESET ROLE;
+-- UPDATE without SELECT is not enough: a claim reads the queue
+SET ROLE dlsm_blind;
+SELECT * FROM dlsm_claim('priv');
 RESET ROLE;
 SELECT status, count(*) FROM priv GROUP BY status;
 
@@ -51,3 +57,4 @@ DROP TABLE priv;
 DROP ROLE dlsm_reader;
 DROP ROLE dlsm_worker;
 DROP ROLE dlsm_producer;
+DROP ROLE dlsm_blind;

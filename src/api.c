@@ -143,18 +143,25 @@ text_arg_or_null(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
- * Check the caller may change the queue table (42501 otherwise), connect
- * SPI and return the queue (42704 when the table is not one).
+ * Check the caller holds every privilege in modes on the queue table
+ * (42501 otherwise), connect SPI and return the queue (42704 when the table
+ * is not one).  Checked here, before any statement runs, so that the error
+ * names the table and not one of dlsm's statements.
  */
 static DlsmQueue *
-open_queue(FunctionCallInfo fcinfo, AclMode mode)
+open_queue(FunctionCallInfo fcinfo, AclMode modes)
 {
 	Oid			relid;
 
 	require_arg(fcinfo, 0, "queue");
 	relid = PG_GETARG_OID(0);
-	if (pg_class_aclcheck(relid, GetUserId(), mode) != ACLCHECK_OK)
-		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+	/* pg_class_aclcheck passes when any bit is held: ask for each */
+	for (AclMode mode = 1; mode != 0 && mode <= modes; mode <<= 1)
+	{
+		if ((modes & mode) &&
+			pg_class_aclcheck(relid, GetUserId(), mode) != ACLCHECK_OK)
+			aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+	}
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	return dlsm_queue_get(relid);
@@ -236,7 +243,7 @@ dlsm_enqueue(PG_FUNCTION_ARGS)
 
 	require_arg(fcinfo, 1, "entity");
 	require_arg(fcinfo, 2, "kind");
-	queue = open_queue(fcinfo, ACL_INSERT);
+	queue = open_queue(fcinfo, ACL_SELECT | ACL_INSERT);
 	id = dlsm_state_enqueue(queue, PG_GETARG_DATUM(1), PG_GETARG_DATUM(2),
 							PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3),
 							PG_ARGISNULL(3),
@@ -294,7 +301,7 @@ dlsm_claim(PG_FUNCTION_ARGS)
 				 errhint("Wait in a READ COMMITTED transaction, or pass wait => '0'.")));
 
 	InitMaterializedSRF(fcinfo, 0);
-	args.queue = open_queue(fcinfo, ACL_UPDATE);
+	args.queue = open_queue(fcinfo, ACL_SELECT | ACL_UPDATE);
 	dlsm_state_claim(&args, emit_claimed, fcinfo->resultinfo);
 	close_queue();
 	return (Datum) 0;
@@ -312,7 +319,7 @@ dlsm_group_updates(PG_FUNCTION_ARGS)
 
 	require_arg(fcinfo, 1, "entity");
 	require_arg(fcinfo, 2, "process_id");
-	queue = open_queue(fcinfo, ACL_UPDATE);
+	queue = open_queue(fcinfo, ACL_SELECT | ACL_UPDATE);
 	n = dlsm_state_group(queue, text_to_cstring(PG_GETARG_TEXT_PP(1)),
 						 PG_GETARG_UUID_P(2),
 						 (int64) dlsm_default_lease * USECS_PER_SEC);
@@ -335,7 +342,7 @@ dlsm_settle(PG_FUNCTION_ARGS)
 	require_arg(fcinfo, 1, "process_id");
 	outcome = outcome_arg(fcinfo, 2);
 	retry_after = retry_after_arg(fcinfo, 4, outcome);
-	queue = open_queue(fcinfo, ACL_UPDATE);
+	queue = open_queue(fcinfo, ACL_SELECT | ACL_UPDATE);
 	n = dlsm_state_settle(queue, PG_GETARG_UUID_P(1), outcome,
 						  text_arg_or_null(fcinfo, 3), retry_after);
 	close_queue();
@@ -380,7 +387,7 @@ dlsm_settle_many(PG_FUNCTION_ARGS)
 	retry_after = retry_after_arg(fcinfo, 4, outcome);
 
 	InitMaterializedSRF(fcinfo, 0);
-	queue = open_queue(fcinfo, ACL_UPDATE);
+	queue = open_queue(fcinfo, ACL_SELECT | ACL_UPDATE);
 	dlsm_state_settle_many(queue, process_ids, outcome,
 						   text_arg_or_null(fcinfo, 3), retry_after,
 						   emit_settled, fcinfo->resultinfo);
@@ -401,7 +408,7 @@ dlsm_heartbeat(PG_FUNCTION_ARGS)
 
 	require_arg(fcinfo, 1, "process_id");
 	lease_us = lease_arg(fcinfo, 2);
-	queue = open_queue(fcinfo, ACL_UPDATE);
+	queue = open_queue(fcinfo, ACL_SELECT | ACL_UPDATE);
 	until = dlsm_state_heartbeat(queue, PG_GETARG_UUID_P(1), lease_us);
 	close_queue();
 	PG_RETURN_TIMESTAMPTZ(until);
@@ -414,7 +421,7 @@ dlsm_reap(PG_FUNCTION_ARGS)
 	DlsmQueue  *queue;
 	int64		n;
 
-	queue = open_queue(fcinfo, ACL_UPDATE);
+	queue = open_queue(fcinfo, ACL_SELECT | ACL_UPDATE);
 	n = dlsm_state_reap(queue);
 	close_queue();
 	PG_RETURN_INT64(n);

@@ -53,6 +53,15 @@
 	" RETURNING t.{id}, t.{kind}, t.{entity}, t.payload, u.pid, u.fence," \
 	" t.lease_until"
 
+/*
+ * The entity ($4) of a candidate ($1) has no request in progress and no
+ * open request older than the candidate (rules 3 and 5 of DESIGN.md).
+ */
+#define ENTITY_FREE \
+	"NOT EXISTS (SELECT 1 FROM {q} o WHERE o.{entity} {=} $4" \
+	"   AND o.{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])" \
+	"   AND (o.{status} {=} 'in-progress' OR o.{id} {<} $1))"
+
 /* Exponential backoff for retries: 1 s, 2 s, 4 s ... at most an hour. */
 #define RETRY_BACKOFF \
 	"LEAST('1 second'::pg_catalog.interval {*}" \
@@ -76,7 +85,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		1, {INT8OID}
 	},
 	[DLSM_Q_ENTITY_STATE] = {
-		/* $1 entity, $2 candidate id */
+		/* $1 entity, $2 candidate id: its create, and is it blocked? */
 		"SELECT c.st, c.cid, EXISTS (SELECT 1 FROM {q} o"
 		"  WHERE o.{entity} {=} $1"
 		"  AND o.{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])"
@@ -88,18 +97,23 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		2, {TEXTOID, INT8OID}
 	},
 	[DLSM_Q_CLAIM_ONE] = {
-		/* $1 id, $2 process id or NULL, $3 lease */
+		/*
+		 * $1 id, $2 process id or NULL, $3 lease, $4 entity.  Read after the
+		 * entity lock was granted: the entity has nothing in progress and no
+		 * older open request.
+		 */
 		CLAIM_UNIT
 		"UPDATE {q} t" CLAIM_SET
 		" WHERE t.{id} {=} (SELECT {id} FROM {q}"
-		"  WHERE {id} {=} $1 AND {status} {=} 'new'"
+		"  WHERE {id} {=} $1 AND {status} {=} 'new' AND " ENTITY_FREE
 		"  FOR UPDATE SKIP LOCKED)"
 		CLAIM_RETURNING,
-		3, {INT8OID, UUIDOID, INTERVALOID}
+		4, {INT8OID, UUIDOID, INTERVALOID, TEXTOID}
 	},
 	[DLSM_Q_CLAIM_GROUP] = {
 		/*
 		 * $1 first update's id, $2 process id or NULL, $3 lease, $4 entity.
+		 * As DLSM_Q_CLAIM_ONE, and the entity's create, if any, is complete.
 		 * The group ends before the entity's next request of another kind.
 		 */
 		CLAIM_UNIT
@@ -112,6 +126,9 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"   WHERE {entity} {=} $4 AND {status} {=} 'new'"
 		"   AND {kind} {<>} 'update' AND {id} {>} $1),"
 		"   9223372036854775807)"
+		"  AND " ENTITY_FREE
+		"  AND NOT EXISTS (SELECT 1 FROM {q} c WHERE c.{entity} {=} $4"
+		"   AND c.{kind} {=} 'create' AND c.{status} {<>} 'complete')"
 		"  ORDER BY {id} FOR UPDATE SKIP LOCKED)"
 		CLAIM_RETURNING,
 		4, {INT8OID, UUIDOID, INTERVALOID, TEXTOID}

@@ -135,8 +135,41 @@ emit_rows(DlsmClaimEmit emit, void *arg)
 }
 
 /*
- * Try to claim the unit that starts at candidate c.  On success the entity
- * lock stays held until the transaction ends; otherwise it is released.
+ * A candidate update was not claimable: if that is because its entity's
+ * create ended in error, settle the entity's pending updates as error.
+ */
+static void
+fail_updates_of_failed_create(DlsmQueue *queue, Candidate *c)
+{
+	Datum		values[2];
+	bool		isnull;
+	char	   *create_status;
+
+	values[0] = CStringGetTextDatum(c->entity);
+	values[1] = Int64GetDatum(c->id);
+	if (dlsm_plan_execute(queue, DLSM_Q_ENTITY_STATE, values, NULL, 1) !=
+		SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "unexpected result from the entity state query");
+	create_status = SPI_getvalue(SPI_tuptable->vals[0],
+								 SPI_tuptable->tupdesc, 1);
+	if (get_bool(0, 3, &isnull) || create_status == NULL ||
+		strcmp(create_status, "error") != 0)
+		return;
+
+	values[1] = CStringGetTextDatum(psprintf("create request %s of entity \"%s\" ended in error",
+											 SPI_getvalue(SPI_tuptable->vals[0],
+														  SPI_tuptable->tupdesc, 2),
+											 c->entity));
+	if (dlsm_plan_execute(queue, DLSM_Q_FAIL_UPDATES, values, NULL, 0) !=
+		SPI_OK_UPDATE)
+		elog(ERROR, "unexpected result from failing updates");
+}
+
+/*
+ * Try to claim the unit that starts at candidate c.  The claim statement
+ * runs after the entity lock is granted, with a fresh snapshot, so it sees
+ * every claim of the entity that committed before.  On success the lock
+ * stays held until the transaction ends; otherwise it is released.
  */
 static CandidateResult
 try_candidate(DlsmClaimArgs *args, Candidate *c, Datum lease,
@@ -145,45 +178,12 @@ try_candidate(DlsmClaimArgs *args, Candidate *c, Datum lease,
 	DlsmQueue  *queue = args->queue;
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
-	bool		isnull;
 	bool		is_update = strcmp(c->kind, "update") == 0;
 	int			rc;
 
 	if (!dlsm_lock_entity_try(queue->relid, c->entity))
 		return CANDIDATE_SKIPPED;
 
-	/* committed state of the entity, read after the lock was granted */
-	values[0] = CStringGetTextDatum(c->entity);
-	values[1] = Int64GetDatum(c->id);
-	if (dlsm_plan_execute(queue, DLSM_Q_ENTITY_STATE, values, NULL, 1) !=
-		SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "unexpected result from the entity state query");
-
-	if (!get_bool(0, 3, &isnull))
-	{
-		char	   *create_status = SPI_getvalue(SPI_tuptable->vals[0],
-												 SPI_tuptable->tupdesc, 1);
-
-		if (!is_update || create_status == NULL ||
-			strcmp(create_status, "complete") == 0)
-			goto claim;
-		if (strcmp(create_status, "error") == 0)
-		{
-			/* the create failed: its pending updates fail with it */
-			char	   *create_id = SPI_getvalue(SPI_tuptable->vals[0],
-												 SPI_tuptable->tupdesc, 2);
-
-			values[1] = CStringGetTextDatum(psprintf("create request %s of entity \"%s\" ended in error",
-													 create_id, c->entity));
-			if (dlsm_plan_execute(queue, DLSM_Q_FAIL_UPDATES, values, NULL, 0)
-				!= SPI_OK_UPDATE)
-				elog(ERROR, "unexpected result from failing updates");
-		}
-	}
-	dlsm_lock_entity_release(queue->relid, c->entity);
-	return CANDIDATE_SKIPPED;
-
-claim:
 	values[0] = Int64GetDatum(c->id);
 	values[1] = args->process_id ? UUIDPGetDatum(args->process_id) : (Datum) 0;
 	nulls[1] = args->process_id ? ' ' : 'n';
@@ -195,15 +195,18 @@ claim:
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "unexpected result from a claim: %s",
 			 SPI_result_code_string(rc));
-	if (SPI_processed == 0)
+	if (SPI_processed > 0)
 	{
-		/* taken meanwhile by a client locking rows by hand */
-		dlsm_lock_entity_release(queue->relid, c->entity);
-		return CANDIDATE_SKIPPED;
+		wake_at_abort = true;
+		emit_rows(emit, arg);
+		return CANDIDATE_CLAIMED;
 	}
-	wake_at_abort = true;
-	emit_rows(emit, arg);
-	return CANDIDATE_CLAIMED;
+
+	/* busy, waiting for its create, or taken by a client locking by hand */
+	if (is_update)
+		fail_updates_of_failed_create(queue, c);
+	dlsm_lock_entity_release(queue->relid, c->entity);
+	return CANDIDATE_SKIPPED;
 }
 
 /* A set of entities already passed over in this call, by 64-bit hash. */
