@@ -63,10 +63,18 @@ SELECT dlsm_heartbeat('e', gen_random_uuid());
 SELECT dlsm_create_queue('plain');
 SELECT dlsm_create_queue('no_such_schema.q');
 
--- waiting needs READ COMMITTED: 0A000
+-- claims need READ COMMITTED: 0A000
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT * FROM dlsm_claim('e', wait => '1 s');
 ROLLBACK;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT * FROM dlsm_claim('e');
+ROLLBACK;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT dlsm_group_updates('e', 'x', gen_random_uuid());
+ROLLBACK;
+-- a queue cannot be a temporary table: 0A000
+SELECT dlsm_create_queue('pg_temp.tq');
 -- the trigger function is not callable directly
 SELECT dlsm_wake();
 
@@ -96,8 +104,9 @@ SELECT * FROM dlsm_claim('plain');
 SELECT dlsm_settle('e', '55555555-5555-5555-5555-555555555555');
 SELECT dlsm_heartbeat('e', '55555555-5555-5555-5555-555555555555');
 BEGIN ISOLATION LEVEL REPEATABLE READ;
-SELECT * FROM dlsm_claim('e', wait => '1 s');
+SELECT * FROM dlsm_claim('e');
 ROLLBACK;
+SELECT dlsm_create_queue('pg_temp.tq');
 SELECT dlsm_wake();
 SET dlsm.no_such_setting = 1;
 SET dlsm.default_lease = 0;

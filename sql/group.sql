@@ -39,3 +39,15 @@ COMMIT;
 SELECT dlsm_group_updates('g', 'sheet', :'holder');
 SELECT dlsm_settle('g', :'holder');
 SELECT status, count(*) FROM g GROUP BY status ORDER BY status;
+
+-- the grouping respects the entity's create and its requests of other kinds
+SELECT dlsm_create_queue('g2');
+INSERT INTO g2 (kind, entity) VALUES ('update', 'S'), ('create', 'S'), ('update', 'S');
+SELECT dlsm_group_updates('g2', 'S', '66666666-6666-6666-6666-666666666666');
+UPDATE g2 SET status = 'complete' WHERE kind = 'create';
+INSERT INTO g2 (kind, entity) VALUES ('archive', 'S'), ('update', 'S');
+SELECT dlsm_group_updates('g2', 'S', '66666666-6666-6666-6666-666666666666');
+SELECT id, kind, status, attempts FROM g2 ORDER BY id;
+-- grouping again: the rows already held are not counted as new attempts
+SELECT dlsm_group_updates('g2', 'S', '66666666-6666-6666-6666-666666666666');
+SELECT id, kind, status, attempts FROM g2 ORDER BY id;

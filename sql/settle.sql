@@ -111,4 +111,14 @@ SELECT dlsm_settle('s', :'new_pid');
 SELECT status, attempts, process_id = :'new_pid' AS by_new_claimant
   FROM s WHERE entity = 'twice';
 
+-- the default backoff stops growing at an hour, however many attempts
+SELECT dlsm_create_queue('many', max_attempts => 100);
+SELECT dlsm_enqueue('many', 'x');
+UPDATE many SET attempts = 60;
+SELECT process_id AS pm FROM dlsm_claim('many') \gset
+SELECT dlsm_settle('many', :'pm', 'retry');
+SELECT status, attempts,
+	   run_at BETWEEN now() + interval '59 minutes' AND clock_timestamp() + interval '1 hour' AS capped
+  FROM many;
+
 SELECT status, count(*) FROM s GROUP BY status ORDER BY status;

@@ -57,6 +57,21 @@ require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
 				 errmsg("argument \"%s\" must not be null", name)));
 }
 
+/*
+ * Claims read the entity's state after taking its lock, and need a snapshot
+ * taken after that: only READ COMMITTED gives one per statement.
+ */
+static void
+require_read_committed(const char *function)
+{
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s cannot run in a REPEATABLE READ or SERIALIZABLE transaction",
+						function),
+				 errhint("Claim in a READ COMMITTED transaction.")));
+}
+
 /* An interval as microseconds; false if it does not fit. */
 static bool
 interval_usecs(Interval *iv, int64 *result)
@@ -294,11 +309,7 @@ dlsm_claim(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("units must be at least 1")));
-	if (args.wait_us != 0 && IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("dlsm_claim cannot wait in a REPEATABLE READ or SERIALIZABLE transaction"),
-				 errhint("Wait in a READ COMMITTED transaction, or pass wait => '0'.")));
+	require_read_committed("dlsm_claim");
 
 	InitMaterializedSRF(fcinfo, 0);
 	args.queue = open_queue(fcinfo, ACL_SELECT | ACL_UPDATE);
@@ -319,6 +330,7 @@ dlsm_group_updates(PG_FUNCTION_ARGS)
 
 	require_arg(fcinfo, 1, "entity");
 	require_arg(fcinfo, 2, "process_id");
+	require_read_committed("dlsm_group_updates");
 	queue = open_queue(fcinfo, ACL_SELECT | ACL_UPDATE);
 	n = dlsm_state_group(queue, text_to_cstring(PG_GETARG_TEXT_PP(1)),
 						 PG_GETARG_UUID_P(2),

@@ -49,6 +49,7 @@ typedef struct DlsmQueue
 {
 	Oid			relid;			/* hash key: the queue table */
 	bool		valid;			/* false once invalidated */
+	MemoryContext context;		/* holds the strings below */
 	char	   *relname;		/* schema-qualified, quoted */
 	char	   *channel;		/* NOTIFY channel */
 	int			max_attempts;	/* attempts before a retry becomes error */
@@ -67,6 +68,7 @@ extern Oid	dlsm_queue_create(const char *name, const char *channel,
 							  int max_attempts, Interval *retention);
 extern void dlsm_queue_drop(Oid relid, bool drop_table);
 extern const char *dlsm_extension_schema(void);
+extern Oid	dlsm_fence_sequence(void);
 
 /* ---- plans.c ---- */
 
@@ -102,7 +104,6 @@ extern int	dlsm_plan_execute(DlsmQueue *queue, DlsmQueryId query,
 extern int	dlsm_plan_execute_catalog(DlsmCatalogQueryId query,
 									  Datum *values, const char *nulls,
 									  bool read_only, long count);
-extern void dlsm_plan_free(DlsmQueue *queue);
 extern void dlsm_plan_reset_catalog(void);
 extern void dlsm_plan_drop_table(const char *relname, bool drop_table);
 extern void dlsm_plan_create_table(const char *relname,

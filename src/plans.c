@@ -18,7 +18,7 @@
  * always travel as parameters.
  *
  * Placeholders: {q} queue, {id} {status} {kind} {entity} {pid} mapped
- * columns, {fence_seq} the fence sequence, {registry} the registry table,
+ * columns, {fence_seq} the fence sequence's OID, {registry} the registry table,
  * and the operators {=} {<>} {<} {<=} {>} {>=} {+} {-} {*}.
  *
  * Copyright (c) 2026, dlsm developers
@@ -40,7 +40,8 @@
 #define CLAIM_UNIT \
 	"WITH u AS MATERIALIZED (" \
 	" SELECT COALESCE($2, pg_catalog.gen_random_uuid()) AS pid," \
-	"  pg_catalog.nextval('{fence_seq}'::pg_catalog.regclass) AS fence," \
+	"  pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass)" \
+	"   AS fence," \
 	"  pg_catalog.clock_timestamp() AS now) "
 
 #define CLAIM_SET \
@@ -65,7 +66,8 @@
 /* Exponential backoff for retries: 1 s, 2 s, 4 s ... at most an hour. */
 #define RETRY_BACKOFF \
 	"LEAST('1 second'::pg_catalog.interval {*}" \
-	" pg_catalog.power(2::float8, (t.attempts {-} 1)::float8)," \
+	" pg_catalog.power(2::pg_catalog.float8," \
+	"  LEAST(t.attempts {-} 1, 12)::pg_catalog.float8)," \
 	" '1 hour'::pg_catalog.interval)"
 
 typedef struct DlsmQueryDef
@@ -114,11 +116,19 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		/*
 		 * $1 first update's id, $2 process id or NULL, $3 lease, $4 entity.
 		 * As DLSM_Q_CLAIM_ONE, and the entity's create, if any, is complete.
-		 * The group ends before the entity's next request of another kind.
+		 * The first update is locked first: when another transaction holds
+		 * it, nothing is claimed.  The group ends before the entity's next
+		 * request of another kind.
 		 */
 		CLAIM_UNIT
+		", first AS MATERIALIZED (SELECT {id} FROM {q}"
+		"  WHERE {id} {=} $1 AND {status} {=} 'new' AND " ENTITY_FREE
+		"  AND NOT EXISTS (SELECT 1 FROM {q} c WHERE c.{entity} {=} $4"
+		"   AND c.{kind} {=} 'create' AND c.{status} {<>} 'complete')"
+		"  FOR UPDATE SKIP LOCKED) "
 		"UPDATE {q} t" CLAIM_SET
-		" WHERE t.{id} {=} ANY (SELECT {id} FROM {q}"
+		" WHERE EXISTS (SELECT 1 FROM first) AND t.{id} {=} ANY ("
+		"  SELECT {id} FROM {q}"
 		"  WHERE {entity} {=} $4 AND {kind} {=} 'update'"
 		"  AND {status} {=} 'new' AND {id} {>=} $1"
 		"  AND run_at {<=} pg_catalog.clock_timestamp()"
@@ -126,9 +136,6 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"   WHERE {entity} {=} $4 AND {status} {=} 'new'"
 		"   AND {kind} {<>} 'update' AND {id} {>} $1),"
 		"   9223372036854775807)"
-		"  AND " ENTITY_FREE
-		"  AND NOT EXISTS (SELECT 1 FROM {q} c WHERE c.{entity} {=} $4"
-		"   AND c.{kind} {=} 'create' AND c.{status} {<>} 'complete')"
 		"  ORDER BY {id} FOR UPDATE SKIP LOCKED)"
 		CLAIM_RETURNING,
 		4, {INT8OID, UUIDOID, INTERVALOID, TEXTOID}
@@ -143,20 +150,39 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		2, {TEXTOID, TEXTOID}
 	},
 	[DLSM_Q_GROUP_BUSY] = {
-		/* $1 entity, $2 process id */
-		"SELECT EXISTS (SELECT 1 FROM {q}"
-		" WHERE {entity} {=} $1 AND {status} {=} 'in-progress'"
-		" AND {pid} {<>} $2)",
+		/*
+		 * $1 entity, $2 process id: why the entity's updates cannot be
+		 * grouped under $2 now, or NULL.
+		 */
+		"SELECT CASE"
+		" WHEN EXISTS (SELECT 1 FROM {q} WHERE {entity} {=} $1"
+		"  AND {status} {=} 'in-progress' AND {pid} {<>} $2)"
+		" THEN 'Requests of this entity are in progress under another process id.'"
+		" WHEN EXISTS (SELECT 1 FROM {q} WHERE {entity} {=} $1"
+		"  AND {kind} {=} 'create' AND {status} {<>} 'complete')"
+		" THEN 'The create request of this entity is not complete.'"
+		" END",
 		2, {TEXTOID, UUIDOID}
 	},
 	[DLSM_Q_GROUP] = {
-		/* $1 entity, $2 process id, $3 lease */
+		/*
+		 * $1 entity, $2 process id, $3 lease: the entity's new updates, and
+		 * those $2 holds already, up to its next new request of another kind.
+		 */
 		CLAIM_UNIT
-		"UPDATE {q} t" CLAIM_SET
+		"UPDATE {q} t SET {status} = 'in-progress', {pid} = u.pid,"
+		" fence = u.fence, attempts = t.attempts {+}"
+		"  CASE WHEN t.{status} {=} 'new' THEN 1 ELSE 0 END,"
+		" claimed_at = u.now, lease_until = u.now {+} $3,"
+		" settled_at = NULL, detail = NULL"
+		" FROM u"
 		" WHERE t.{id} {=} ANY (SELECT {id} FROM {q}"
 		"  WHERE {entity} {=} $1 AND {kind} {=} 'update'"
 		"  AND ({status} {=} 'new'"
 		"   OR ({status} {=} 'in-progress' AND {pid} {=} $2))"
+		"  AND {id} {<} COALESCE((SELECT pg_catalog.min({id}) FROM {q}"
+		"   WHERE {entity} {=} $1 AND {status} {=} 'new'"
+		"   AND {kind} {<>} 'update'), 9223372036854775807)"
 		"  ORDER BY {id} FOR UPDATE NOWAIT)",
 		3, {TEXTOID, UUIDOID, INTERVALOID}
 	},
@@ -184,9 +210,11 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	},
 	[DLSM_Q_HEARTBEAT] = {
 		/* $1 process id, $2 lease */
-		"UPDATE {q} SET lease_until = pg_catalog.clock_timestamp() {+} $2"
+		"WITH u AS MATERIALIZED"
+		" (SELECT pg_catalog.clock_timestamp() {+} $2 AS until)"
+		" UPDATE {q} SET lease_until = u.until FROM u"
 		" WHERE {pid} {=} $1 AND {status} {=} 'in-progress'"
-		" RETURNING lease_until",
+		" RETURNING u.until",
 		2, {UUIDOID, INTERVALOID}
 	},
 	[DLSM_Q_REAP] = {
@@ -327,25 +355,6 @@ expand_template(StringInfo buf, const char *template, const char *const *subst)
 	"-", "OPERATOR(pg_catalog.-)", \
 	"*", "OPERATOR(pg_catalog.*)"
 
-/* The fence sequence, schema-qualified and quoted as a regclass literal. */
-static char *
-fence_sequence_literal(void)
-{
-	char	   *name = quote_qualified_identifier(dlsm_extension_schema(),
-												  "dlsm_fence_seq");
-	StringInfoData buf;
-
-	/* it is spliced into a string literal: double any quote */
-	initStringInfo(&buf);
-	for (const char *c = name; *c; c++)
-	{
-		if (*c == '\'')
-			appendStringInfoChar(&buf, '\'');
-		appendStringInfoChar(&buf, *c);
-	}
-	return buf.data;
-}
-
 static SPIPlanPtr
 prepare_kept(const char *text, const DlsmQueryDef *def)
 {
@@ -373,7 +382,7 @@ queue_plan(DlsmQueue *queue, DlsmQueryId query)
 			"kind", queue->col_kind,
 			"entity", queue->col_entity,
 			"pid", queue->col_process_id,
-			"fence_seq", fence_sequence_literal(),
+			"fence_seq", psprintf("%u", dlsm_fence_sequence()),
 			OPERATOR_SUBSTITUTIONS,
 			NULL
 		};
@@ -445,18 +454,6 @@ dlsm_plan_execute_catalog(DlsmCatalogQueryId query, Datum *values,
 		pfree(buf.data);
 	}
 	return execute(catalog_plans[query], values, nulls, read_only, count);
-}
-
-/* Forget a queue's plans (its descriptor is being rebuilt or dropped). */
-void
-dlsm_plan_free(DlsmQueue *queue)
-{
-	for (int i = 0; i < DLSM_NUM_QUERIES; i++)
-	{
-		if (queue->plans[i] != NULL)
-			SPI_freeplan(queue->plans[i]);
-		queue->plans[i] = NULL;
-	}
 }
 
 /* Forget the registry plans (the extension was dropped or re-created). */

@@ -28,6 +28,7 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
@@ -42,33 +43,56 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
+#include "utils/syscache.h"
 
 #include "dlsm.h"
 
 static HTAB *queue_cache = NULL;
 static MemoryContext queue_context = NULL;
 
-/* The extension's schema and owner, looked up once per backend. */
+/*
+ * Descriptions replaced while a statement may still run one of their plans
+ * (a trigger can rebuild a queue's descriptor in the middle of that queue's
+ * INSERT): freed at the end of the transaction, never earlier.
+ */
+typedef struct RetiredQueue
+{
+	MemoryContext context;		/* the strings */
+	SPIPlanPtr *plans;			/* DLSM_NUM_QUERIES slots */
+} RetiredQueue;
+
+static List *retired = NIL;		/* of RetiredQueue, in queue_context */
+
+/* The extension's schema, owner and objects, looked up once per backend. */
 static char *ext_schema = NULL;
 static Oid	ext_schema_oid = InvalidOid;
 static Oid	ext_owner = InvalidOid;
 static Oid	registry_relid = InvalidOid;
+static Oid	fence_seq_relid = InvalidOid;
 static bool catalog_stale = false;
+
+static void
+invalidate_all(void)
+{
+	HASH_SEQ_STATUS status;
+	DlsmQueue  *queue;
+
+	if (queue_cache == NULL)
+		return;
+	hash_seq_init(&status, queue_cache);
+	while ((queue = hash_seq_search(&status)) != NULL)
+		queue->valid = false;
+}
 
 static void
 queue_invalidate(Datum arg, Oid relid)
 {
-	HASH_SEQ_STATUS status;
 	DlsmQueue  *queue;
 
 	if (relid == InvalidOid || relid == registry_relid)
 	{
 		catalog_stale = true;
-		if (queue_cache == NULL)
-			return;
-		hash_seq_init(&status, queue_cache);
-		while ((queue = hash_seq_search(&status)) != NULL)
-			queue->valid = false;
+		invalidate_all();
 		return;
 	}
 	if (queue_cache == NULL)
@@ -78,11 +102,43 @@ queue_invalidate(Datum arg, Oid relid)
 		queue->valid = false;
 }
 
+/* A schema was renamed: the qualified names of queues may have changed. */
+static void
+namespace_invalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	invalidate_all();
+}
+
+/* Free the descriptions retired during the transaction that just ended. */
+static void
+free_retired(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PREPARE)
+		return;
+	foreach(lc, retired)
+	{
+		RetiredQueue *r = lfirst(lc);
+
+		for (int i = 0; i < DLSM_NUM_QUERIES; i++)
+			if (r->plans[i] != NULL)
+				SPI_freeplan(r->plans[i]);
+		pfree(r->plans);
+		MemoryContextDelete(r->context);
+	}
+	list_free_deep(retired);
+	retired = NIL;
+}
+
 /* Register the invalidation callback; called once from _PG_init. */
 void
 dlsm_queue_init(void)
 {
 	CacheRegisterRelcacheCallback(queue_invalidate, (Datum) 0);
+	CacheRegisterSyscacheCallback(NAMESPACEOID, namespace_invalidate, (Datum) 0);
+	RegisterXactCallback(free_retired, NULL);
 }
 
 /* Read the extension's schema and owner from pg_extension. */
@@ -114,6 +170,7 @@ lookup_extension(void)
 	ext_schema = MemoryContextStrdup(TopMemoryContext,
 									 get_namespace_name(ext_schema_oid));
 	registry_relid = get_relname_relid("dlsm_queues", ext_schema_oid);
+	fence_seq_relid = get_relname_relid("dlsm_fence_seq", ext_schema_oid);
 }
 
 /*
@@ -135,17 +192,56 @@ dlsm_extension_schema(void)
 	return ext_schema;
 }
 
+/* The OID of the fence sequence. */
+Oid
+dlsm_fence_sequence(void)
+{
+	(void) dlsm_extension_schema();
+	return fence_seq_relid;
+}
+
 static char *
 column_name(HeapTuple tuple, TupleDesc desc, int attno)
 {
 	bool		isnull;
 	Datum		d = SPI_getbinval(tuple, desc, attno, &isnull);
 
-	return MemoryContextStrdup(queue_context,
-							   quote_identifier(NameStr(*DatumGetName(d))));
+	return pstrdup(quote_identifier(NameStr(*DatumGetName(d))));
 }
 
-/* Fill a stale or new descriptor from the registry; false if not there. */
+static bool
+same_description(DlsmQueue *a, DlsmQueue *b)
+{
+	return strcmp(a->relname, b->relname) == 0 &&
+		strcmp(a->channel, b->channel) == 0 &&
+		a->max_attempts == b->max_attempts &&
+		strcmp(a->col_id, b->col_id) == 0 &&
+		strcmp(a->col_status, b->col_status) == 0 &&
+		strcmp(a->col_kind, b->col_kind) == 0 &&
+		strcmp(a->col_entity, b->col_entity) == 0 &&
+		strcmp(a->col_process_id, b->col_process_id) == 0;
+}
+
+/* Set aside a queue's description until the transaction ends. */
+static void
+retire(DlsmQueue *queue)
+{
+	MemoryContext old = MemoryContextSwitchTo(queue_context);
+	RetiredQueue *r = palloc(sizeof(RetiredQueue));
+
+	r->context = queue->context;
+	r->plans = queue->plans;
+	retired = lappend(retired, r);
+	MemoryContextSwitchTo(old);
+	queue->context = NULL;
+	queue->plans = NULL;
+}
+
+/*
+ * Read a queue's description from the registry into a stale or new
+ * descriptor; false if it is not registered (any more).  The plans of an
+ * unchanged description are kept: the plan cache revalidates them itself.
+ */
 static bool
 load_queue(DlsmQueue *queue)
 {
@@ -155,49 +251,55 @@ load_queue(DlsmQueue *queue)
 	bool		isnull;
 	char	   *nspname;
 	char	   *relname;
+	DlsmQueue	fresh;
+	MemoryContext context;
+	MemoryContext old;
 
-	dlsm_plan_free(queue);
+	/* an invalidation arriving from here on makes it stale again */
+	queue->valid = true;
 	if (dlsm_plan_execute_catalog(DLSM_C_LOOKUP, values, NULL, true, 1) !=
 		SPI_OK_SELECT)
 		elog(ERROR, "unexpected result from the dlsm registry lookup");
-	if (SPI_processed == 0)
+	nspname = get_namespace_name(get_rel_namespace(queue->relid));
+	relname = get_rel_name(queue->relid);
+	if (SPI_processed == 0 || nspname == NULL || relname == NULL)
 		return false;
 
 	tuple = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
-	nspname = get_namespace_name(get_rel_namespace(queue->relid));
-	relname = get_rel_name(queue->relid);
-	if (nspname == NULL || relname == NULL)
-		return false;
+	context = AllocSetContextCreate(queue_context, "dlsm queue",
+									ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(context);
+	fresh.relname = quote_qualified_identifier(nspname, relname);
+	fresh.channel = TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull));
+	fresh.max_attempts = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+	fresh.col_id = column_name(tuple, desc, 3);
+	fresh.col_status = column_name(tuple, desc, 4);
+	fresh.col_kind = column_name(tuple, desc, 5);
+	fresh.col_entity = column_name(tuple, desc, 6);
+	fresh.col_process_id = column_name(tuple, desc, 7);
+	MemoryContextSwitchTo(old);
+	SPI_freetuptable(SPI_tuptable);
 
-	queue->relname = MemoryContextStrdup(queue_context,
-										 quote_qualified_identifier(nspname,
-																	relname));
-	queue->channel = MemoryContextStrdup(queue_context,
-										 TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull)));
-	queue->max_attempts = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
-	queue->col_id = column_name(tuple, desc, 3);
-	queue->col_status = column_name(tuple, desc, 4);
-	queue->col_kind = column_name(tuple, desc, 5);
-	queue->col_entity = column_name(tuple, desc, 6);
-	queue->col_process_id = column_name(tuple, desc, 7);
-	queue->valid = true;
-	return true;
-}
-
-static void
-free_strings(DlsmQueue *queue)
-{
-	char	  **strings[] = {&queue->relname, &queue->channel, &queue->col_id,
-		&queue->col_status, &queue->col_kind, &queue->col_entity,
-	&queue->col_process_id};
-
-	for (int i = 0; i < lengthof(strings); i++)
+	if (queue->context != NULL && same_description(queue, &fresh))
 	{
-		if (*strings[i] != NULL)
-			pfree(*strings[i]);
-		*strings[i] = NULL;
+		MemoryContextDelete(context);
+		return true;
 	}
+	if (queue->context != NULL)
+		retire(queue);
+	queue->context = context;
+	queue->relname = fresh.relname;
+	queue->channel = fresh.channel;
+	queue->max_attempts = fresh.max_attempts;
+	queue->col_id = fresh.col_id;
+	queue->col_status = fresh.col_status;
+	queue->col_kind = fresh.col_kind;
+	queue->col_entity = fresh.col_entity;
+	queue->col_process_id = fresh.col_process_id;
+	queue->plans = MemoryContextAllocZero(queue_context,
+										  sizeof(SPIPlanPtr) * DLSM_NUM_QUERIES);
+	return true;
 }
 
 /*
@@ -229,21 +331,15 @@ find_queue(Oid relid)
 	if (!found)
 	{
 		queue->valid = false;
-		queue->relname = queue->channel = NULL;
-		queue->col_id = queue->col_status = queue->col_kind = NULL;
-		queue->col_entity = queue->col_process_id = NULL;
-		queue->plans = MemoryContextAllocZero(queue_context,
-											  sizeof(SPIPlanPtr) * DLSM_NUM_QUERIES);
+		queue->context = NULL;
+		queue->plans = NULL;
 	}
-	if (!queue->valid)
+	if (!queue->valid && !load_queue(queue))
 	{
-		free_strings(queue);
-		if (!load_queue(queue))
-		{
-			pfree(queue->plans);
-			hash_search(queue_cache, &relid, HASH_REMOVE, NULL);
-			return NULL;
-		}
+		if (queue->context != NULL)
+			retire(queue);
+		hash_search(queue_cache, &relid, HASH_REMOVE, NULL);
+		return NULL;
 	}
 	return queue;
 }
@@ -313,6 +409,10 @@ dlsm_queue_create(const char *name, const char *channel, int max_attempts,
 
 	rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
 	nspid = RangeVarGetCreationNamespace(rv);
+	if (isAnyTempNamespace(nspid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a dlsm queue cannot be a temporary table")));
 	nspname = get_namespace_name(nspid);
 	relname = quote_qualified_identifier(nspname, rv->relname);
 	for (int i = 0; i < lengthof(labels); i++)

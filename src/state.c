@@ -143,7 +143,9 @@ fail_updates_of_failed_create(DlsmQueue *queue, Candidate *c)
 {
 	Datum		values[2];
 	bool		isnull;
+	bool		failed;
 	char	   *create_status;
+	char	   *detail = NULL;
 
 	values[0] = CStringGetTextDatum(c->entity);
 	values[1] = Int64GetDatum(c->id);
@@ -152,17 +154,22 @@ fail_updates_of_failed_create(DlsmQueue *queue, Candidate *c)
 		elog(ERROR, "unexpected result from the entity state query");
 	create_status = SPI_getvalue(SPI_tuptable->vals[0],
 								 SPI_tuptable->tupdesc, 1);
-	if (get_bool(0, 3, &isnull) || create_status == NULL ||
-		strcmp(create_status, "error") != 0)
+	failed = !get_bool(0, 3, &isnull) && create_status != NULL &&
+		strcmp(create_status, "error") == 0;
+	if (failed)
+		detail = psprintf("create request %s of entity \"%s\" ended in error",
+						  SPI_getvalue(SPI_tuptable->vals[0],
+									   SPI_tuptable->tupdesc, 2),
+						  c->entity);
+	SPI_freetuptable(SPI_tuptable);
+	if (!failed)
 		return;
 
-	values[1] = CStringGetTextDatum(psprintf("create request %s of entity \"%s\" ended in error",
-											 SPI_getvalue(SPI_tuptable->vals[0],
-														  SPI_tuptable->tupdesc, 2),
-											 c->entity));
+	values[1] = CStringGetTextDatum(detail);
 	if (dlsm_plan_execute(queue, DLSM_Q_FAIL_UPDATES, values, NULL, 0) !=
 		SPI_OK_UPDATE)
 		elog(ERROR, "unexpected result from failing updates");
+	SPI_freetuptable(SPI_tuptable);
 }
 
 /*
@@ -199,8 +206,10 @@ try_candidate(DlsmClaimArgs *args, Candidate *c, Datum lease,
 	{
 		wake_at_abort = true;
 		emit_rows(emit, arg);
+		SPI_freetuptable(SPI_tuptable);
 		return CANDIDATE_CLAIMED;
 	}
+	SPI_freetuptable(SPI_tuptable);
 
 	/* busy, waiting for its create, or taken by a client locking by hand */
 	if (is_update)
@@ -346,7 +355,7 @@ dlsm_state_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
 {
 	Interval   *lease = palloc0(sizeof(Interval));
 	Datum		values[3];
-	bool		isnull;
+	char	   *busy;
 
 	if (!dlsm_lock_entity_try(queue->relid, entity))
 		ereport(ERROR,
@@ -360,12 +369,13 @@ dlsm_state_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
 	if (dlsm_plan_execute(queue, DLSM_Q_GROUP_BUSY, values, NULL, 1) !=
 		SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "unexpected result from the group check");
-	if (get_bool(0, 1, &isnull))
+	busy = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (busy != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 				 errmsg("entity \"%s\" of queue \"%s\" is busy",
 						entity, get_rel_name(queue->relid)),
-				 errdetail("Requests of this entity are in progress under another process id.")));
+				 errdetail_internal("%s", busy)));
 
 	lease->time = lease_us;
 	values[2] = IntervalPGetDatum(lease);
