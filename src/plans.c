@@ -360,7 +360,13 @@ prepare_kept(const char *text, const DlsmQueryDef *def)
 {
 	SPIPlanPtr	plan;
 
-	plan = SPI_prepare(text, def->nargs, (Oid *) def->argtypes);
+	/*
+	 * Generic plans: parameters only pick rows, never a better plan, so
+	 * planning once saves replanning every call (custom plans would be
+	 * tried first and often kept, at the cost of a plan per execution).
+	 */
+	plan = SPI_prepare_cursor(text, def->nargs, (Oid *) def->argtypes,
+							  CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
 			 text, SPI_result_code_string(SPI_result));
