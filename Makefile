@@ -6,11 +6,14 @@ OBJS = \
 	src/api.o \
 	src/dlsm.o \
 	src/guc.o \
+	src/handler.o \
 	src/locks.o \
+	src/notify.o \
 	src/plans.o \
 	src/queue.o \
 	src/shmem.o \
-	src/state.o
+	src/state.o \
+	src/worker.o
 
 EXTENSION = dlsm
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" dlsm.control)

@@ -19,6 +19,8 @@ CREATE TABLE @extschema@.dlsm_queues (
 	max_attempts pg_catalog.int4 NOT NULL
 		CHECK (max_attempts OPERATOR(pg_catalog.>) 0),
 	retention	pg_catalog.interval,
+	handler		pg_catalog.regproc,
+	handler_role pg_catalog.regrole,
 	id_column	pg_catalog.name NOT NULL DEFAULT 'id',
 	status_column pg_catalog.name NOT NULL DEFAULT 'status',
 	kind_column	pg_catalog.name NOT NULL DEFAULT 'kind',
@@ -146,6 +148,72 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.dlsm_reap(pg_catalog.regclass) IS
 'return requests whose lease expired to new, or to error when attempts are spent';
 
+-- The background worker as a consumer
+
+CREATE FUNCTION @extschema@.dlsm_set_handler(
+	queue pg_catalog.regclass,
+	handler pg_catalog.regproc)
+RETURNS void
+AS 'MODULE_PATHNAME', 'dlsm_set_handler'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_set_handler(pg_catalog.regclass, pg_catalog.regproc) IS
+'make the worker run a function for every unit of a queue, or stop (NULL)';
+
+-- Monitoring
+
+CREATE FUNCTION @extschema@.dlsm_worker_status(
+	OUT database pg_catalog.name,
+	OUT pid pg_catalog.int4,
+	OUT started_at pg_catalog.timestamptz,
+	OUT last_reap_at pg_catalog.timestamptz,
+	OUT reaped pg_catalog.int8,
+	OUT handled pg_catalog.int8,
+	OUT errors pg_catalog.int8,
+	OUT last_error pg_catalog.text,
+	OUT deleted pg_catalog.int8,
+	OUT wakeups pg_catalog.int8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'dlsm_worker_status'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_worker_status() IS
+'the state of dlsm''s background workers';
+
+CREATE VIEW @extschema@.dlsm_worker_status AS
+	SELECT * FROM @extschema@.dlsm_worker_status();
+COMMENT ON VIEW @extschema@.dlsm_worker_status IS
+'one row per database a dlsm worker serves';
+
+CREATE FUNCTION @extschema@.dlsm_queue_stats(
+	OUT queue pg_catalog.regclass,
+	OUT new pg_catalog.int8,
+	OUT in_progress pg_catalog.int8,
+	OUT complete pg_catalog.int8,
+	OUT error pg_catalog.int8,
+	OUT ready pg_catalog.int8,
+	OUT delayed pg_catalog.int8,
+	OUT waiting_on_create pg_catalog.int8,
+	OUT oldest_ready_age pg_catalog.interval,
+	OUT expired_leases pg_catalog.int8,
+	OUT dead_tuples pg_catalog.int8,
+	OUT last_autovacuum pg_catalog.timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'dlsm_queue_stats'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_queue_stats() IS
+'per queue: requests by state, ready, delayed, waiting, expired leases, vacuum';
+
+CREATE VIEW @extschema@.dlsm_queue_stats AS
+	SELECT * FROM @extschema@.dlsm_queue_stats();
+COMMENT ON VIEW @extschema@.dlsm_queue_stats IS
+'one row per queue the caller may read';
+
+CREATE FUNCTION @extschema@.dlsm_launcher_wake()
+RETURNS void
+AS 'MODULE_PATHNAME', 'dlsm_launcher_wake'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_launcher_wake() IS
+'ask the launcher to start the workers of databases that gained dlsm';
+
 -- Statement trigger on every queue: wakes waiting claimers at commit.
 CREATE FUNCTION @extschema@.dlsm_wake()
 RETURNS trigger
@@ -174,3 +242,13 @@ COMMENT ON FUNCTION @extschema@.dlsm_forget_dropped() IS
 
 CREATE EVENT TRIGGER dlsm_forget_dropped ON sql_drop
 	EXECUTE FUNCTION @extschema@.dlsm_forget_dropped();
+
+-- Monitoring is for pg_monitor (and superusers)
+REVOKE ALL ON @extschema@.dlsm_worker_status, @extschema@.dlsm_queue_stats FROM PUBLIC;
+GRANT SELECT ON @extschema@.dlsm_worker_status, @extschema@.dlsm_queue_stats TO pg_monitor;
+REVOKE ALL ON FUNCTION @extschema@.dlsm_worker_status(), @extschema@.dlsm_queue_stats() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.dlsm_worker_status(), @extschema@.dlsm_queue_stats() TO pg_monitor;
+REVOKE ALL ON FUNCTION @extschema@.dlsm_launcher_wake() FROM PUBLIC;
+
+-- This database has dlsm now: its worker need not wait for the next look.
+SELECT @extschema@.dlsm_launcher_wake();

@@ -19,7 +19,9 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
 #include "commands/async.h"
 #include "commands/trigger.h"
 #include "common/int.h"
@@ -46,6 +48,10 @@ PG_FUNCTION_INFO_V1(dlsm_settle_many);
 PG_FUNCTION_INFO_V1(dlsm_heartbeat);
 PG_FUNCTION_INFO_V1(dlsm_reap);
 PG_FUNCTION_INFO_V1(dlsm_wake);
+PG_FUNCTION_INFO_V1(dlsm_set_handler);
+PG_FUNCTION_INFO_V1(dlsm_worker_status);
+PG_FUNCTION_INFO_V1(dlsm_queue_stats);
+PG_FUNCTION_INFO_V1(dlsm_launcher_wake);
 
 /* Raise 22004 unless argument argno (named name) is given. */
 static void
@@ -461,7 +467,128 @@ dlsm_wake(PG_FUNCTION_ARGS)
 	{
 		Async_Notify(queue->channel, "");
 		dlsm_state_wake_at_commit();
+		if (OidIsValid(queue->handler))
+			dlsm_state_wake_worker_at_commit();
 	}
 	close_queue();
 	return PointerGetDatum(NULL);
+}
+
+/* dlsm_set_handler(queue regclass, handler regproc) RETURNS void */
+Datum
+dlsm_set_handler(PG_FUNCTION_ARGS)
+{
+	DlsmQueue  *queue;
+
+	queue = open_queue(fcinfo, ACL_SELECT | ACL_UPDATE);
+	dlsm_queue_set_handler(queue->relid,
+						   PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1));
+	close_queue();
+	PG_RETURN_VOID();
+}
+
+/*
+ * dlsm_worker_status(): one row per database a worker serves; without
+ * preloading, one row for this database saying that no worker runs.
+ */
+Datum
+dlsm_worker_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	DlsmWorkerSlot *slots = palloc(sizeof(DlsmWorkerSlot) * DLSM_MAX_DATABASES);
+	int			n = dlsm_shmem_copy_slots(slots);
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (!dlsm_shmem_available())
+	{
+		Datum		values[10] = {0};
+		bool		nulls[10] = {false, true, true, true, false, false, false,
+		false, false, false};
+
+		values[0] = CStringGetDatum(get_database_name(MyDatabaseId));
+		values[0] = DirectFunctionCall1(namein, values[0]);
+		values[7] = CStringGetTextDatum("dlsm is not in shared_preload_libraries: no worker runs");
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	for (int i = 0; i < n; i++)
+	{
+		DlsmWorkerSlot *slot = &slots[i];
+		char	   *dbname = get_database_name(slot->dboid);
+		Datum		values[10];
+		bool		nulls[10] = {false};
+
+		if (dbname == NULL)
+			continue;
+		values[0] = DirectFunctionCall1(namein, CStringGetDatum(dbname));
+		values[1] = Int32GetDatum(slot->worker_pid);
+		nulls[1] = slot->worker_pid == 0;
+		values[2] = TimestampTzGetDatum(slot->started_at);
+		nulls[2] = slot->started_at == 0;
+		values[3] = TimestampTzGetDatum(slot->last_reap_at);
+		nulls[3] = slot->last_reap_at == 0;
+		values[4] = Int64GetDatum(slot->reaped);
+		values[5] = Int64GetDatum(slot->handled);
+		values[6] = Int64GetDatum(slot->errors);
+		values[7] = CStringGetTextDatum(slot->last_error);
+		nulls[7] = slot->last_error[0] == '\0';
+		values[8] = Int64GetDatum(slot->deleted);
+		values[9] = Int64GetDatum(slot->wakeups);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * dlsm_queue_stats(): one row per queue of this database the caller may
+ * read; members of pg_monitor may read them all.
+ */
+Datum
+dlsm_queue_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		monitor = has_privs_of_role(GetUserId(), ROLE_PG_MONITOR);
+	List	   *relids;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	relids = dlsm_queue_list();
+	foreach(lc, relids)
+	{
+		Oid			relid = lfirst_oid(lc);
+		bool		readable = pg_class_aclcheck(relid, GetUserId(),
+												 ACL_SELECT) == ACLCHECK_OK;
+		DlsmQueue  *queue;
+		Datum		values[12];
+		bool		nulls[12];
+		Oid			save_userid;
+		int			save_sec_context;
+
+		if (!readable && !monitor)
+			continue;
+		queue = dlsm_queue_find(relid);
+		if (queue == NULL)
+			continue;
+		values[0] = ObjectIdGetDatum(relid);
+		nulls[0] = false;
+		/* a monitor reads the queue as the extension's owner */
+		GetUserIdAndSecContext(&save_userid, &save_sec_context);
+		if (!readable)
+			SetUserIdAndSecContext(dlsm_extension_owner(),
+								   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+		dlsm_state_stats(queue, values + 1, nulls + 1);
+		SetUserIdAndSecContext(save_userid, save_sec_context);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	close_queue();
+	return (Datum) 0;
+}
+
+/* dlsm_launcher_wake(): the launcher looks at every database now. */
+Datum
+dlsm_launcher_wake(PG_FUNCTION_ARGS)
+{
+	dlsm_shmem_wake_launcher();
+	PG_RETURN_VOID();
 }

@@ -28,4 +28,11 @@
 #define DLSM_INTERVAL_IS_INFINITE(i) false
 #endif
 
+/* Databases left invalid by an interrupted DROP DATABASE (15.4 and up). */
+#if PG_VERSION_NUM >= 150004
+#define DLSM_DATABASE_IS_INVALID(form) database_is_invalid_form(form)
+#else
+#define DLSM_DATABASE_IS_INVALID(form) false
+#endif
+
 #endif							/* DLSM_COMPAT_H */

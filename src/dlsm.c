@@ -5,7 +5,8 @@
  *
  * Loading the library defines the settings and the backend-local hooks;
  * preloading it (shared_preload_libraries) also reserves the shared state
- * that wakes waiting claims.  Without preloading every SQL function works.
+ * that wakes waiting claims and registers the background workers.  Without
+ * preloading every SQL function works; only the workers are missing.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -31,4 +32,5 @@ _PG_init(void)
 	dlsm_shmem_init();
 	dlsm_queue_init();
 	dlsm_state_init();
+	dlsm_worker_init();
 }

@@ -17,22 +17,74 @@
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/uuid.h"
 
 /* ---- guc.c ---- */
 extern int	dlsm_default_lease;	/* seconds */
+extern char *dlsm_databases;
+extern int	dlsm_reap_interval; /* milliseconds */
+extern int	dlsm_retention_batch;
+extern int	dlsm_handler_batch;
 
 extern void dlsm_guc_init(void);
 
 /* ---- shmem.c ---- */
+
+/* The most databases dlsm's workers serve at once. */
+#define DLSM_MAX_DATABASES 64
+
+/* One database's worker, as the launcher and the worker see it. */
+typedef struct DlsmWorkerSlot
+{
+	Oid			dboid;			/* database served; InvalidOid: slot free */
+	pid_t		worker_pid;		/* 0 while no worker runs */
+	Latch	   *latch;			/* the worker's latch, NULL while none */
+	bool		no_extension;	/* the worker found no dlsm there */
+	TimestampTz paused_until;	/* launcher: start no worker before */
+	TimestampTz started_at;		/* when the running worker started */
+	TimestampTz last_reap_at;	/* end of its last reaping pass */
+	int64		reaped;			/* rows moved by its reaper */
+	int64		deleted;		/* settled rows deleted for retention */
+	int64		handled;		/* units its handlers completed */
+	int64		errors;			/* units its handlers failed, other errors */
+	int64		wakeups;		/* notifications and latch wake-ups seen */
+	char		last_error[256];	/* message of its last error */
+} DlsmWorkerSlot;
+
+typedef struct DlsmSharedState
+{
+	LWLock	   *lock;			/* guards everything below but work_cv */
+	ConditionVariable work_cv;	/* broadcast when work became claimable */
+	pid_t		launcher_pid;	/* 0 while the launcher is not running */
+	Latch	   *launcher_latch; /* set to make it look at databases now */
+	bool		rescan;			/* launcher: look at every database again */
+	DlsmWorkerSlot slots[DLSM_MAX_DATABASES];
+} DlsmSharedState;
+
+extern DlsmSharedState *dlsm_shared;
+
 extern void dlsm_shmem_init(void);
 extern bool dlsm_shmem_available(void);
 extern void dlsm_shmem_wake_all(void);
+extern void dlsm_shmem_wake_worker(Oid dboid);
+extern void dlsm_shmem_wake_launcher(void);
+extern int	dlsm_shmem_copy_slots(DlsmWorkerSlot *out);
 extern void dlsm_shmem_prepare_wait(void);
 extern bool dlsm_shmem_wait(long timeout_ms);
 extern void dlsm_shmem_cancel_wait(void);
+
+/* ---- notify.c ---- */
+
+/* Receives one notification: its channel and payload. */
+typedef void (*DlsmNotifySink) (void *arg, const char *channel,
+								const char *payload);
+
+extern void dlsm_notify_listen(const char *channel);
+extern void dlsm_notify_drain(DlsmNotifySink sink, void *arg);
 
 /* ---- locks.c ---- */
 extern bool dlsm_lock_entity_try(Oid queue, const char *entity);
@@ -53,6 +105,10 @@ typedef struct DlsmQueue
 	char	   *relname;		/* schema-qualified, quoted */
 	char	   *channel;		/* NOTIFY channel */
 	int			max_attempts;	/* attempts before a retry becomes error */
+	bool		has_retention;	/* are settled rows deleted after... */
+	Interval	retention;		/* ... this long? */
+	Oid			handler;		/* function the worker runs, or InvalidOid */
+	Oid			handler_role;	/* role the worker runs it as */
 	char	   *col_id;			/* quoted column names, by role */
 	char	   *col_status;
 	char	   *col_kind;
@@ -67,8 +123,11 @@ extern DlsmQueue *dlsm_queue_find(Oid relid);
 extern Oid	dlsm_queue_create(const char *name, const char *channel,
 							  int max_attempts, Interval *retention);
 extern void dlsm_queue_drop(Oid relid, bool drop_table);
+extern void dlsm_queue_set_handler(Oid relid, Oid handler);
+extern List *dlsm_queue_list(void);
 extern const char *dlsm_extension_schema(void);
 extern Oid	dlsm_fence_sequence(void);
+extern Oid	dlsm_extension_owner(void);
 
 /* ---- plans.c ---- */
 
@@ -87,6 +146,8 @@ typedef enum DlsmQueryId
 	DLSM_Q_HEARTBEAT,			/* extend a lease */
 	DLSM_Q_REAP,				/* expired leases back to new or error */
 	DLSM_Q_ENQUEUE,				/* insert a request */
+	DLSM_Q_PURGE,				/* delete settled rows past the retention */
+	DLSM_Q_STATS,				/* the queue's row of dlsm_queue_stats */
 	DLSM_NUM_QUERIES
 } DlsmQueryId;
 
@@ -96,6 +157,8 @@ typedef enum DlsmCatalogQueryId
 	DLSM_C_LOOKUP,				/* a queue's registry row */
 	DLSM_C_REGISTER,			/* add a registry row */
 	DLSM_C_UNREGISTER,			/* remove a registry row */
+	DLSM_C_SET_HANDLER,			/* set or clear a queue's handler */
+	DLSM_C_LIST,				/* every registered queue */
 	DLSM_NUM_CATALOG_QUERIES
 } DlsmCatalogQueryId;
 
@@ -152,10 +215,20 @@ extern TimestampTz dlsm_state_heartbeat(DlsmQueue *queue,
 										pg_uuid_t *process_id,
 										int64 lease_us);
 extern int64 dlsm_state_reap(DlsmQueue *queue);
+extern int64 dlsm_state_purge(DlsmQueue *queue, int batch);
+extern void dlsm_state_stats(DlsmQueue *queue, Datum *values, bool *nulls);
 extern int64 dlsm_state_enqueue(DlsmQueue *queue, Datum entity, Datum kind,
 								Datum payload, bool payload_null,
 								Datum run_at, bool run_at_null);
 extern void dlsm_state_wake_at_commit(void);
+extern void dlsm_state_wake_worker_at_commit(void);
 extern const char *dlsm_outcome_name(DlsmOutcome outcome);
+
+/* ---- handler.c ---- */
+extern bool dlsm_handler_run_one(DlsmQueue *queue, bool *failed);
+
+/* ---- worker.c ---- */
+extern void dlsm_worker_init(void);
+extern void dlsm_worker_wait_gone(Oid dboid);
 
 #endif							/* DLSM_H */

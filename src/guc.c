@@ -4,7 +4,8 @@
  *	  The dlsm.* settings.
  *
  * Every setting is defined here, with its global; the prefix "dlsm" is
- * reserved so that a misspelt dlsm setting is reported, not kept.
+ * reserved so that a misspelt dlsm setting is reported, not kept.  The
+ * worker's settings are PGC_SIGHUP: a reload applies them.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -17,12 +18,40 @@
 
 #include <limits.h>
 
+#include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/varlena.h"
 
 #include "dlsm.h"
 
 /* Lease of a claim made without one, in seconds. */
 int			dlsm_default_lease = 300;
+
+/* Databases the workers serve, comma-separated; empty: all. */
+char	   *dlsm_databases = NULL;
+
+/* Time between reaping passes of a worker, in milliseconds. */
+int			dlsm_reap_interval = 1000;
+
+/* Settled rows deleted per statement when a queue has a retention. */
+int			dlsm_retention_batch = 1000;
+
+/* Units a worker's handlers run before it looks at its other duties. */
+int			dlsm_handler_batch = 100;
+
+static bool
+check_databases(char **newval, void **extra, GucSource source)
+{
+	char	   *copy = pstrdup(*newval);
+	List	   *names;
+	bool		ok = SplitIdentifierString(copy, ',', &names);
+
+	if (!ok)
+		GUC_check_errdetail("List syntax is invalid.");
+	list_free(names);
+	pfree(copy);
+	return ok;
+}
 
 /* Define the settings; called once from _PG_init. */
 void
@@ -37,6 +66,48 @@ dlsm_guc_init(void)
 							INT_MAX / 2,
 							PGC_USERSET,
 							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("dlsm.databases",
+							   "Sets the databases dlsm's workers serve.",
+							   "A comma-separated list of database names; empty means every database that allows connections and has the extension.",
+							   &dlsm_databases,
+							   "",
+							   PGC_SIGHUP,
+							   GUC_LIST_INPUT,
+							   check_databases, NULL, NULL);
+
+	DefineCustomIntVariable("dlsm.reap_interval",
+							"Sets the time between reaping passes of a dlsm worker.",
+							"Expired leases are returned to new, and settled rows past a queue's retention deleted, this often.",
+							&dlsm_reap_interval,
+							1000,
+							10,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlsm.retention_batch",
+							"Sets how many settled rows a dlsm worker deletes per statement.",
+							"Rows past a queue's retention are deleted in batches of this size, each in its own transaction.",
+							&dlsm_retention_batch,
+							1000,
+							1,
+							1000000,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlsm.handler_batch",
+							"Sets how many units a dlsm worker's handlers run in a row.",
+							"After this many units the worker serves notifications and the reaper before it runs more.",
+							&dlsm_handler_batch,
+							100,
+							1,
+							1000000,
+							PGC_SIGHUP,
+							0,
 							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("dlsm");

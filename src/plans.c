@@ -234,6 +234,38 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" RETURNING {status}",
 		1, {INT4OID}
 	},
+	[DLSM_Q_PURGE] = {
+		/* $1 retention, $2 batch: oldest settled rows first */
+		"DELETE FROM {q} WHERE {id} {=} ANY (ARRAY(SELECT {id} FROM {q}"
+		" WHERE {status} {=} ANY ('{complete,error}'::pg_catalog.text[])"
+		" AND settled_at {<} pg_catalog.clock_timestamp() {-} $1"
+		" ORDER BY {id} LIMIT $2 FOR UPDATE SKIP LOCKED))",
+		2, {INTERVALOID, INT4OID}
+	},
+	[DLSM_Q_STATS] = {
+		/* $1 the queue's OID: the row of dlsm_queue_stats */
+		"SELECT"
+		" count(*) FILTER (WHERE {status} {=} 'new'),"
+		" count(*) FILTER (WHERE {status} {=} 'in-progress'),"
+		" count(*) FILTER (WHERE {status} {=} 'complete'),"
+		" count(*) FILTER (WHERE {status} {=} 'error'),"
+		" count(*) FILTER (WHERE {status} {=} 'new'"
+		"  AND run_at {<=} pg_catalog.now()),"
+		" count(*) FILTER (WHERE {status} {=} 'new'"
+		"  AND run_at {>} pg_catalog.now()),"
+		" count(*) FILTER (WHERE {status} {=} 'new' AND {kind} {=} 'update'"
+		"  AND EXISTS (SELECT 1 FROM {q} c WHERE c.{entity} {=} t.{entity}"
+		"   AND c.{kind} {=} 'create'"
+		"   AND c.{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[]))),"
+		" pg_catalog.now() {-} pg_catalog.min(enqueued_at)"
+		"  FILTER (WHERE {status} {=} 'new' AND run_at {<=} pg_catalog.now()),"
+		" count(*) FILTER (WHERE {status} {=} 'in-progress'"
+		"  AND lease_until {<} pg_catalog.clock_timestamp()),"
+		" pg_catalog.pg_stat_get_dead_tuples($1),"
+		" pg_catalog.pg_stat_get_last_autovacuum_time($1)"
+		" FROM {q} t",
+		1, {OIDOID}
+	},
 	[DLSM_Q_ENQUEUE] = {
 		/* $1 entity, $2 kind, $3 payload, $4 run_at */
 		"INSERT INTO {q} ({entity}, {kind}, payload, run_at)"
@@ -247,8 +279,8 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 	[DLSM_C_LOOKUP] = {
 		/* $1 queue */
 		"SELECT channel, max_attempts, id_column, status_column, kind_column,"
-		" entity_column, process_id_column FROM {registry}"
-		" WHERE queue {=} $1",
+		" entity_column, process_id_column, retention, handler, handler_role"
+		" FROM {registry} WHERE queue {=} $1",
 		1, {REGCLASSOID}
 	},
 	[DLSM_C_REGISTER] = {
@@ -262,6 +294,17 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		/* $1 queue */
 		"DELETE FROM {registry} WHERE queue {=} $1",
 		1, {REGCLASSOID}
+	},
+	[DLSM_C_SET_HANDLER] = {
+		/* $1 queue, $2 handler or NULL, $3 its role or NULL */
+		"UPDATE {registry} SET handler = $2, handler_role = $3"
+		" WHERE queue {=} $1",
+		3, {REGCLASSOID, REGPROCOID, REGROLEOID}
+	},
+	[DLSM_C_LIST] = {
+		/* every queue of this database */
+		"SELECT queue FROM {registry} ORDER BY queue",
+		0, {InvalidOid}
 	},
 };
 

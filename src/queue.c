@@ -32,6 +32,9 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "commands/async.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
@@ -192,6 +195,14 @@ dlsm_extension_schema(void)
 	return ext_schema;
 }
 
+/* The owner of the extension. */
+Oid
+dlsm_extension_owner(void)
+{
+	(void) dlsm_extension_schema();
+	return ext_owner;
+}
+
 /* The OID of the fence sequence. */
 Oid
 dlsm_fence_sequence(void)
@@ -215,6 +226,10 @@ same_description(DlsmQueue *a, DlsmQueue *b)
 	return strcmp(a->relname, b->relname) == 0 &&
 		strcmp(a->channel, b->channel) == 0 &&
 		a->max_attempts == b->max_attempts &&
+		a->has_retention == b->has_retention &&
+		(!a->has_retention ||
+		 memcmp(&a->retention, &b->retention, sizeof(Interval)) == 0) &&
+		a->handler == b->handler && a->handler_role == b->handler_role &&
 		strcmp(a->col_id, b->col_id) == 0 &&
 		strcmp(a->col_status, b->col_status) == 0 &&
 		strcmp(a->col_kind, b->col_kind) == 0 &&
@@ -252,6 +267,7 @@ load_queue(DlsmQueue *queue)
 	char	   *nspname;
 	char	   *relname;
 	DlsmQueue	fresh;
+	Datum		d;
 	MemoryContext context;
 	MemoryContext old;
 
@@ -278,6 +294,14 @@ load_queue(DlsmQueue *queue)
 	fresh.col_kind = column_name(tuple, desc, 5);
 	fresh.col_entity = column_name(tuple, desc, 6);
 	fresh.col_process_id = column_name(tuple, desc, 7);
+	d = SPI_getbinval(tuple, desc, 8, &isnull);
+	fresh.has_retention = !isnull;
+	if (!isnull)
+		fresh.retention = *DatumGetIntervalP(d);
+	d = SPI_getbinval(tuple, desc, 9, &isnull);
+	fresh.handler = isnull ? InvalidOid : DatumGetObjectId(d);
+	d = SPI_getbinval(tuple, desc, 10, &isnull);
+	fresh.handler_role = isnull ? InvalidOid : DatumGetObjectId(d);
 	MemoryContextSwitchTo(old);
 	SPI_freetuptable(SPI_tuptable);
 
@@ -292,6 +316,10 @@ load_queue(DlsmQueue *queue)
 	queue->relname = fresh.relname;
 	queue->channel = fresh.channel;
 	queue->max_attempts = fresh.max_attempts;
+	queue->has_retention = fresh.has_retention;
+	queue->retention = fresh.retention;
+	queue->handler = fresh.handler;
+	queue->handler_role = fresh.handler_role;
 	queue->col_id = fresh.col_id;
 	queue->col_status = fresh.col_status;
 	queue->col_kind = fresh.col_kind;
@@ -334,12 +362,27 @@ find_queue(Oid relid)
 		queue->context = NULL;
 		queue->plans = NULL;
 	}
-	if (!queue->valid && !load_queue(queue))
+	if (!queue->valid || queue->context == NULL)
 	{
-		if (queue->context != NULL)
-			retire(queue);
-		hash_search(queue_cache, &relid, HASH_REMOVE, NULL);
-		return NULL;
+		volatile bool loaded = false;
+
+		PG_TRY();
+		{
+			loaded = load_queue(queue);
+		}
+		PG_CATCH();
+		{
+			queue->valid = false;	/* look again next time */
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		if (!loaded)
+		{
+			if (queue->context != NULL)
+				retire(queue);
+			hash_search(queue_cache, &relid, HASH_REMOVE, NULL);
+			return NULL;
+		}
 	}
 	return queue;
 }
@@ -384,7 +427,9 @@ write_registry(DlsmCatalogQueryId query, Datum *values, const char *nulls)
 						   SECURITY_RESTRICTED_OPERATION);
 	rc = dlsm_plan_execute_catalog(query, values, nulls, false, 0);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
-	if (rc != SPI_OK_INSERT && rc != SPI_OK_DELETE)
+	/* at commit, the worker reads the registry again */
+	Async_Notify("dlsm", "queues");
+	if (rc != SPI_OK_INSERT && rc != SPI_OK_DELETE && rc != SPI_OK_UPDATE)
 		elog(ERROR, "unexpected result from a dlsm registry change: %s",
 			 SPI_result_code_string(rc));
 }
@@ -453,4 +498,81 @@ dlsm_queue_drop(Oid relid, bool drop_table)
 	write_registry(DLSM_C_UNREGISTER, values, NULL);
 	CacheInvalidateRelcacheByRelid(relid);
 	dlsm_plan_drop_table(relname, drop_table);
+}
+
+/*
+ * Make the worker run handler (InvalidOid: no handler) for the queue's
+ * units, as the calling role.  The caller must own the table; the handler
+ * must take (text, text, bigint[], jsonb[]) and the caller must be allowed
+ * to execute it.  The caller holds an SPI connection.
+ */
+void
+dlsm_queue_set_handler(Oid relid, Oid handler)
+{
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+
+	(void) dlsm_queue_get(relid);
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+	if (OidIsValid(handler))
+	{
+		Oid			argtypes[4] = {TEXTOID, TEXTOID, INT8ARRAYOID, JSONBARRAYOID};
+		HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(handler));
+		Form_pg_proc proc;
+		bool		ok;
+
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for function %u", handler);
+		proc = (Form_pg_proc) GETSTRUCT(tuple);
+		ok = proc->pronargs == 4 && proc->prokind == PROKIND_FUNCTION &&
+			!proc->proretset &&
+			memcmp(proc->proargtypes.values, argtypes, sizeof(argtypes)) == 0;
+		ReleaseSysCache(tuple);
+		if (!ok)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("function %s cannot be a dlsm handler",
+							format_procedure(handler)),
+					 errhint("A handler is a function taking (entity text, kind text, ids bigint[], payloads jsonb[]).")));
+		if (pg_proc_aclcheck(handler, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+			aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_FUNCTION,
+						   get_func_name(handler));
+	}
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = ObjectIdGetDatum(handler);
+	nulls[1] = OidIsValid(handler) ? ' ' : 'n';
+	values[2] = ObjectIdGetDatum(GetUserId());
+	nulls[2] = nulls[1];
+	write_registry(DLSM_C_SET_HANDLER, values, nulls);
+	CacheInvalidateRelcacheByRelid(relid);
+	dlsm_shmem_wake_worker(MyDatabaseId);
+}
+
+/*
+ * The OIDs of every queue of this database, in the caller's memory
+ * context.  The caller holds an SPI connection.
+ */
+List *
+dlsm_queue_list(void)
+{
+	List	   *queues = NIL;
+	MemoryContext caller = CurrentMemoryContext;
+
+	if (dlsm_plan_execute_catalog(DLSM_C_LIST, NULL, NULL, true, 0) !=
+		SPI_OK_SELECT)
+		elog(ERROR, "unexpected result from the dlsm registry list");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Oid			relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+														   SPI_tuptable->tupdesc,
+														   1, &isnull));
+		MemoryContext old = MemoryContextSwitchTo(caller);
+
+		queues = lappend_oid(queues, relid);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return queues;
 }

@@ -1,16 +1,20 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.c
- *	  Shared state of dlsm: the condition variable waiting claims sleep on.
+ *	  Shared state of dlsm: wake-ups of waiting claims and the workers' slots.
  *
  * Present only when the library is preloaded.  A transaction that made
  * work claimable broadcasts work_cv when it ends (state.c); waiting claims
  * sleep on it with a timeout.  Without preloading there is no shared state
  * and a waiting claim looks again every POLL_MS instead.
  *
- * Locking: work_cv is a condition variable and guards itself; nothing else
- * is shared yet.  AddinShmemInitLock is held only while the struct is
- * created.
+ * The launcher and the per-database workers (worker.c) keep their state in
+ * slots here, one per database served, read by the dlsm_worker_status view.
+ *
+ * Locking: dlsm_shared->lock (the tranche "dlsm") guards the launcher
+ * fields and every slot; it is held for a few field reads or writes only,
+ * never across SPI or a wait.  work_cv guards itself.  AddinShmemInitLock
+ * is held only while the struct is created.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -34,12 +38,7 @@
 /* How often a waiting claim looks again when dlsm is not preloaded. */
 #define POLL_MS 50
 
-typedef struct DlsmSharedState
-{
-	ConditionVariable work_cv;	/* broadcast when work became claimable */
-} DlsmSharedState;
-
-static DlsmSharedState *dlsm_shared = NULL;
+DlsmSharedState *dlsm_shared = NULL;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -50,6 +49,7 @@ dlsm_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(MAXALIGN(sizeof(DlsmSharedState)));
+	RequestNamedLWLockTranche("dlsm", 1);
 }
 
 static void
@@ -63,7 +63,11 @@ dlsm_shmem_startup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	dlsm_shared = ShmemInitStruct("dlsm", sizeof(DlsmSharedState), &found);
 	if (!found)
+	{
+		memset(dlsm_shared, 0, sizeof(DlsmSharedState));
+		dlsm_shared->lock = &(GetNamedLWLockTranche("dlsm"))->lock;
 		ConditionVariableInit(&dlsm_shared->work_cv);
+	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -92,6 +96,38 @@ dlsm_shmem_wake_all(void)
 {
 	if (dlsm_shared != NULL)
 		ConditionVariableBroadcast(&dlsm_shared->work_cv);
+}
+
+/* Set the latch of the worker serving database dboid, if it runs. */
+void
+dlsm_shmem_wake_worker(Oid dboid)
+{
+	if (dlsm_shared == NULL)
+		return;
+	LWLockAcquire(dlsm_shared->lock, LW_SHARED);
+	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+	{
+		DlsmWorkerSlot *slot = &dlsm_shared->slots[i];
+
+		if (slot->dboid == dboid && slot->latch != NULL)
+			SetLatch(slot->latch);
+	}
+	LWLockRelease(dlsm_shared->lock);
+}
+
+/* Ask the launcher to look at every database again, now. */
+void
+dlsm_shmem_wake_launcher(void)
+{
+	if (dlsm_shared == NULL)
+		return;
+	LWLockAcquire(dlsm_shared->lock, LW_EXCLUSIVE);
+	dlsm_shared->rescan = true;
+	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+		dlsm_shared->slots[i].no_extension = false;
+	if (dlsm_shared->launcher_latch != NULL)
+		SetLatch(dlsm_shared->launcher_latch);
+	LWLockRelease(dlsm_shared->lock);
 }
 
 /*
@@ -131,4 +167,26 @@ dlsm_shmem_cancel_wait(void)
 {
 	if (dlsm_shared != NULL)
 		ConditionVariableCancelSleep();
+}
+
+/*
+ * Copy the slots in use into out (DLSM_MAX_DATABASES entries); returns how
+ * many.  Without shared state, none.
+ */
+int
+dlsm_shmem_copy_slots(DlsmWorkerSlot *out)
+{
+	int			n = 0;
+
+	if (dlsm_shared == NULL)
+		return 0;
+	LWLockAcquire(dlsm_shared->lock, LW_SHARED);
+	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+	{
+		if (dlsm_shared->slots[i].dboid != InvalidOid &&
+			!dlsm_shared->slots[i].no_extension)
+			out[n++] = dlsm_shared->slots[i];
+	}
+	LWLockRelease(dlsm_shared->lock);
+	return n;
 }

@@ -38,6 +38,7 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "common/hashfn.h"
@@ -47,6 +48,7 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
+#include "miscadmin.h"
 
 #include "dlsm.h"
 
@@ -59,6 +61,7 @@
 /* What the transaction did that may make work claimable when it ends. */
 static bool wake_at_commit = false; /* enqueued, settled or reaped */
 static bool wake_at_abort = false;	/* claimed: rollback frees rows */
+static bool wake_worker = false;	/* enqueued into a queue with a handler */
 
 typedef struct Candidate
 {
@@ -86,8 +89,11 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 		return;
 	if (isCommit ? wake_at_commit : (wake_at_commit || wake_at_abort))
 		dlsm_shmem_wake_all();
+	if (isCommit && wake_worker)
+		dlsm_shmem_wake_worker(MyDatabaseId);
 	wake_at_commit = false;
 	wake_at_abort = false;
+	wake_worker = false;
 }
 
 /* Register the transaction-end hook; called once from _PG_init. */
@@ -102,6 +108,13 @@ void
 dlsm_state_wake_at_commit(void)
 {
 	wake_at_commit = true;
+}
+
+/* Wake this database's worker (to run handlers) when this transaction commits. */
+void
+dlsm_state_wake_worker_at_commit(void)
+{
+	wake_worker = true;
 }
 
 const char *
@@ -551,6 +564,42 @@ dlsm_state_reap(DlsmQueue *queue)
 		wake_at_commit = true;
 	}
 	return (int64) SPI_processed;
+}
+
+/*
+ * The worker's retention pass: delete up to batch settled rows older than
+ * the queue's retention; returns how many.
+ */
+int64
+dlsm_state_purge(DlsmQueue *queue, int batch)
+{
+	Datum		values[2];
+
+	Assert(queue->has_retention);
+	values[0] = IntervalPGetDatum(&queue->retention);
+	values[1] = Int32GetDatum(batch);
+	if (dlsm_plan_execute(queue, DLSM_Q_PURGE, values, NULL, 0) !=
+		SPI_OK_DELETE)
+		elog(ERROR, "unexpected result from the retention pass");
+	return (int64) SPI_processed;
+}
+
+/*
+ * The queue's row of dlsm_queue_stats, after its first column: eleven
+ * values, copied into the caller's memory.
+ */
+void
+dlsm_state_stats(DlsmQueue *queue, Datum *values, bool *nulls)
+{
+	Datum		arg = ObjectIdGetDatum(queue->relid);
+	HeapTuple	tuple;
+
+	if (dlsm_plan_execute(queue, DLSM_Q_STATS, &arg, NULL, 1) !=
+		SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "unexpected result from the queue statistics");
+	tuple = SPI_copytuple(SPI_tuptable->vals[0]);
+	heap_deform_tuple(tuple, SPI_tuptable->tupdesc, values, nulls);
+	SPI_freetuptable(SPI_tuptable);
 }
 
 /* dlsm_enqueue: insert one request; returns its id. */

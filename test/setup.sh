@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
-      libtap-parser-sourcehandler-pgtap-perl libipc-run-perl make gcc)
+      libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libkrb5-dev make gcc)
 missing=()
 for p in "${need[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

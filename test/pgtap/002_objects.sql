@@ -13,7 +13,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE SCHEMA dlsm_ext;
 CREATE EXTENSION dlsm WITH SCHEMA dlsm_ext;
 
-SELECT plan(22);
+SELECT plan(24);
 
 -- The extension's members (pg_depend deptype 'e'), as pg_describe_object
 -- prints them.
@@ -70,7 +70,7 @@ SELECT is_empty($$
 -- The registry: one row per queue, keyed by the table
 SELECT has_table('dlsm_ext', 'dlsm_queues', 'the registry dlsm_queues exists');
 SELECT columns_are('dlsm_ext', 'dlsm_queues', ARRAY[
-	'queue', 'channel', 'max_attempts', 'retention',
+	'queue', 'channel', 'max_attempts', 'retention', 'handler', 'handler_role',
 	'id_column', 'status_column', 'kind_column', 'entity_column', 'process_id_column',
 	'registered_by', 'registered_at']);
 SELECT col_type_is('dlsm_ext', 'dlsm_queues', c::name, t,
@@ -85,7 +85,9 @@ SELECT col_type_is('dlsm_ext', 'dlsm_queues', c::name, t,
 			   (8, 'entity_column', 'name'),
 			   (9, 'process_id_column', 'name'),
 			   (10, 'registered_by', 'regrole'),
-			   (11, 'registered_at', 'timestamp with time zone')) AS v(n, c, t)
+			   (11, 'registered_at', 'timestamp with time zone'),
+			   (12, 'handler', 'regproc'),
+			   (13, 'handler_role', 'regrole')) AS v(n, c, t)
  ORDER BY n;
 SELECT col_is_pk('dlsm_ext', 'dlsm_queues', '{queue}'::name[],
 				 'dlsm_queues is keyed by queue');
