@@ -26,6 +26,9 @@ REGRESS_OPTS = --inputdir=.
 ISOLATION = article claim_race create_wait group_busy settle_race wake
 ISOLATION_OPTS = --inputdir=test/isolation
 
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
 PG_CPPFLAGS = -I$(srcdir)/src
 
 PG_CONFIG ?= pg_config

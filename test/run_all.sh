@@ -6,6 +6,7 @@
 #   regress     pg_regress, sql/ and expected/
 #   isolation   pg_isolation_regress, test/isolation/
 #   pgtap       pg_prove, test/pgtap/
+#   tap         prove, test/t/: the background worker, crashes, restarts
 #   stress      test/stress/stress.sh: many clients, kills and a crash
 # It ends with one line "N passed, N failed" over all suites.
 set -uo pipefail
@@ -33,13 +34,14 @@ record() {	# record SUITE PASSED FAILED
 }
 
 virtualenv() {	# run a command in a throwaway preloaded cluster
+	# (the worker's reaper stays out of the way of tests that reap by hand)
 	run_pg pg_virtualenv -v 15 -o shared_preload_libraries=dlsm \
-		-o max_connections=100 "$@"
+		-o max_connections=100 -o dlsm.reap_interval=1h "$@"
 }
 
 # pg_regress and pg_isolation_regress, through PGXS installcheck
 echo "== regress and isolation"
-virtualenv make -s installcheck >"$logdir/installcheck.log" 2>&1
+virtualenv make -s installcheck TAP_TESTS= >"$logdir/installcheck.log" 2>&1
 regress_names=$(sed -n 's/^REGRESS = //p' Makefile)
 iso_names=$(sed -n 's/^ISOLATION = //p' Makefile)
 count_pgr() {	# count_pgr NAMES: passed and failed among pg_regress lines
@@ -66,6 +68,19 @@ if ! grep -q '^Result: PASS' "$logdir/pgtap.log" && [ "$failed" = 0 ]; then fail
 record pgtap "$(( ${tests:-0} - failed ))" "$failed"
 tail -n 4 "$logdir/pgtap.log"
 grep -E '^not ok|# +(Failed|got|expected|have|want)' "$logdir/pgtap.log" | head -40
+
+# TAP: the background worker, crashes and restarts, own clusters
+echo "== tap"
+run_pg make -s installcheck REGRESS= ISOLATION= >"$logdir/tap.log" 2>&1
+grep -E '^t/|^test/t/|^Files=|^Result' "$logdir/tap.log"
+tests=$(sed -n 's/.*Tests=\([0-9]*\).*/\1/p' "$logdir/tap.log" | tail -1)
+failed=$(grep -oE 'Failed [0-9]+/[0-9]+ subtests' "$logdir/tap.log" | awk '{split($2,a,"/"); s+=a[1]} END {print s+0}')
+if ! grep -q '^Result: PASS' "$logdir/tap.log" && [ "$failed" = 0 ]; then failed=1; fi
+record tap "$(( ${tests:-0} - failed ))" "$failed"
+if [ "$failed" != 0 ]; then
+	grep -E '^not ok|^#' "$logdir/tap.log" | head -60
+	for f in tmp_check/log/*; do [ -f "$f" ] && { echo "---- $f"; tail -40 "$f"; }; done
+fi
 
 # stress: many clients, consumers killed, the server crashed
 echo "== stress"
