@@ -20,10 +20,10 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" dlsm.control)
 DATA = sql/dlsm--1.0.sql
 PGFILEDESC = "dlsm - distributed lock state machine"
 
-REGRESS = queue claim settle group errors privileges
+REGRESS = queue claim settle group handler errors privileges
 REGRESS_OPTS = --inputdir=.
 
-ISOLATION = article claim_race create_wait group_busy settle_race wake
+ISOLATION = article claim_race create_wait group_busy settle_race reap_unit wake
 ISOLATION_OPTS = --inputdir=test/isolation
 
 TAP_TESTS = 1

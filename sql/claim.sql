@@ -109,3 +109,14 @@ SELECT entity FROM dlsm_claim('q', wait => '5 s');
 SELECT dlsm_settle('q', process_id) FROM q WHERE status = 'in-progress';
 
 SELECT status, count(*) FROM q GROUP BY status ORDER BY status;
+
+-- a group ends at the entity's first update that is not due yet
+SELECT dlsm_enqueue('q', 'g', 'update') AS g1 \gset
+SELECT dlsm_enqueue('q', 'g', 'update', NULL, now() + interval '1 hour') AS g2 \gset
+SELECT dlsm_enqueue('q', 'g', 'update') AS g3 \gset
+SELECT id = :g1 AS only_the_first FROM dlsm_claim('q');
+SELECT dlsm_settle('q', process_id) FROM q WHERE status = 'in-progress' GROUP BY process_id;
+SELECT count(*) AS g3_waits_for_g2 FROM dlsm_claim('q');
+UPDATE q SET run_at = now() WHERE id = :g2;
+SELECT count(*) AS g2_and_g3 FROM dlsm_claim('q');
+SELECT dlsm_settle('q', process_id) FROM q WHERE status = 'in-progress' GROUP BY process_id;

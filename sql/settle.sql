@@ -111,6 +111,17 @@ SELECT dlsm_settle('s', :'new_pid');
 SELECT status, attempts, process_id = :'new_pid' AS by_new_claimant
   FROM s WHERE entity = 'twice';
 
+-- a unit retried together comes back together: one run_at for all its rows
+SELECT count(dlsm_enqueue('s', 'unit', 'update')) FROM generate_series(1, 50);
+SELECT count(*) AS unit_rows FROM dlsm_claim('s') \gset
+SELECT :unit_rows AS unit_rows;
+SELECT dlsm_settle('s', process_id, 'retry', retry_after => '1 ms')
+  FROM s WHERE entity = 'unit' GROUP BY process_id;
+SELECT count(DISTINCT run_at) AS run_ats FROM s WHERE entity = 'unit';
+SELECT pg_sleep(0.01);
+SELECT count(*) AS again_one_unit FROM dlsm_claim('s');
+SELECT dlsm_settle('s', process_id) FROM s WHERE entity = 'unit' GROUP BY process_id;
+
 -- the default backoff stops growing at an hour, however many attempts
 SELECT dlsm_create_queue('many', max_attempts => 100);
 SELECT dlsm_enqueue('many', 'x');

@@ -101,14 +101,15 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	[DLSM_Q_CLAIM_ONE] = {
 		/*
 		 * $1 id, $2 process id or NULL, $3 lease, $4 entity.  Read after the
-		 * entity lock was granted: the entity has nothing in progress and no
-		 * older open request.
+		 * entity lock was granted: the candidate is still new and due, the
+		 * entity has nothing in progress and no older open request.
 		 */
 		CLAIM_UNIT
 		"UPDATE {q} t" CLAIM_SET
-		" WHERE t.{id} {=} (SELECT {id} FROM {q}"
-		"  WHERE {id} {=} $1 AND {status} {=} 'new' AND " ENTITY_FREE
-		"  FOR UPDATE SKIP LOCKED)"
+		" WHERE t.{id} {=} (SELECT c.{id} FROM {q} c, u"
+		"  WHERE c.{id} {=} $1 AND c.{status} {=} 'new' AND c.run_at {<=} u.now"
+		"  AND " ENTITY_FREE
+		"  FOR UPDATE OF c SKIP LOCKED)"
 		CLAIM_RETURNING,
 		4, {INT8OID, UUIDOID, INTERVALOID, TEXTOID}
 	},
@@ -117,24 +118,24 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		 * $1 first update's id, $2 process id or NULL, $3 lease, $4 entity.
 		 * As DLSM_Q_CLAIM_ONE, and the entity's create, if any, is complete.
 		 * The first update is locked first: when another transaction holds
-		 * it, nothing is claimed.  The group ends before the entity's next
-		 * request of another kind.
+		 * it, nothing is claimed.  The group is the updates from the first
+		 * up to the entity's next new request that is not a due update.
 		 */
 		CLAIM_UNIT
-		", first AS MATERIALIZED (SELECT {id} FROM {q}"
-		"  WHERE {id} {=} $1 AND {status} {=} 'new' AND " ENTITY_FREE
+		", first AS MATERIALIZED (SELECT f.{id} FROM {q} f, u"
+		"  WHERE f.{id} {=} $1 AND f.{status} {=} 'new' AND f.run_at {<=} u.now"
+		"  AND " ENTITY_FREE
 		"  AND NOT EXISTS (SELECT 1 FROM {q} c WHERE c.{entity} {=} $4"
 		"   AND c.{kind} {=} 'create' AND c.{status} {<>} 'complete')"
-		"  FOR UPDATE SKIP LOCKED) "
+		"  FOR UPDATE OF f SKIP LOCKED) "
 		"UPDATE {q} t" CLAIM_SET
 		" WHERE EXISTS (SELECT 1 FROM first) AND t.{id} {=} ANY ("
 		"  SELECT {id} FROM {q}"
 		"  WHERE {entity} {=} $4 AND {kind} {=} 'update'"
 		"  AND {status} {=} 'new' AND {id} {>=} $1"
-		"  AND run_at {<=} pg_catalog.clock_timestamp()"
-		"  AND {id} {<} COALESCE((SELECT pg_catalog.min({id}) FROM {q}"
-		"   WHERE {entity} {=} $4 AND {status} {=} 'new'"
-		"   AND {kind} {<>} 'update' AND {id} {>} $1),"
+		"  AND {id} {<} COALESCE((SELECT pg_catalog.min(n.{id}) FROM {q} n, u"
+		"   WHERE n.{entity} {=} $4 AND n.{status} {=} 'new' AND n.{id} {>} $1"
+		"   AND (n.{kind} {<>} 'update' OR n.run_at {>} u.now)),"
 		"   9223372036854775807)"
 		"  ORDER BY {id} FOR UPDATE SKIP LOCKED)"
 		CLAIM_RETURNING,
@@ -195,15 +196,19 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		3, {UUIDARRAYOID, TEXTOID, TEXTOID}
 	},
 	[DLSM_Q_SETTLE_RETRY] = {
-		/* $1 process ids, $2 detail, $3 retry_after or NULL, $4 max attempts */
-		"UPDATE {q} t SET"
+		/*
+		 * $1 process ids, $2 detail, $3 retry_after or NULL, $4 max attempts.
+		 * One clock for the statement: a unit comes back as one unit.
+		 */
+		"WITH u AS MATERIALIZED (SELECT pg_catalog.clock_timestamp() AS now)"
+		" UPDATE {q} t SET"
 		" {status} = CASE WHEN t.attempts {>=} $4 THEN 'error' ELSE 'new' END,"
-		" settled_at = CASE WHEN t.attempts {>=} $4"
-		"  THEN pg_catalog.clock_timestamp() END,"
-		" run_at = pg_catalog.clock_timestamp() {+} COALESCE($3, " RETRY_BACKOFF "),"
+		" settled_at = CASE WHEN t.attempts {>=} $4 THEN u.now END,"
+		" run_at = u.now {+} COALESCE($3, " RETRY_BACKOFF "),"
 		" detail = CASE WHEN t.attempts {>=} $4"
 		"  THEN pg_catalog.format('retries exhausted after %s attempts: %s',"
 		"   t.attempts, $2) ELSE $2 END"
+		" FROM u"
 		" WHERE {pid} {=} ANY ($1) AND {status} {=} 'in-progress'"
 		" RETURNING {pid}",
 		4, {UUIDARRAYOID, TEXTOID, INTERVALOID, INT4OID}
@@ -218,20 +223,30 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		2, {UUIDOID, INTERVALOID}
 	},
 	[DLSM_Q_REAP] = {
-		/* $1 max attempts */
-		"UPDATE {q} t SET"
+		/*
+		 * $1 max attempts.  Whole units only: a process id whose rows are
+		 * all expired and none held by a live transaction (a late settle
+		 * in progress keeps its whole unit).  One clock for the statement.
+		 */
+		"WITH u AS MATERIALIZED (SELECT pg_catalog.clock_timestamp() AS now),"
+		" expired AS MATERIALIZED (SELECT e.{id}, e.{pid} FROM {q} e, u"
+		"  WHERE e.{status} {=} 'in-progress' AND e.lease_until {<} u.now"
+		"  FOR UPDATE OF e SKIP LOCKED),"
+		" whole AS MATERIALIZED (SELECT x.{pid} FROM expired x"
+		"  GROUP BY x.{pid} HAVING pg_catalog.count(*) {=}"
+		"  (SELECT pg_catalog.count(*) FROM {q} a"
+		"   WHERE a.{pid} {=} x.{pid} AND a.{status} {=} 'in-progress'))"
+		" UPDATE {q} t SET"
 		" {status} = CASE WHEN t.attempts {>=} $1 THEN 'error' ELSE 'new' END,"
-		" settled_at = CASE WHEN t.attempts {>=} $1"
-		"  THEN pg_catalog.clock_timestamp() END,"
+		" settled_at = CASE WHEN t.attempts {>=} $1 THEN u.now END,"
 		" detail = pg_catalog.format(CASE WHEN t.attempts {>=} $1"
 		"  THEN 'lease of process %s expired at %s; retries exhausted after %s attempts'"
 		"  ELSE 'lease of process %s expired at %s after %s attempts' END,"
 		"  t.{pid}, t.lease_until, t.attempts)"
-		" WHERE {id} {=} ANY (SELECT {id} FROM {q}"
-		"  WHERE {status} {=} 'in-progress'"
-		"  AND lease_until {<} pg_catalog.clock_timestamp()"
-		"  FOR UPDATE SKIP LOCKED)"
-		" RETURNING {status}",
+		" FROM u"
+		" WHERE t.{id} {=} ANY (SELECT {id} FROM expired"
+		"  WHERE {pid} {=} ANY (SELECT {pid} FROM whole))"
+		" RETURNING t.{status}",
 		1, {INT4OID}
 	},
 	[DLSM_Q_PURGE] = {

@@ -502,13 +502,11 @@ dlsm_state_settle_many(DlsmQueue *queue, ArrayType *process_ids,
 													  SPI_tuptable->tupdesc,
 													  1, &isnull));
 
+		/* a process id given twice gets its count twice */
 		for (int i = 0; i < npids; i++)
 		{
 			if (memcmp(DatumGetUUIDP(pids[i]), pid, UUID_LEN) == 0)
-			{
 				counts[i]++;
-				break;
-			}
 		}
 	}
 	for (int i = 0; i < npids; i++)

@@ -1,0 +1,231 @@
+-- test/stress/checks.sql: the invariants of the stress run, checked after
+-- the drain.  Prints one TAP line per check ("ok N - ..." / "not ok N -
+-- ..."), then a "stress: ..." summary line.  Variables from stress.sh:
+-- min_requests, min_kills.
+--
+-- Terms: a *unit* is one row of stress_audit (one claim settled by a
+-- consumer in a committed transaction); a request is *consumer-settled*
+-- when its terminal state came from a consumer's settle, as opposed to the
+-- reaper (retries spent after a lost lease) or dlsm failing the updates of
+-- an entity whose create ended in error; those two name themselves in
+-- detail.
+
+\set ON_ERROR_STOP 1
+\pset format unaligned
+\pset tuples_only on
+\pset footer off
+
+-- Requests with their consumer-settled flag, and audit rows per request.
+CREATE TEMP VIEW req AS
+SELECT q.*,
+	   q.status IN ('complete', 'error')
+	   AND coalesce(q.detail, '') NOT LIKE 'lease of process %'
+	   AND coalesce(q.detail, '') NOT LIKE 'create request % ended in error'
+	   AS consumer_settled
+  FROM stress_q q;
+
+CREATE TEMP VIEW audit_rows AS
+SELECT a.unit_id, a.process_id, a.fence, a.entity, a.kind, a.outcome,
+	   a.started_at, a.ended_at, r.id, r.status, r.row_fence
+  FROM stress_audit a,
+	   unnest(a.ids, a.statuses, a.fences) AS r(id, status, row_fence);
+
+CREATE TEMP TABLE result (n int PRIMARY KEY, ok boolean NOT NULL, text text NOT NULL);
+
+-- 1. nothing lost: the producer log and the queue hold the same requests
+INSERT INTO result
+SELECT 1, missing = 0 AND extra = 0 AND produced > 0,
+	   format('nothing lost: %s requests produced, %s in the queue, %s missing, %s not produced or changed',
+			  produced, queued, missing, extra)
+  FROM (SELECT count(p.id) AS produced, count(q.id) AS queued,
+			   count(*) FILTER (WHERE q.id IS NULL) AS missing,
+			   count(*) FILTER (WHERE p.id IS NULL) AS extra
+		  FROM stress_producer_log p
+		  FULL JOIN stress_q q
+			ON q.id = p.id AND q.entity = p.entity AND q.kind = p.kind) s;
+
+-- 2. after the drain every request is terminal
+INSERT INTO result
+SELECT 2, count(*) FILTER (WHERE status NOT IN ('complete', 'error')) = 0,
+	   format('every request terminal: %s complete, %s error, %s new, %s in-progress',
+			  count(*) FILTER (WHERE status = 'complete'),
+			  count(*) FILTER (WHERE status = 'error'),
+			  count(*) FILTER (WHERE status = 'new'),
+			  count(*) FILTER (WHERE status = 'in-progress'))
+  FROM stress_q;
+
+-- 3. no request settled twice: at most one unit moved a request to a
+-- terminal state; a consumer-settled request matches exactly that unit
+-- (same process id, fence and status), any other terminal request none;
+-- every unit settled all of its rows and none of them was left in progress;
+-- a transactional claim is never lost
+INSERT INTO result
+SELECT 3, twice = 0 AND mismatched = 0 AND partial = 0 AND lost_tx = 0,
+	   format('no request settled twice: %s settled by two units, %s terminal requests not matching exactly one unit (%s consumer-settled, %s by reaper or failed create), %s units settling fewer rows than claimed or leaving one in progress, %s transactional claims lost',
+			  twice, mismatched, by_consumer, by_dlsm, partial, lost_tx)
+  FROM (SELECT count(*) AS twice FROM (
+			SELECT id FROM audit_rows WHERE status IN ('complete', 'error')
+			 GROUP BY id HAVING count(*) > 1) t) a,
+	   (SELECT count(*) FILTER (WHERE CASE WHEN consumer_settled
+											THEN terminal <> 1 OR matching <> 1
+											ELSE terminal <> 0 END) AS mismatched,
+			   count(*) FILTER (WHERE consumer_settled) AS by_consumer,
+			   count(*) FILTER (WHERE NOT consumer_settled) AS by_dlsm
+		  FROM (SELECT r.consumer_settled,
+					   count(x.id) AS terminal,
+					   count(x.id) FILTER (WHERE x.process_id = r.process_id
+											 AND x.fence = r.fence
+											 AND x.row_fence = r.fence
+											 AND x.status = r.status) AS matching
+				  FROM req r
+				  LEFT JOIN audit_rows x
+					ON x.id = r.id AND x.status IN ('complete', 'error')
+				 WHERE r.status IN ('complete', 'error')
+				 GROUP BY r.id, r.consumer_settled) s) b,
+	   (SELECT count(*) AS partial FROM stress_audit
+		 WHERE settled <> cardinality(ids) OR cardinality(statuses) <> cardinality(ids)
+			OR 'in-progress' = ANY (statuses)) c,
+	   (SELECT coalesce(sum(n), 0) AS lost_tx FROM stress_stats
+		 WHERE what = 'lost-tx') d;
+
+-- 4. no entity in two units at once: the [claim, settle] intervals of the
+-- units of one entity do not overlap
+INSERT INTO result
+SELECT 4, n_overlap = 0 AND multi = 0,
+	   format('no entity in two units at once: %s overlapping pairs of units, %s units spanning several entities, over %s units of %s entities',
+			  n_overlap, multi, units, entities)
+  FROM (SELECT count(*) AS n_overlap FROM stress_audit a
+		  JOIN stress_audit b ON b.entity = a.entity AND b.unit_id > a.unit_id
+		   AND a.started_at < b.ended_at AND b.started_at < a.ended_at) o,
+	   (SELECT count(*) FILTER (WHERE cardinality(entities) <> 1) AS multi,
+			   count(*) AS units, count(DISTINCT entity) AS entities
+		  FROM stress_audit) m;
+
+-- 5. no update handled before its create completed: each update unit
+-- starts after a unit that completed the entity's create ended; the
+-- updates of an entity whose create failed all failed, unhandled
+INSERT INTO result
+SELECT 5, early = 0 AND mixed = 0 AND bad_rows = 0,
+	   format('no update handled before its create completed: %s update units too early, %s units mixing kinds, %s update requests complete without a complete create or handled after a failed one; %s updates failed with their create',
+			  early, mixed, bad_rows, failed_with_create)
+  FROM (SELECT count(*) FILTER (WHERE kind = 'update' AND NOT EXISTS (
+				   SELECT 1 FROM stress_audit c
+					WHERE c.entity = u.entity AND c.kind = 'create'
+					  AND c.statuses[1] = 'complete'
+					  AND c.ended_at < u.started_at)) AS early,
+			   count(*) FILTER (WHERE cardinality(kinds) <> 1
+								 OR (kind = 'create' AND cardinality(ids) <> 1)) AS mixed
+		  FROM stress_audit u) e,
+	   (SELECT count(*) FILTER (WHERE (upd.status = 'complete' AND cr.status <> 'complete')
+								 OR (cr.status = 'error' AND (upd.status <> 'error'
+									 OR EXISTS (SELECT 1 FROM audit_rows x WHERE x.id = upd.id))))
+				   AS bad_rows,
+			   count(*) FILTER (WHERE upd.detail LIKE 'create request % ended in error')
+				   AS failed_with_create
+		  FROM stress_q upd
+		  LEFT JOIN stress_q cr ON cr.entity = upd.entity AND cr.kind = 'create'
+		 WHERE upd.kind = 'update') b;
+
+-- 6. grouped updates share one process id and fence
+INSERT INTO result
+SELECT 6, bad_units = 0 AND bad_pids = 0 AND multi > 0,
+	   format('grouped updates share one process id and fence: %s units of several requests (largest %s), %s with several fences, %s process ids in the queue with several fences or entities',
+			  multi, largest, bad_units, bad_pids)
+  FROM (SELECT count(*) FILTER (WHERE cardinality(ids) > 1) AS multi,
+			   max(cardinality(ids)) AS largest,
+			   count(*) FILTER (WHERE EXISTS (SELECT 1 FROM unnest(fences) f
+											   WHERE f <> fence)) AS bad_units
+		  FROM stress_audit) a,
+	   (SELECT count(*) AS bad_pids FROM (
+			SELECT process_id FROM stress_q WHERE process_id IS NOT NULL
+			 GROUP BY process_id
+			HAVING count(DISTINCT fence) > 1 OR count(DISTINCT entity) > 1) p) b;
+
+-- 7. fences strictly increase over claims, in time order, within each
+-- entity; no two units share a fence
+INSERT INTO result
+SELECT 7, backwards = 0 AND shared = 0,
+	   format('fences strictly increase within each entity: %s units with a fence not above the previous unit of the entity, %s fences shared by two units',
+			  backwards, shared)
+  FROM (SELECT count(*) FILTER (WHERE prev >= fence) AS backwards
+		  FROM (SELECT fence, lag(fence) OVER (PARTITION BY entity
+											   ORDER BY started_at) AS prev
+				  FROM stress_audit) s) a,
+	   (SELECT count(*) - count(DISTINCT fence) AS shared FROM stress_audit) b;
+
+-- 8. requests of one entity are handled in id order: a unit never handles
+-- a request while an older request of the same entity is still open (the
+-- candidate rule of DESIGN.md 3.3; a group of updates must not jump over
+-- an older update either)
+CREATE TEMP TABLE jumps AS
+SELECT x.unit_id, x.entity, x.id, older.id AS older_id
+  FROM audit_rows x
+  JOIN stress_q older ON older.entity = x.entity AND older.id < x.id
+ WHERE NOT EXISTS (SELECT 1 FROM stress_audit a
+					WHERE a.unit_id = x.unit_id AND older.id = ANY (a.ids))
+   AND (older.settled_at IS NULL OR older.settled_at > x.started_at);
+
+INSERT INTO result
+SELECT 8, count(*) = 0,
+	   format('requests of an entity are handled in id order: %s units handling a request before an older one of the entity was settled%s',
+			  count(DISTINCT unit_id),
+			  (SELECT format(' (e.g. unit %s handled request %s of entity %s before request %s)',
+							 unit_id, id, entity, older_id)
+				 FROM jumps ORDER BY unit_id LIMIT 1))
+  FROM jumps;
+
+-- 9. nothing is claimed before it is due: every row of a unit had its
+-- run_at (a retry's backoff) behind it when the claim returned
+INSERT INTO result
+SELECT 9, count(*) FILTER (WHERE run_at > started_at) = 0,
+	   format('nothing claimed before its run_at: %s of %s units claimed early%s',
+			  count(*) FILTER (WHERE run_at > started_at), count(*),
+			  (SELECT format(' (e.g. unit %s claimed requests %s %s before their run_at)',
+							 unit_id, ids, run_at - started_at)
+				 FROM stress_audit WHERE run_at > started_at
+				 ORDER BY unit_id LIMIT 1))
+  FROM stress_audit;
+
+-- 10. the run stressed: enough requests, kills, a crash, and every kind
+-- of failure happened
+INSERT INTO result
+SELECT 10, requests >= :min_requests AND kills >= :min_kills AND crashes >= 1
+		  AND kills_in_unit > 0
+		  AND retries > 0 AND errors > 0 AND rollbacks > 0 AND lost > 0
+		  AND reaped > 0 AND abandoned > 0 AND batches > 0 AND exhausted > 0,
+	   format('the run stressed: %s requests (min %s), %s units (%s batched claims), %s consumers killed (min %s; %s inside a transactional unit), %s producer kills, %s server crash, %s retries, %s error settles, %s rollbacks, %s lost claims, %s lost heartbeats, %s abandoned leases, %s rows reaped, %s requests out of attempts, %s heartbeats',
+			  requests, :min_requests, units, batches, kills, :min_kills, kills_in_unit,
+			  producer_kills, crashes, retries, errors, rollbacks, lost,
+			  lost_heartbeats, abandoned, reaped, exhausted, heartbeats)
+  FROM (SELECT count(*) AS requests,
+			   count(*) FILTER (WHERE detail LIKE '%retries exhausted%') AS exhausted
+		  FROM stress_q) q,
+	   (SELECT count(*) AS units,
+			   count(DISTINCT txid) FILTER (WHERE mode <> 'drain') AS txs,
+			   count(*) FILTER (WHERE outcome = 'retry') AS retries,
+			   count(*) FILTER (WHERE outcome = 'error') AS errors
+		  FROM stress_audit) a,
+	   (SELECT count(*) AS batches FROM (
+			SELECT txid FROM stress_audit WHERE mode <> 'drain'
+			 GROUP BY txid HAVING count(*) > 1) b) b,
+	   (SELECT coalesce(sum(n) FILTER (WHERE what = 'kill'), 0) AS kills,
+			   coalesce(sum(n) FILTER (WHERE what = 'kill-in-unit'), 0) AS kills_in_unit,
+			   coalesce(sum(n) FILTER (WHERE what = 'kill-producer'), 0) AS producer_kills,
+			   coalesce(sum(n) FILTER (WHERE what = 'crash'), 0) AS crashes,
+			   coalesce(sum(n) FILTER (WHERE what = 'rollback'), 0) AS rollbacks,
+			   coalesce(sum(n) FILTER (WHERE what = 'lost'), 0) AS lost,
+			   coalesce(sum(n) FILTER (WHERE what = 'lost-heartbeat'), 0) AS lost_heartbeats,
+			   coalesce(sum(n) FILTER (WHERE what = 'abandon'), 0) AS abandoned,
+			   coalesce(sum(n) FILTER (WHERE what = 'reaped'), 0) AS reaped,
+			   coalesce(sum(n) FILTER (WHERE what = 'heartbeat'), 0) AS heartbeats
+		  FROM stress_stats) s;
+
+SELECT CASE WHEN ok THEN 'ok' ELSE 'not ok' END || ' ' || n || ' - ' || text
+  FROM result ORDER BY n;
+
+SELECT format('stress: %s requests, %s units, %s consumers killed, %s server crash, %s invariant violations',
+			  (SELECT count(*) FROM stress_q),
+			  (SELECT count(*) FROM stress_audit),
+			  (SELECT coalesce(sum(n), 0) FROM stress_stats WHERE what = 'kill'),
+			  (SELECT coalesce(sum(n), 0) FROM stress_stats WHERE what = 'crash'),
+			  (SELECT count(*) FROM result WHERE NOT ok AND n <> 10));
