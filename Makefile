@@ -8,6 +8,7 @@ OBJS = \
 	src/guc.o \
 	src/handler.o \
 	src/locks.o \
+	src/namedlock.o \
 	src/notify.o \
 	src/plans.o \
 	src/queue.o \

@@ -38,6 +38,20 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlsm_fence_seq', '');
 REVOKE ALL ON @extschema@.dlsm_queues FROM PUBLIC;
 GRANT SELECT ON @extschema@.dlsm_queues TO PUBLIC;
 
+-- Named locks held with a lease: one row per name, written by dlsm only.
+CREATE TABLE @extschema@.dlsm_leases (
+	name		pg_catalog.text PRIMARY KEY,
+	fence		pg_catalog.int8 NOT NULL,
+	holder		pg_catalog.text,
+	acquired_at pg_catalog.timestamptz NOT NULL,
+	lease_until pg_catalog.timestamptz NOT NULL
+);
+COMMENT ON TABLE @extschema@.dlsm_leases IS
+'named locks held with a lease';
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlsm_leases', '');
+REVOKE ALL ON @extschema@.dlsm_leases FROM PUBLIC;
+GRANT SELECT ON @extschema@.dlsm_leases TO PUBLIC;
+
 -- Queue administration
 
 CREATE FUNCTION @extschema@.dlsm_create_queue(
@@ -214,6 +228,78 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.dlsm_launcher_wake() IS
 'ask the launcher to start the workers of databases that gained dlsm';
 
+-- Named locks
+
+CREATE FUNCTION @extschema@.dlsm_try_lock(
+	name pg_catalog.text,
+	wait pg_catalog.interval DEFAULT '0',
+	lease pg_catalog.interval DEFAULT NULL)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'dlsm_try_lock'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_try_lock(pg_catalog.text, pg_catalog.interval, pg_catalog.interval) IS
+'take a named lock for the transaction or with a lease, waiting in line up to wait; a fence or NULL';
+
+CREATE FUNCTION @extschema@.dlsm_unlock(
+	name pg_catalog.text,
+	fence pg_catalog.int8)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'dlsm_unlock'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_unlock(pg_catalog.text, pg_catalog.int8) IS
+'release a named lock held with the given fence';
+
+CREATE FUNCTION @extschema@.dlsm_refresh_lock(
+	name pg_catalog.text,
+	fence pg_catalog.int8,
+	lease pg_catalog.interval)
+RETURNS pg_catalog.timestamptz
+AS 'MODULE_PATHNAME', 'dlsm_refresh_lock'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_refresh_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.interval) IS
+'extend the lease of a named lock';
+
+CREATE FUNCTION @extschema@.dlsm_locks(
+	OUT name pg_catalog.text,
+	OUT scope pg_catalog.text,
+	OUT fence pg_catalog.int8,
+	OUT holder pg_catalog.text,
+	OUT acquired_at pg_catalog.timestamptz,
+	OUT lease_until pg_catalog.timestamptz,
+	OUT waiters pg_catalog.int4,
+	OUT "position" pg_catalog.int4,
+	OUT age pg_catalog.interval)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'dlsm_locks'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_locks() IS
+'the named locks of this database: leases, holders and waiters in line';
+
+CREATE VIEW @extschema@.dlsm_locks AS
+	SELECT * FROM @extschema@.dlsm_locks();
+COMMENT ON VIEW @extschema@.dlsm_locks IS
+'named locks: one row per lease, transaction holder and waiter (position in line)';
+
+-- Who blocks whom, across every kind of heavyweight lock (named locks
+-- included): seed 004's diagnostic query.
+CREATE VIEW @extschema@.dlsm_lock_waits AS
+	SELECT w.pid AS blocked_pid,
+		   w.usename AS blocked_user,
+		   w.wait_event_type AS blocked_wait_type,
+		   w.wait_event AS blocked_wait_event,
+		   w.query AS blocked_query,
+		   pg_catalog.now() OPERATOR(pg_catalog.-) w.query_start AS blocked_for,
+		   h.pid AS blocking_pid,
+		   h.usename AS blocking_user,
+		   h.state AS blocking_state,
+		   h.query AS blocking_query,
+		   pg_catalog.now() OPERATOR(pg_catalog.-) h.xact_start AS blocking_xact_age
+	  FROM pg_catalog.pg_stat_activity w
+	  CROSS JOIN LATERAL pg_catalog.unnest(pg_catalog.pg_blocking_pids(w.pid)) AS b(pid)
+	  JOIN pg_catalog.pg_stat_activity h ON h.pid OPERATOR(pg_catalog.=) b.pid;
+COMMENT ON VIEW @extschema@.dlsm_lock_waits IS
+'who blocks whom right now, with queries and durations';
+
 -- Statement trigger on every queue: wakes waiting claimers at commit.
 CREATE FUNCTION @extschema@.dlsm_wake()
 RETURNS trigger
@@ -242,6 +328,9 @@ COMMENT ON FUNCTION @extschema@.dlsm_forget_dropped() IS
 
 CREATE EVENT TRIGGER dlsm_forget_dropped ON sql_drop
 	EXECUTE FUNCTION @extschema@.dlsm_forget_dropped();
+
+-- Locks are everyone's, as pg_locks is
+GRANT SELECT ON @extschema@.dlsm_locks, @extschema@.dlsm_lock_waits TO PUBLIC;
 
 -- Monitoring is for pg_monitor (and superusers)
 REVOKE ALL ON @extschema@.dlsm_worker_status, @extschema@.dlsm_queue_stats FROM PUBLIC;

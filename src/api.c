@@ -52,6 +52,10 @@ PG_FUNCTION_INFO_V1(dlsm_set_handler);
 PG_FUNCTION_INFO_V1(dlsm_worker_status);
 PG_FUNCTION_INFO_V1(dlsm_queue_stats);
 PG_FUNCTION_INFO_V1(dlsm_launcher_wake);
+PG_FUNCTION_INFO_V1(dlsm_try_lock);
+PG_FUNCTION_INFO_V1(dlsm_unlock);
+PG_FUNCTION_INFO_V1(dlsm_refresh_lock);
+PG_FUNCTION_INFO_V1(dlsm_locks);
 
 /* Raise 22004 unless argument argno (named name) is given. */
 static void
@@ -591,4 +595,168 @@ dlsm_launcher_wake(PG_FUNCTION_ARGS)
 {
 	dlsm_shmem_wake_launcher();
 	PG_RETURN_VOID();
+}
+
+/* The lock name argument argno: not NULL, not empty. */
+static char *
+lock_name_arg(FunctionCallInfo fcinfo, int argno)
+{
+	char	   *name;
+
+	require_arg(fcinfo, argno, "name");
+	name = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lock name must not be empty")));
+	return name;
+}
+
+/*
+ * dlsm_try_lock(name text, wait interval, lease interval) RETURNS bigint:
+ * a fence when granted, NULL when not granted within wait.
+ */
+Datum
+dlsm_try_lock(PG_FUNCTION_ARGS)
+{
+	char	   *name = lock_name_arg(fcinfo, 0);
+	int64		wait_us;
+	int64		lease_us = 0;
+	bool		granted;
+	Datum		fence;
+
+	require_arg(fcinfo, 1, "wait");
+	if (!interval_usecs(PG_GETARG_INTERVAL_P(1), &wait_us))
+		wait_us = WAIT_FOREVER_US;
+	if (wait_us < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("wait must not be negative")));
+	if (wait_us >= WAIT_FOREVER_US)
+		wait_us = -1;
+	if (!PG_ARGISNULL(2))
+		lease_us = lease_arg(fcinfo, 2);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	fence = dlsm_named_try(name, wait_us, lease_us, &granted);
+	close_queue();
+	if (!granted)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(fence);
+}
+
+/* dlsm_unlock(name text, fence bigint) RETURNS boolean */
+Datum
+dlsm_unlock(PG_FUNCTION_ARGS)
+{
+	char	   *name = lock_name_arg(fcinfo, 0);
+	bool		released;
+
+	require_arg(fcinfo, 1, "fence");
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	released = dlsm_named_unlock(name, PG_GETARG_INT64(1));
+	close_queue();
+	PG_RETURN_BOOL(released);
+}
+
+/* dlsm_refresh_lock(name text, fence bigint, lease interval) RETURNS timestamptz */
+Datum
+dlsm_refresh_lock(PG_FUNCTION_ARGS)
+{
+	char	   *name = lock_name_arg(fcinfo, 0);
+	int64		lease_us;
+	TimestampTz until;
+
+	require_arg(fcinfo, 1, "fence");
+	require_arg(fcinfo, 2, "lease");
+	lease_us = lease_arg(fcinfo, 2);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	until = dlsm_named_refresh(name, PG_GETARG_INT64(1), lease_us);
+	close_queue();
+	PG_RETURN_TIMESTAMPTZ(until);
+}
+
+/*
+ * dlsm_locks(): the named locks of this database: one row per lease, per
+ * transaction-scope holder and per waiter, with the waiters' places in line.
+ */
+Datum
+dlsm_locks(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	DlsmNamedEntry *named = palloc(sizeof(DlsmNamedEntry) * DLSM_MAX_NAMED);
+	int			n = dlsm_shmem_copy_named(named);
+	TimestampTz now = GetCurrentTimestamp();
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (dlsm_plan_read_catalog_latest(DLSM_C_LEASE_LIST, NULL, NULL, 0) !=
+		SPI_OK_SELECT)
+		elog(ERROR, "unexpected result from listing leases");
+
+	/* leases: name, fence, holder, acquired_at, lease_until */
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		Datum		values[9];
+		bool		nulls[9] = {false};
+		bool		isnull;
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[r],
+										SPI_tuptable->tupdesc, 1);
+		int			waiters = 0;
+
+		for (int i = 0; i < n; i++)
+			waiters += named[i].waiting &&
+				strncmp(named[i].name, name, DLSM_NAMED_LEN - 1) == 0;
+		values[0] = CStringGetTextDatum(name);
+		values[1] = CStringGetTextDatum("lease");
+		values[2] = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 2, &isnull);
+		values[3] = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 3, &nulls[3]);
+		values[4] = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 4, &isnull);
+		values[5] = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 5, &isnull);
+		values[6] = Int32GetDatum(waiters);
+		values[7] = Int32GetDatum(0);
+		values[8] = DirectFunctionCall2(timestamp_mi, TimestampTzGetDatum(now),
+										values[4]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+
+	/* transaction-scope holders and every waiter */
+	for (int i = 0; i < n; i++)
+	{
+		DlsmNamedEntry *e = &named[i];
+		Datum		values[9];
+		bool		nulls[9] = {false};
+		int			waiters = 0;
+		int			position = 0;
+
+		if (!e->waiting && e->lease)
+			continue;			/* shown from dlsm_leases */
+		for (int j = 0; j < n; j++)
+		{
+			if (!named[j].waiting || strcmp(named[j].name, e->name) != 0)
+				continue;
+			waiters++;
+			if (e->waiting && named[j].since <= e->since)
+				position++;
+		}
+		values[0] = CStringGetTextDatum(e->name);
+		values[1] = CStringGetTextDatum(e->waiting ? "waiting" : "transaction");
+		values[2] = Int64GetDatum(e->fence);
+		nulls[2] = e->waiting;
+		values[3] = CStringGetTextDatum(psprintf("pid %d", (int) e->pid));
+		values[4] = TimestampTzGetDatum(e->since);
+		nulls[4] = e->waiting;
+		nulls[5] = true;
+		values[6] = Int32GetDatum(waiters);
+		values[7] = Int32GetDatum(position);
+		values[8] = DirectFunctionCall2(timestamp_mi, TimestampTzGetDatum(now),
+										TimestampTzGetDatum(e->since));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	close_queue();
+	return (Datum) 0;
 }

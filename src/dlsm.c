@@ -32,5 +32,6 @@ _PG_init(void)
 	dlsm_shmem_init();
 	dlsm_queue_init();
 	dlsm_state_init();
+	dlsm_named_init();
 	dlsm_worker_init();
 }

@@ -55,6 +55,21 @@ typedef struct DlsmWorkerSlot
 	char		last_error[256];	/* message of its last error */
 } DlsmWorkerSlot;
 
+/* The most transaction-scope holders and waiters of named locks shown. */
+#define DLSM_MAX_NAMED 256
+#define DLSM_NAMED_LEN 128
+
+/* A transaction holding or waiting for a named lock, for dlsm_locks. */
+typedef struct DlsmNamedEntry
+{
+	pid_t		pid;			/* 0: entry free */
+	bool		waiting;		/* false: holds it */
+	bool		lease;			/* asked for a lease */
+	int64		fence;			/* when holding */
+	TimestampTz since;			/* when it came (waiting) or got it */
+	char		name[DLSM_NAMED_LEN];	/* the name, maybe cut short */
+} DlsmNamedEntry;
+
 typedef struct DlsmSharedState
 {
 	LWLock	   *lock;			/* guards everything below but work_cv */
@@ -63,6 +78,8 @@ typedef struct DlsmSharedState
 	Latch	   *launcher_latch; /* set to make it look at databases now */
 	bool		rescan;			/* launcher: look at every database again */
 	DlsmWorkerSlot slots[DLSM_MAX_DATABASES];
+	DlsmNamedEntry named[DLSM_MAX_NAMED];	/* in database order, no order */
+	Oid			named_db[DLSM_MAX_NAMED];	/* database of each entry */
 } DlsmSharedState;
 
 extern DlsmSharedState *dlsm_shared;
@@ -73,6 +90,10 @@ extern void dlsm_shmem_wake_all(void);
 extern void dlsm_shmem_wake_worker(Oid dboid);
 extern void dlsm_shmem_wake_launcher(void);
 extern int	dlsm_shmem_copy_slots(DlsmWorkerSlot *out);
+extern int	dlsm_shmem_named_enter(const char *name, bool lease);
+extern void dlsm_shmem_named_granted(int entry, int64 fence);
+extern void dlsm_shmem_named_leave(int entry);
+extern int	dlsm_shmem_copy_named(DlsmNamedEntry *out);
 extern void dlsm_shmem_prepare_wait(void);
 extern bool dlsm_shmem_wait(long timeout_ms);
 extern void dlsm_shmem_cancel_wait(void);
@@ -89,6 +110,8 @@ extern void dlsm_notify_drain(DlsmNotifySink sink, void *arg);
 /* ---- locks.c ---- */
 extern bool dlsm_lock_entity_try(Oid queue, const char *entity);
 extern void dlsm_lock_entity_release(Oid queue, const char *entity);
+extern bool dlsm_lock_named_acquire(const char *name, long wait_ms);
+extern bool dlsm_lock_named_release(const char *name);
 
 /* ---- queue.c ---- */
 
@@ -159,6 +182,13 @@ typedef enum DlsmCatalogQueryId
 	DLSM_C_UNREGISTER,			/* remove a registry row */
 	DLSM_C_SET_HANDLER,			/* set or clear a queue's handler */
 	DLSM_C_LIST,				/* every registered queue */
+	DLSM_C_LEASE_READ,			/* a named lock's lease */
+	DLSM_C_LEASE_TAKE,			/* take a named lock's lease */
+	DLSM_C_LEASE_RELEASE,		/* give a lease back */
+	DLSM_C_LEASE_REFRESH,		/* extend a lease */
+	DLSM_C_LEASE_PURGE,			/* delete expired leases */
+	DLSM_C_LEASE_LIST,			/* every lease */
+	DLSM_C_FENCE,				/* the next fence */
 	DLSM_NUM_CATALOG_QUERIES
 } DlsmCatalogQueryId;
 
@@ -167,6 +197,12 @@ extern int	dlsm_plan_execute(DlsmQueue *queue, DlsmQueryId query,
 extern int	dlsm_plan_execute_catalog(DlsmCatalogQueryId query,
 									  Datum *values, const char *nulls,
 									  bool read_only, long count);
+extern int	dlsm_plan_read_catalog_latest(DlsmCatalogQueryId query,
+										  Datum *values, const char *nulls,
+										  long count);
+extern int	dlsm_plan_execute_catalog_as_owner(DlsmCatalogQueryId query,
+											   Datum *values,
+											   const char *nulls);
 extern void dlsm_plan_reset_catalog(void);
 extern void dlsm_plan_drop_table(const char *relname, bool drop_table);
 extern void dlsm_plan_create_table(const char *relname,
@@ -223,6 +259,15 @@ extern int64 dlsm_state_enqueue(DlsmQueue *queue, Datum entity, Datum kind,
 extern void dlsm_state_wake_at_commit(void);
 extern void dlsm_state_wake_worker_at_commit(void);
 extern const char *dlsm_outcome_name(DlsmOutcome outcome);
+
+/* ---- namedlock.c ---- */
+extern void dlsm_named_init(void);
+extern Datum dlsm_named_try(const char *name, int64 wait_us, int64 lease_us,
+							bool *granted);
+extern bool dlsm_named_unlock(const char *name, int64 fence);
+extern TimestampTz dlsm_named_refresh(const char *name, int64 fence,
+									  int64 lease_us);
+extern int64 dlsm_named_purge(void);
 
 /* ---- handler.c ---- */
 extern bool dlsm_handler_run_one(DlsmQueue *queue, bool *failed);

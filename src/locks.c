@@ -20,6 +20,11 @@
  * the low 15 bits of field4 carry 47 bits of a hash of the entity.  Two
  * entities with equal hashes merely exclude each other.
  *
+ * Named locks (dlsm_try_lock) use a second key space: field4 is 0x4000,
+ * field2 and field3 a 64-bit hash of the name.  They are waited for, in
+ * the lock manager's queue (first come, first served), with a bound taken
+ * from lock_timeout's machinery; the deadlock detector covers them.
+ *
  * Copyright (c) 2026, dlsm developers
  *
  * IDENTIFICATION
@@ -31,11 +36,16 @@
 
 #include "common/hashfn.h"
 #include "miscadmin.h"
+#include "access/xact.h"
 #include "storage/lock.h"
+#include "storage/proc.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
 
 #include "dlsm.h"
 
 #define DLSM_LOCKTAG_ENTITY		0x8000	/* field4 mark of entity locks */
+#define DLSM_LOCKTAG_NAMED		0x4000	/* field4 of named locks */
 
 static void
 entity_tag(LOCKTAG *tag, Oid queue, const char *entity)
@@ -69,4 +79,91 @@ dlsm_lock_entity_release(Oid queue, const char *entity)
 
 	entity_tag(&tag, queue, entity);
 	LockRelease(&tag, ExclusiveLock, false);
+}
+
+static void
+named_tag(LOCKTAG *tag, const char *name)
+{
+	uint64		h = hash_bytes_extended((const unsigned char *) name,
+										strlen(name), 0);
+
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (h >> 32), (uint32) h,
+						 DLSM_LOCKTAG_NAMED);
+}
+
+/*
+ * Take the lock-manager lock of a named lock for this transaction, waiting
+ * in line up to wait_ms (0: not at all, -1: without end).  True when
+ * granted.  A bounded wait runs in a subtransaction: the lock timeout it
+ * uses is an error, caught here and nowhere else.
+ */
+bool
+dlsm_lock_named_acquire(const char *name, long wait_ms)
+{
+	LOCKTAG		tag;
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	int			save_timeout = LockTimeout;
+	volatile bool granted = false;
+
+	named_tag(&tag, name);
+	if (wait_ms == 0)
+	{
+		LockAcquireResult result;
+
+		/* held by the (sub)transaction, not by the calling portal */
+		CurrentResourceOwner = CurTransactionResourceOwner;
+		result = LockAcquire(&tag, ExclusiveLock, false, true);
+		CurrentResourceOwner = oldowner;
+		return result != LOCKACQUIRE_NOT_AVAIL;
+	}
+
+	/* the subtransaction hands the lock to this (sub)transaction's owner */
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcontext);
+	PG_TRY();
+	{
+		LockTimeout = wait_ms < 0 ? 0 : (int) Min(wait_ms, INT_MAX);
+		(void) LockAcquire(&tag, ExclusiveLock, false, false);
+		LockTimeout = save_timeout;
+		granted = true;
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		LockTimeout = save_timeout;
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return granted;
+}
+
+/*
+ * Give back a named lock's lock-manager lock before the transaction ends;
+ * call it in the (sub)transaction that took it.  False if it holds none.
+ */
+bool
+dlsm_lock_named_release(const char *name)
+{
+	LOCKTAG		tag;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	bool		released;
+
+	named_tag(&tag, name);
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	released = LockRelease(&tag, ExclusiveLock, false);
+	CurrentResourceOwner = oldowner;
+	return released;
 }

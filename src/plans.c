@@ -32,6 +32,8 @@
 
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/snapmgr.h"
 #include "utils/builtins.h"
 
 #include "dlsm.h"
@@ -316,6 +318,54 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		" WHERE queue {=} $1",
 		3, {REGCLASSOID, REGPROCOID, REGROLEOID}
 	},
+	[DLSM_C_LEASE_READ] = {
+		/* $1 name: its lease, and has it expired? */
+		"SELECT fence, lease_until,"
+		" lease_until {<} pg_catalog.clock_timestamp()"
+		" FROM {leases} WHERE name {=} $1",
+		1, {TEXTOID}
+	},
+	[DLSM_C_LEASE_TAKE] = {
+		/* $1 name, $2 holder, $3 lease: take it unless a live lease holds it */
+		"WITH u AS MATERIALIZED (SELECT pg_catalog.clock_timestamp() AS now)"
+		" INSERT INTO {leases} AS l (name, fence, holder, acquired_at, lease_until)"
+		" SELECT $1, pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass),"
+		"  $2, u.now, u.now {+} $3 FROM u"
+		" ON CONFLICT (name) DO UPDATE SET fence = excluded.fence,"
+		"  holder = excluded.holder, acquired_at = excluded.acquired_at,"
+		"  lease_until = excluded.lease_until"
+		"  WHERE l.lease_until {<} excluded.acquired_at"
+		" RETURNING fence",
+		3, {TEXTOID, TEXTOID, INTERVALOID}
+	},
+	[DLSM_C_LEASE_RELEASE] = {
+		/* $1 name, $2 fence */
+		"DELETE FROM {leases} WHERE name {=} $1 AND fence {=} $2",
+		2, {TEXTOID, INT8OID}
+	},
+	[DLSM_C_LEASE_REFRESH] = {
+		/* $1 name, $2 fence, $3 lease */
+		"WITH u AS MATERIALIZED (SELECT pg_catalog.clock_timestamp() AS now)"
+		" UPDATE {leases} SET lease_until = u.now {+} $3 FROM u"
+		" WHERE name {=} $1 AND fence {=} $2 RETURNING lease_until",
+		3, {TEXTOID, INT8OID, INTERVALOID}
+	},
+	[DLSM_C_LEASE_PURGE] = {
+		/* the worker: expired leases go */
+		"DELETE FROM {leases} WHERE lease_until {<} pg_catalog.clock_timestamp()",
+		0, {InvalidOid}
+	},
+	[DLSM_C_LEASE_LIST] = {
+		/* every lease, for dlsm_locks */
+		"SELECT name, fence, holder, acquired_at, lease_until FROM {leases}"
+		" ORDER BY name",
+		0, {InvalidOid}
+	},
+	[DLSM_C_FENCE] = {
+		/* a fence for a transaction-scope grant */
+		"SELECT pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass)",
+		0, {InvalidOid}
+	},
 	[DLSM_C_LIST] = {
 		/* every queue of this database */
 		"SELECT queue FROM {registry} ORDER BY queue",
@@ -497,10 +547,37 @@ dlsm_plan_execute(DlsmQueue *queue, DlsmQueryId query, Datum *values,
 	return execute(queue_plan(queue, query), values, nulls, false, count);
 }
 
+static SPIPlanPtr catalog_plan(DlsmCatalogQueryId query);
+
 /* Run one of the statements on dlsm's own tables. */
 int
 dlsm_plan_execute_catalog(DlsmCatalogQueryId query, Datum *values,
 						  const char *nulls, bool read_only, long count)
+{
+	return execute(catalog_plan(query), values, nulls, read_only, count);
+}
+
+/*
+ * Run a read of dlsm's own tables with the latest snapshot, whatever the
+ * transaction's isolation: it must see what committed a moment ago.
+ */
+int
+dlsm_plan_read_catalog_latest(DlsmCatalogQueryId query, Datum *values,
+							  const char *nulls, long count)
+{
+	int			rc;
+
+	rc = SPI_execute_snapshot(catalog_plan(query), values, nulls,
+							  GetLatestSnapshot(), InvalidSnapshot,
+							  true, false, count);
+	if (rc < 0)
+		elog(ERROR, "SPI_execute_snapshot failed: %s",
+			 SPI_result_code_string(rc));
+	return rc;
+}
+
+static SPIPlanPtr
+catalog_plan(DlsmCatalogQueryId query)
 {
 	if (catalog_plans[query] == NULL)
 	{
@@ -508,6 +585,9 @@ dlsm_plan_execute_catalog(DlsmCatalogQueryId query, Datum *values,
 		const char *subst[] = {
 			"registry", quote_qualified_identifier(dlsm_extension_schema(),
 												   "dlsm_queues"),
+			"leases", quote_qualified_identifier(dlsm_extension_schema(),
+												 "dlsm_leases"),
+			"fence_seq", psprintf("%u", dlsm_fence_sequence()),
 			OPERATOR_SUBSTITUTIONS,
 			NULL
 		};
@@ -517,7 +597,29 @@ dlsm_plan_execute_catalog(DlsmCatalogQueryId query, Datum *values,
 		catalog_plans[query] = prepare_kept(buf.data, &catalog_queries[query]);
 		pfree(buf.data);
 	}
-	return execute(catalog_plans[query], values, nulls, read_only, count);
+	return catalog_plans[query];
+}
+
+/*
+ * Run one of the statements on dlsm's own tables as the extension's owner:
+ * they are written only through dlsm's functions, which checked the
+ * caller's rights first.
+ */
+int
+dlsm_plan_execute_catalog_as_owner(DlsmCatalogQueryId query, Datum *values,
+								   const char *nulls)
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			rc;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(dlsm_extension_owner(),
+						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	rc = dlsm_plan_execute_catalog(query, values, nulls, false, 0);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	return rc;
 }
 
 /* Forget the registry plans (the extension was dropped or re-created). */

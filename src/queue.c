@@ -416,22 +416,13 @@ dlsm_queue_find(Oid relid)
 static void
 write_registry(DlsmCatalogQueryId query, Datum *values, const char *nulls)
 {
-	Oid			save_userid;
-	int			save_sec_context;
-	int			rc;
+	int			rc = dlsm_plan_execute_catalog_as_owner(query, values, nulls);
 
-	(void) dlsm_extension_schema();
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(ext_owner,
-						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	rc = dlsm_plan_execute_catalog(query, values, nulls, false, 0);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
-	/* at commit, the worker reads the registry again */
-	Async_Notify("dlsm", "queues");
 	if (rc != SPI_OK_INSERT && rc != SPI_OK_DELETE && rc != SPI_OK_UPDATE)
 		elog(ERROR, "unexpected result from a dlsm registry change: %s",
 			 SPI_result_code_string(rc));
+	/* at commit, the worker reads the registry again */
+	Async_Notify("dlsm", "queues");
 }
 
 /*

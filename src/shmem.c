@@ -10,6 +10,9 @@
  *
  * The launcher and the per-database workers (worker.c) keep their state in
  * slots here, one per database served, read by the dlsm_worker_status view.
+ * Transactions waiting for or holding a named lock (namedlock.c) have an
+ * entry in named[], read by the dlsm_locks view; when it is full they are
+ * not shown, and work as well.
  *
  * Locking: dlsm_shared->lock (the tranche "dlsm") guards the launcher
  * fields and every slot; it is held for a few field reads or writes only,
@@ -32,6 +35,7 @@
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "utils/timestamp.h"
 
 #include "dlsm.h"
 
@@ -186,6 +190,81 @@ dlsm_shmem_copy_slots(DlsmWorkerSlot *out)
 		if (dlsm_shared->slots[i].dboid != InvalidOid &&
 			!dlsm_shared->slots[i].no_extension)
 			out[n++] = dlsm_shared->slots[i];
+	}
+	LWLockRelease(dlsm_shared->lock);
+	return n;
+}
+
+/*
+ * A transaction starts waiting for the named lock name: take an entry.
+ * Returns its index, or -1 when there is no shared state or no free entry.
+ */
+int
+dlsm_shmem_named_enter(const char *name, bool lease)
+{
+	int			found = -1;
+
+	if (dlsm_shared == NULL)
+		return -1;
+	LWLockAcquire(dlsm_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < DLSM_MAX_NAMED; i++)
+	{
+		DlsmNamedEntry *e = &dlsm_shared->named[i];
+
+		if (e->pid != 0)
+			continue;
+		e->pid = MyProcPid;
+		e->waiting = true;
+		e->lease = lease;
+		e->fence = 0;
+		e->since = GetCurrentTimestamp();
+		strlcpy(e->name, name, DLSM_NAMED_LEN);
+		dlsm_shared->named_db[i] = MyDatabaseId;
+		found = i;
+		break;
+	}
+	LWLockRelease(dlsm_shared->lock);
+	return found;
+}
+
+/* The waiting transaction of entry got its lock, with fence. */
+void
+dlsm_shmem_named_granted(int entry, int64 fence)
+{
+	if (entry < 0)
+		return;
+	LWLockAcquire(dlsm_shared->lock, LW_EXCLUSIVE);
+	dlsm_shared->named[entry].waiting = false;
+	dlsm_shared->named[entry].fence = fence;
+	dlsm_shared->named[entry].since = GetCurrentTimestamp();
+	LWLockRelease(dlsm_shared->lock);
+}
+
+/* Free an entry: the transaction stopped waiting, or ended. */
+void
+dlsm_shmem_named_leave(int entry)
+{
+	if (entry < 0)
+		return;
+	LWLockAcquire(dlsm_shared->lock, LW_EXCLUSIVE);
+	dlsm_shared->named[entry].pid = 0;
+	LWLockRelease(dlsm_shared->lock);
+}
+
+/* Copy this database's named-lock entries into out; returns how many. */
+int
+dlsm_shmem_copy_named(DlsmNamedEntry *out)
+{
+	int			n = 0;
+
+	if (dlsm_shared == NULL)
+		return 0;
+	LWLockAcquire(dlsm_shared->lock, LW_SHARED);
+	for (int i = 0; i < DLSM_MAX_NAMED; i++)
+	{
+		if (dlsm_shared->named[i].pid != 0 &&
+			dlsm_shared->named_db[i] == MyDatabaseId)
+			out[n++] = dlsm_shared->named[i];
 	}
 	LWLockRelease(dlsm_shared->lock);
 	return n;

@@ -14,7 +14,8 @@
  *
  * A worker listens on the channel "dlsm" and on every queue's channel
  * (notify.c), and loops: drain notifications, reap (every
- * dlsm.reap_interval, or at once on NOTIFY dlsm, 'reap'), run the
+ * dlsm.reap_interval, or at once on NOTIFY dlsm, 'reap'; expired leases
+ * of named locks are deleted in the same pass), run the
  * handlers of handler queues, sleep on its latch.  Each queue is reaped,
  * purged and handled in transactions of its own; an error is logged and
  * counted in the slot, and the worker goes on with the next queue.
@@ -583,6 +584,12 @@ handle_unit(void *arg)
 		dlsm_handler_run_one(queue, &work->failed);
 }
 
+static void
+purge_leases(void *arg)
+{
+	*(int64 *) arg = dlsm_named_purge();
+}
+
 /* Reap every queue and delete settled rows past their retention. */
 static List *
 reaping_pass(MemoryContext context)
@@ -623,6 +630,12 @@ reaping_pass(MemoryContext context)
 		}
 		if (deleted > 0)
 			slot_count(0, deleted, 0, 0, NULL);
+	}
+	{
+		int64		leases = 0;
+
+		if (run_transaction(purge_leases, &leases, "delete expired leases"))
+			slot_count(0, leases, 0, 0, NULL);
 	}
 	LWLockAcquire(dlsm_shared->lock, LW_EXCLUSIVE);
 	my_slot->last_reap_at = GetCurrentTimestamp();
