@@ -4,6 +4,7 @@ SELECT dlsm_create_queue('e');
 SELECT dlsm_enqueue('e', 'x') AS x_id \gset
 CREATE TABLE plain (id int);
 CREATE TEMP TABLE before AS SELECT * FROM e;
+CREATE TEMP TABLE registry_before AS SELECT * FROM dlsm_queues;
 
 -- NULL arguments: 22004
 SELECT dlsm_create_queue(NULL);
@@ -83,7 +84,10 @@ SELECT count(*) AS changed FROM (
 	(SELECT * FROM e EXCEPT SELECT * FROM before)
 	UNION ALL
 	(SELECT * FROM before EXCEPT SELECT * FROM e)) d;
-SELECT queue FROM dlsm_queues ORDER BY queue::text;
+SELECT count(*) AS registry_changed FROM (
+	(SELECT * FROM dlsm_queues EXCEPT SELECT * FROM registry_before)
+	UNION ALL
+	(SELECT * FROM registry_before EXCEPT SELECT * FROM dlsm_queues)) d;
 
 -- the same errors in full, once each, for the messages
 \set VERBOSITY default

@@ -1,0 +1,71 @@
+-- Named locks: scopes, fences, unlock, refresh, and every error path
+-- transaction scope: held until the transaction ends, nothing written
+BEGIN;
+SELECT dlsm_try_lock('jobs/nightly') AS t1 \gset
+SELECT :t1 > 0 AS granted;
+SELECT name, scope, fence = :t1 AS same_fence, lease_until, waiters, position
+  FROM dlsm_locks;
+SELECT count(*) AS rows_written FROM dlsm_leases;
+-- granted again to the same transaction, with a higher fence
+SELECT dlsm_try_lock('jobs/nightly') > :t1 AS regranted;
+COMMIT;
+SELECT count(*) AS held_after_commit FROM dlsm_locks;
+-- our keys never collide with pg_advisory_* keys
+BEGIN;
+SELECT dlsm_try_lock('0') IS NOT NULL AS named;
+SELECT pg_try_advisory_xact_lock(0) AS advisory_int8,
+	   pg_try_advisory_xact_lock(0, 0) AS advisory_int4;
+COMMIT;
+
+-- lease scope: outlives the transaction and the session
+SELECT dlsm_try_lock('reports/daily', lease => '1 hour') AS l1 \gset
+SELECT name, scope, fence = :l1 AS same_fence,
+	   lease_until > now() + interval '59 minutes' AS leased
+  FROM dlsm_locks;
+SELECT dlsm_try_lock('reports/daily') IS NULL AS not_granted_tx,
+	   dlsm_try_lock('reports/daily', lease => '1 minute') IS NULL AS not_granted_lease;
+SELECT dlsm_try_lock('reports/daily', wait => '50 ms') IS NULL AS not_granted_in_50ms;
+-- refresh extends; unlock with a wrong fence changes nothing
+SELECT dlsm_refresh_lock('reports/daily', :l1, '2 hours')
+	   > now() + interval '119 minutes' AS refreshed;
+SELECT dlsm_unlock('reports/daily', :l1 + 1000) AS wrong_fence;
+SELECT count(*) AS still_held FROM dlsm_leases WHERE name = 'reports/daily';
+SELECT dlsm_unlock('reports/daily', :l1) AS released;
+SELECT dlsm_unlock('reports/daily', :l1) AS released_twice;
+SELECT dlsm_try_lock('reports/daily') > :l1 AS free_again;
+
+-- an expired lease is free for the next one at once, and fenced off
+SELECT dlsm_try_lock('short', lease => '10 ms') AS s1 \gset
+SELECT pg_sleep(0.05);
+SELECT dlsm_try_lock('short', lease => '1 hour') AS s2 \gset
+SELECT :s2 > :s1 AS newer_fence;
+\set VERBOSITY sqlstate
+SELECT dlsm_refresh_lock('short', :s1, '1 hour');
+\set VERBOSITY default
+SELECT dlsm_unlock('short', :s1) AS stale_unlock;
+SELECT fence = :s2 AS held_by_new FROM dlsm_leases WHERE name = 'short';
+SELECT dlsm_unlock('short', :s2);
+
+-- fences rise across claims and lock grants alike
+SELECT dlsm_create_queue('fq');
+SELECT dlsm_enqueue('fq', 'x');
+SELECT fence AS claim_fence FROM dlsm_claim('fq') \gset
+SELECT dlsm_try_lock('after-claim') > :claim_fence AS lock_after_claim;
+
+-- errors
+SELECT dlsm_try_lock(NULL);
+SELECT dlsm_try_lock('');
+SELECT dlsm_try_lock('x', wait => NULL);
+SELECT dlsm_try_lock('x', wait => '-1 s');
+SELECT dlsm_try_lock('x', lease => '0');
+SELECT dlsm_try_lock('x', lease => '-1 hour');
+SELECT dlsm_unlock(NULL, 1);
+SELECT dlsm_unlock('x', NULL);
+SELECT dlsm_refresh_lock('x', 1, NULL);
+SELECT dlsm_refresh_lock('x', NULL, '1 s');
+SELECT dlsm_refresh_lock('', 1, '1 s');
+SELECT dlsm_refresh_lock('nobody holds this', 1, '1 s');
+SELECT count(*) AS leases_left FROM dlsm_leases;
+
+-- the wait diagnostic view is there (nobody waits now)
+SELECT count(*) AS waits FROM dlsm_lock_waits WHERE blocked_pid = pg_backend_pid();
