@@ -21,7 +21,7 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" dlsm.control)
 DATA = sql/dlsm--1.0.sql
 PGFILEDESC = "dlsm - distributed lock state machine"
 
-REGRESS = queue claim settle group handler locks errors privileges
+REGRESS = queue claim settle group handler locks register errors privileges
 REGRESS_OPTS = --inputdir=.
 
 ISOLATION = article claim_race create_wait group_busy settle_race reap_unit wake lock_fifo lock_lease

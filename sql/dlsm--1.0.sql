@@ -65,6 +65,22 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.dlsm_create_queue(pg_catalog.text, pg_catalog.text, pg_catalog.int4, pg_catalog.interval) IS
 'create a queue table and register it with dlsm';
 
+CREATE FUNCTION @extschema@.dlsm_register_queue(
+	queue pg_catalog.regclass,
+	id pg_catalog.name DEFAULT 'id',
+	status pg_catalog.name DEFAULT 'status',
+	kind pg_catalog.name DEFAULT 'kind',
+	entity pg_catalog.name DEFAULT 'entity',
+	process_id pg_catalog.name DEFAULT 'process_id',
+	channel pg_catalog.text DEFAULT NULL,
+	max_attempts pg_catalog.int4 DEFAULT 5,
+	retention pg_catalog.interval DEFAULT NULL)
+RETURNS pg_catalog.regclass
+AS 'MODULE_PATHNAME', 'dlsm_register_queue'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_register_queue(pg_catalog.regclass, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.text, pg_catalog.int4, pg_catalog.interval) IS
+'adopt an existing table as a queue, through a column map';
+
 CREATE FUNCTION @extschema@.dlsm_drop_queue(
 	queue pg_catalog.regclass,
 	drop_table pg_catalog.bool DEFAULT false)

@@ -53,6 +53,7 @@ PG_FUNCTION_INFO_V1(dlsm_worker_status);
 PG_FUNCTION_INFO_V1(dlsm_queue_stats);
 PG_FUNCTION_INFO_V1(dlsm_launcher_wake);
 PG_FUNCTION_INFO_V1(dlsm_try_lock);
+PG_FUNCTION_INFO_V1(dlsm_register_queue);
 PG_FUNCTION_INFO_V1(dlsm_unlock);
 PG_FUNCTION_INFO_V1(dlsm_refresh_lock);
 PG_FUNCTION_INFO_V1(dlsm_locks);
@@ -199,6 +200,44 @@ close_queue(void)
 		elog(ERROR, "SPI_finish failed");
 }
 
+/* A new queue's channel, max_attempts and retention, from argno on. */
+typedef struct QueueOptions
+{
+	char	   *channel;
+	int			max_attempts;
+	Interval   *retention;
+} QueueOptions;
+
+static void
+queue_options_args(FunctionCallInfo fcinfo, int argno, QueueOptions *opts)
+{
+	int64		us;
+
+	opts->channel = text_arg_or_null(fcinfo, argno);
+	require_arg(fcinfo, argno + 1, "max_attempts");
+	opts->max_attempts = PG_GETARG_INT32(argno + 1);
+	opts->retention = NULL;
+	if (opts->max_attempts < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_attempts must be at least 1")));
+	if (opts->channel != NULL &&
+		(opts->channel[0] == '\0' || strlen(opts->channel) >= NAMEDATALEN))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid channel name \"%s\"", opts->channel),
+				 errdetail("A channel name must be between 1 and %d bytes long.",
+						   NAMEDATALEN - 1)));
+	if (!PG_ARGISNULL(argno + 2))
+	{
+		opts->retention = PG_GETARG_INTERVAL_P(argno + 2);
+		if (interval_usecs(opts->retention, &us) && us <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("retention must be greater than zero")));
+	}
+}
+
 /*
  * dlsm_create_queue(queue text, channel text, max_attempts int,
  *					 retention interval) RETURNS regclass
@@ -206,39 +245,49 @@ close_queue(void)
 Datum
 dlsm_create_queue(PG_FUNCTION_ARGS)
 {
+	QueueOptions opts;
 	char	   *name;
-	char	   *channel = text_arg_or_null(fcinfo, 1);
-	int			max_attempts;
-	Interval   *retention = NULL;
-	int64		us;
 	Oid			relid;
 
 	require_arg(fcinfo, 0, "queue");
-	require_arg(fcinfo, 2, "max_attempts");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	max_attempts = PG_GETARG_INT32(2);
-	if (max_attempts < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_attempts must be at least 1")));
-	if (channel != NULL && (channel[0] == '\0' || strlen(channel) >= NAMEDATALEN))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid channel name \"%s\"", channel),
-				 errdetail("A channel name must be between 1 and %d bytes long.",
-						   NAMEDATALEN - 1)));
-	if (!PG_ARGISNULL(3))
-	{
-		retention = PG_GETARG_INTERVAL_P(3);
-		if (interval_usecs(retention, &us) && us <= 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("retention must be greater than zero")));
-	}
+	queue_options_args(fcinfo, 1, &opts);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	relid = dlsm_queue_create(name, channel, max_attempts, retention);
+	relid = dlsm_queue_create(name, opts.channel, opts.max_attempts,
+							  opts.retention);
+	close_queue();
+	PG_RETURN_OID(relid);
+}
+
+/*
+ * dlsm_register_queue(queue regclass, id name, status name, kind name,
+ *					   entity name, process_id name, channel text,
+ *					   max_attempts int, retention interval) RETURNS regclass
+ */
+Datum
+dlsm_register_queue(PG_FUNCTION_ARGS)
+{
+	static const char *const names[5] = {"id", "status", "kind", "entity",
+	"process_id"};
+	const char *columns[5];
+	QueueOptions opts;
+	Oid			relid;
+
+	require_arg(fcinfo, 0, "queue");
+	relid = PG_GETARG_OID(0);
+	for (int i = 0; i < 5; i++)
+	{
+		require_arg(fcinfo, 1 + i, names[i]);
+		columns[i] = NameStr(*PG_GETARG_NAME(1 + i));
+	}
+	queue_options_args(fcinfo, 6, &opts);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	dlsm_queue_register(relid, columns, opts.channel, opts.max_attempts,
+						opts.retention);
 	close_queue();
 	PG_RETURN_OID(relid);
 }

@@ -137,6 +137,7 @@ typedef struct DlsmQueue
 	char	   *col_kind;
 	char	   *col_entity;
 	char	   *col_process_id;
+	bool		pid_is_text;	/* process id column is text, not uuid */
 	SPIPlanPtr *plans;			/* DLSM_NUM_QUERIES slots, lazily filled */
 } DlsmQueue;
 
@@ -146,6 +147,9 @@ extern DlsmQueue *dlsm_queue_find(Oid relid);
 extern Oid	dlsm_queue_create(const char *name, const char *channel,
 							  int max_attempts, Interval *retention);
 extern void dlsm_queue_drop(Oid relid, bool drop_table);
+extern void dlsm_queue_register(Oid relid, const char *const *columns,
+								const char *channel, int max_attempts,
+								Interval *retention);
 extern void dlsm_queue_set_handler(Oid relid, Oid handler);
 extern List *dlsm_queue_list(void);
 extern const char *dlsm_extension_schema(void);
@@ -205,6 +209,10 @@ extern int	dlsm_plan_execute_catalog_as_owner(DlsmCatalogQueryId query,
 											   const char *nulls);
 extern void dlsm_plan_reset_catalog(void);
 extern void dlsm_plan_drop_table(const char *relname, bool drop_table);
+extern void dlsm_plan_adopt_table(const char *relname,
+								  const char *const *columns,
+								  const char *const *index_names,
+								  bool creates_index);
 extern void dlsm_plan_create_table(const char *relname,
 								   const char *const *index_names);
 

@@ -18,7 +18,8 @@
  * always travel as parameters.
  *
  * Placeholders: {q} queue, {id} {status} {kind} {entity} {pid} mapped
- * columns, {fence_seq} the fence sequence's OID, {registry} the registry table,
+ * columns, {pidin} {pidarr} {pidout} the casts between a process id
+ * column of type text (an adopted table) and uuid values (empty for uuid), {fence_seq} the fence sequence's OID, {registry} the registry table,
  * and the operators {=} {<>} {<} {<=} {>} {>=} {+} {-} {*}.
  *
  * Copyright (c) 2026, dlsm developers
@@ -47,7 +48,7 @@
 	"  pg_catalog.clock_timestamp() AS now) "
 
 #define CLAIM_SET \
-	" SET {status} = 'in-progress', {pid} = u.pid, fence = u.fence," \
+	" SET {status} = 'in-progress', {pid} = u.pid{pidin}, fence = u.fence," \
 	" attempts = t.attempts {+} 1, claimed_at = u.now," \
 	" lease_until = u.now {+} $3, settled_at = NULL, detail = NULL" \
 	" FROM u "
@@ -76,7 +77,7 @@ typedef struct DlsmQueryDef
 {
 	const char *text;
 	int			nargs;
-	Oid			argtypes[5];
+	Oid			argtypes[10];
 } DlsmQueryDef;
 
 static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
@@ -159,7 +160,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		 */
 		"SELECT CASE"
 		" WHEN EXISTS (SELECT 1 FROM {q} WHERE {entity} {=} $1"
-		"  AND {status} {=} 'in-progress' AND {pid} {<>} $2)"
+		"  AND {status} {=} 'in-progress' AND {pid} {<>} $2{pidin})"
 		" THEN 'Requests of this entity are in progress under another process id.'"
 		" WHEN EXISTS (SELECT 1 FROM {q} WHERE {entity} {=} $1"
 		"  AND {kind} {=} 'create' AND {status} {<>} 'complete')"
@@ -173,7 +174,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		 * those $2 holds already, up to its next new request of another kind.
 		 */
 		CLAIM_UNIT
-		"UPDATE {q} t SET {status} = 'in-progress', {pid} = u.pid,"
+		"UPDATE {q} t SET {status} = 'in-progress', {pid} = u.pid{pidin},"
 		" fence = u.fence, attempts = t.attempts {+}"
 		"  CASE WHEN t.{status} {=} 'new' THEN 1 ELSE 0 END,"
 		" claimed_at = u.now, lease_until = u.now {+} $3,"
@@ -182,7 +183,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" WHERE t.{id} {=} ANY (SELECT {id} FROM {q}"
 		"  WHERE {entity} {=} $1 AND {kind} {=} 'update'"
 		"  AND ({status} {=} 'new'"
-		"   OR ({status} {=} 'in-progress' AND {pid} {=} $2))"
+		"   OR ({status} {=} 'in-progress' AND {pid} {=} $2{pidin}))"
 		"  AND {id} {<} COALESCE((SELECT pg_catalog.min({id}) FROM {q}"
 		"   WHERE {entity} {=} $1 AND {status} {=} 'new'"
 		"   AND {kind} {<>} 'update'), 9223372036854775807)"
@@ -193,8 +194,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		/* $1 process ids, $2 final status, $3 detail */
 		"UPDATE {q} t SET {status} = $2,"
 		" settled_at = pg_catalog.clock_timestamp(), detail = $3"
-		" WHERE {pid} {=} ANY ($1) AND {status} {=} 'in-progress'"
-		" RETURNING {pid}",
+		" WHERE {pid} {=} ANY ($1{pidarr}) AND {status} {=} 'in-progress'"
+		" RETURNING {pid}{pidout}",
 		3, {UUIDARRAYOID, TEXTOID, TEXTOID}
 	},
 	[DLSM_Q_SETTLE_RETRY] = {
@@ -211,8 +212,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  THEN pg_catalog.format('retries exhausted after %s attempts: %s',"
 		"   t.attempts, $2) ELSE $2 END"
 		" FROM u"
-		" WHERE {pid} {=} ANY ($1) AND {status} {=} 'in-progress'"
-		" RETURNING {pid}",
+		" WHERE {pid} {=} ANY ($1{pidarr}) AND {status} {=} 'in-progress'"
+		" RETURNING {pid}{pidout}",
 		4, {UUIDARRAYOID, TEXTOID, INTERVALOID, INT4OID}
 	},
 	[DLSM_Q_HEARTBEAT] = {
@@ -220,7 +221,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"WITH u AS MATERIALIZED"
 		" (SELECT pg_catalog.clock_timestamp() {+} $2 AS until)"
 		" UPDATE {q} SET lease_until = u.until FROM u"
-		" WHERE {pid} {=} $1 AND {status} {=} 'in-progress'"
+		" WHERE {pid} {=} $1{pidin} AND {status} {=} 'in-progress'"
 		" RETURNING u.until",
 		2, {UUIDOID, INTERVALOID}
 	},
@@ -301,11 +302,17 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		1, {REGCLASSOID}
 	},
 	[DLSM_C_REGISTER] = {
-		/* $1 queue, $2 channel, $3 max attempts, $4 retention, $5 role */
+		/*
+		 * $1 queue, $2 channel, $3 max attempts, $4 retention, $5 role,
+		 * $6 .. $10 the id, status, kind, entity and process id columns
+		 */
 		"INSERT INTO {registry}"
-		" (queue, channel, max_attempts, retention, registered_by)"
-		" VALUES ($1, $2, $3, $4, $5)",
-		5, {REGCLASSOID, TEXTOID, INT4OID, INTERVALOID, REGROLEOID}
+		" (queue, channel, max_attempts, retention, registered_by,"
+		"  id_column, status_column, kind_column, entity_column,"
+		"  process_id_column)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+		10, {REGCLASSOID, TEXTOID, INT4OID, INTERVALOID, REGROLEOID,
+		NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID}
 	},
 	[DLSM_C_UNREGISTER] = {
 		/* $1 queue */
@@ -408,6 +415,37 @@ static const char *const create_table_text =
 "CREATE TRIGGER dlsm_wake AFTER INSERT ON {q}"
 " FOR EACH STATEMENT EXECUTE FUNCTION {ext}.dlsm_wake();";
 
+/*
+ * Adopting a table: {q} the table, {id} {status} {entity} {pid} its mapped
+ * columns, {ready} {open} {held} {creates} index names, {ext} the
+ * extension's schema.  Adds only what is missing; {creates_index} is empty
+ * when the table has an index led by its entity column already.
+ */
+static const char *const register_table_text =
+"ALTER TABLE {q}"
+" ALTER COLUMN {status} SET DEFAULT 'new',"
+" ADD COLUMN IF NOT EXISTS payload pg_catalog.jsonb,"
+" ADD COLUMN IF NOT EXISTS fence pg_catalog.int8,"
+" ADD COLUMN IF NOT EXISTS attempts pg_catalog.int4 NOT NULL DEFAULT 0,"
+" ADD COLUMN IF NOT EXISTS run_at pg_catalog.timestamptz NOT NULL"
+"  DEFAULT pg_catalog.now(),"
+" ADD COLUMN IF NOT EXISTS enqueued_at pg_catalog.timestamptz NOT NULL"
+"  DEFAULT pg_catalog.now(),"
+" ADD COLUMN IF NOT EXISTS claimed_at pg_catalog.timestamptz,"
+" ADD COLUMN IF NOT EXISTS lease_until pg_catalog.timestamptz,"
+" ADD COLUMN IF NOT EXISTS settled_at pg_catalog.timestamptz,"
+" ADD COLUMN IF NOT EXISTS detail pg_catalog.text;"
+"CREATE INDEX {ready} ON {q} ({id}) WHERE {status} {=} 'new';"
+"CREATE INDEX {open} ON {q} ({entity}, {id})"
+" WHERE {status} {=} ANY ('{new,in-progress}'::pg_catalog.text[]);"
+"CREATE INDEX {held} ON {q} ({pid}) WHERE {status} {=} 'in-progress';"
+"{creates_index}"
+"CREATE TRIGGER dlsm_wake AFTER INSERT ON {q}"
+" FOR EACH STATEMENT EXECUTE FUNCTION {ext}.dlsm_wake();";
+
+static const char *const creates_index_text =
+"CREATE INDEX {creates} ON {q} ({entity}) WHERE {kind} {=} 'create';";
+
 /* Unregistering a queue: {q} the table. */
 static const char *const drop_table_text = "DROP TABLE {q}";
 static const char *const drop_trigger_text =
@@ -496,6 +534,9 @@ queue_plan(DlsmQueue *queue, DlsmQueryId query)
 			"kind", queue->col_kind,
 			"entity", queue->col_entity,
 			"pid", queue->col_process_id,
+			"pidin", queue->pid_is_text ? "::pg_catalog.text" : "",
+			"pidarr", queue->pid_is_text ? "::pg_catalog.text[]" : "",
+			"pidout", queue->pid_is_text ? "::pg_catalog.uuid" : "",
 			"fence_seq", psprintf("%u", dlsm_fence_sequence()),
 			OPERATOR_SUBSTITUTIONS,
 			NULL
@@ -658,6 +699,46 @@ dlsm_plan_create_table(const char *relname, const char *const *index_names)
 	expand_template(&buf, create_table_text, subst);
 	execute_utility(buf.data);
 	pfree(buf.data);
+}
+
+/*
+ * Add to an adopted table what dlsm needs and it lacks.  columns are the
+ * quoted id, status, kind, entity and process id columns; index_names the
+ * quoted ready, open, held and creates index names; creates_index whether
+ * to build the last.  Runs as the caller.
+ */
+void
+dlsm_plan_adopt_table(const char *relname, const char *const *columns,
+					  const char *const *index_names, bool creates_index)
+{
+	StringInfoData creates;
+	StringInfoData buf;
+	const char *subst[] = {
+		"q", relname,
+		"id", columns[0],
+		"status", columns[1],
+		"kind", columns[2],
+		"entity", columns[3],
+		"pid", columns[4],
+		"ready", index_names[0],
+		"open", index_names[1],
+		"held", index_names[2],
+		"creates", index_names[3],
+		"creates_index", "",
+		"ext", quote_identifier(dlsm_extension_schema()),
+		OPERATOR_SUBSTITUTIONS,
+		NULL
+	};
+
+	initStringInfo(&creates);
+	if (creates_index)
+		expand_template(&creates, creates_index_text, subst);
+	subst[21] = creates.data;
+	initStringInfo(&buf);
+	expand_template(&buf, register_table_text, subst);
+	execute_utility(buf.data);
+	pfree(buf.data);
+	pfree(creates.data);
 }
 
 /*

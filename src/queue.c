@@ -32,6 +32,8 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"
@@ -46,6 +48,8 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
 #include "utils/syscache.h"
 
 #include "dlsm.h"
@@ -220,6 +224,18 @@ column_name(HeapTuple tuple, TupleDesc desc, int attno)
 	return pstrdup(quote_identifier(NameStr(*DatumGetName(d))));
 }
 
+/* The type of the column named in attno of a registry row. */
+static Oid
+column_type(Oid relid, HeapTuple tuple, TupleDesc desc, int attno)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tuple, desc, attno, &isnull);
+	AttrNumber	att = get_attnum(relid, NameStr(*DatumGetName(d)));
+
+	return att == InvalidAttrNumber ? InvalidOid :
+		get_atttype(relid, att);
+}
+
 static bool
 same_description(DlsmQueue *a, DlsmQueue *b)
 {
@@ -234,7 +250,8 @@ same_description(DlsmQueue *a, DlsmQueue *b)
 		strcmp(a->col_status, b->col_status) == 0 &&
 		strcmp(a->col_kind, b->col_kind) == 0 &&
 		strcmp(a->col_entity, b->col_entity) == 0 &&
-		strcmp(a->col_process_id, b->col_process_id) == 0;
+		strcmp(a->col_process_id, b->col_process_id) == 0 &&
+		a->pid_is_text == b->pid_is_text;
 }
 
 /* Set aside a queue's description until the transaction ends. */
@@ -294,6 +311,7 @@ load_queue(DlsmQueue *queue)
 	fresh.col_kind = column_name(tuple, desc, 5);
 	fresh.col_entity = column_name(tuple, desc, 6);
 	fresh.col_process_id = column_name(tuple, desc, 7);
+	fresh.pid_is_text = column_type(queue->relid, tuple, desc, 7) != UUIDOID;
 	d = SPI_getbinval(tuple, desc, 8, &isnull);
 	fresh.has_retention = !isnull;
 	if (!isnull)
@@ -325,6 +343,7 @@ load_queue(DlsmQueue *queue)
 	queue->col_kind = fresh.col_kind;
 	queue->col_entity = fresh.col_entity;
 	queue->col_process_id = fresh.col_process_id;
+	queue->pid_is_text = fresh.pid_is_text;
 	queue->plans = MemoryContextAllocZero(queue_context,
 										  sizeof(SPIPlanPtr) * DLSM_NUM_QUERIES);
 	return true;
@@ -425,6 +444,31 @@ write_registry(DlsmCatalogQueryId query, Datum *values, const char *nulls)
 	Async_Notify("dlsm", "queues");
 }
 
+/* The columns of a queue dlsm created, by role. */
+static const char *const default_columns[5] = {
+	"id", "status", "kind", "entity", "process_id"
+};
+
+/* Write a queue's registry row; columns name the mapped columns. */
+static void
+register_queue(Oid relid, const char *const *columns, const char *channel,
+			   int max_attempts, Interval *retention)
+{
+	Datum		values[10];
+	char		nulls[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = CStringGetTextDatum(channel);
+	values[2] = Int32GetDatum(max_attempts);
+	values[3] = retention ? IntervalPGetDatum(retention) : (Datum) 0;
+	nulls[3] = retention ? ' ' : 'n';
+	values[4] = ObjectIdGetDatum(GetUserId());
+	for (int i = 0; i < 5; i++)
+		values[5 + i] = DirectFunctionCall1(namein, CStringGetDatum(columns[i]));
+	write_registry(DLSM_C_REGISTER, values, nulls);
+	CacheInvalidateRelcacheByRelid(relid);
+}
+
 /*
  * Create the queue table "name" (possibly schema-qualified) as the caller,
  * and register it.  The caller holds an SPI connection.
@@ -440,8 +484,6 @@ dlsm_queue_create(const char *name, const char *channel, int max_attempts,
 	const char *index_names[4];
 	const char *labels[4] = {"ready", "creates", "open", "held"};
 	Oid			relid;
-	Datum		values[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 
 	rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
 	nspid = RangeVarGetCreationNamespace(rv);
@@ -461,14 +503,8 @@ dlsm_queue_create(const char *name, const char *channel, int max_attempts,
 	if (!OidIsValid(relid))
 		elog(ERROR, "queue table \"%s\" was not created", relname);
 
-	values[0] = ObjectIdGetDatum(relid);
-	values[1] = CStringGetTextDatum(channel ? channel : rv->relname);
-	values[2] = Int32GetDatum(max_attempts);
-	values[3] = retention ? IntervalPGetDatum(retention) : (Datum) 0;
-	nulls[3] = retention ? ' ' : 'n';
-	values[4] = ObjectIdGetDatum(GetUserId());
-	write_registry(DLSM_C_REGISTER, values, nulls);
-	CacheInvalidateRelcacheByRelid(relid);
+	register_queue(relid, default_columns,
+				   channel ? channel : rv->relname, max_attempts, retention);
 	return relid;
 }
 
@@ -566,4 +602,150 @@ dlsm_queue_list(void)
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return queues;
+}
+
+/* Check that column name of relid exists with one of the types (0-ended). */
+static void
+check_column(Oid relid, const char *name, const Oid *types, bool must_exist)
+{
+	AttrNumber	att = get_attnum(relid, name);
+	Oid			type;
+
+	if (att == InvalidAttrNumber)
+	{
+		if (must_exist)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("column \"%s\" of table \"%s\" does not exist",
+							name, get_rel_name(relid))));
+		return;
+	}
+	type = get_atttype(relid, att);
+	for (int i = 0; types[i] != InvalidOid; i++)
+		if (type == types[i])
+			return;
+	ereport(ERROR,
+			(errcode(ERRCODE_DATATYPE_MISMATCH),
+			 errmsg("column \"%s\" of table \"%s\" has type %s, which dlsm cannot use",
+					name, get_rel_name(relid), format_type_be(type)),
+			 errhint("dlsm needs %s there.", format_type_be(types[0]))));
+}
+
+/* Has column name of relid a default or an identity? */
+static bool
+has_default(Oid relid, const char *name)
+{
+	HeapTuple	tuple = SearchSysCacheAttName(relid, name);
+	bool		result;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	result = ((Form_pg_attribute) GETSTRUCT(tuple))->atthasdef ||
+		((Form_pg_attribute) GETSTRUCT(tuple))->attidentity != '\0';
+	ReleaseSysCache(tuple);
+	return result;
+}
+
+/* Does an index of relid have column attno as its first key? */
+static bool
+has_index_led_by(Oid relid, AttrNumber attno)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+	bool		found = false;
+
+	foreach(lc, indexes)
+	{
+		HeapTuple	tuple = SearchSysCache1(INDEXRELID,
+											ObjectIdGetDatum(lfirst_oid(lc)));
+
+		if (!HeapTupleIsValid(tuple))
+			continue;
+		found |= ((Form_pg_index) GETSTRUCT(tuple))->indkey.values[0] == attno;
+		ReleaseSysCache(tuple);
+	}
+	list_free(indexes);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
+ * Adopt the existing table relid as a queue, through the column map
+ * columns (id, status, kind, entity, process id): add the columns, indexes
+ * and trigger dlsm needs and the table lacks, and register it.  The caller
+ * must own the table and holds an SPI connection.
+ */
+void
+dlsm_queue_register(Oid relid, const char *const *columns,
+					const char *channel, int max_attempts,
+					Interval *retention)
+{
+	static const Oid ints[] = {INT8OID, INT4OID, INT2OID, InvalidOid};
+	static const Oid texts[] = {TEXTOID, VARCHAROID, InvalidOid};
+	static const Oid pids[] = {UUIDOID, TEXTOID, VARCHAROID, InvalidOid};
+	static const struct
+	{
+		const char *name;
+		Oid			type;
+	}			own[] = {
+		{"payload", JSONBOID}, {"fence", INT8OID}, {"attempts", INT4OID},
+		{"run_at", TIMESTAMPTZOID}, {"enqueued_at", TIMESTAMPTZOID},
+		{"claimed_at", TIMESTAMPTZOID}, {"lease_until", TIMESTAMPTZOID},
+		{"settled_at", TIMESTAMPTZOID}, {"detail", TEXTOID}
+	};
+	const char *labels[4] = {"dlsm_ready", "dlsm_open", "dlsm_held",
+	"dlsm_creates"};
+	const char *quoted[5];
+	const char *index_names[4];
+	Oid			nspid = get_rel_namespace(relid);
+	char	   *relname;
+
+	if (get_rel_relkind(relid) != RELKIND_RELATION &&
+		get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a table", get_rel_name(relid))));
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+	if (isAnyTempNamespace(nspid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a dlsm queue cannot be a temporary table")));
+	if (find_queue(relid) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("table \"%s\" is a dlsm queue already",
+						get_rel_name(relid))));
+
+	check_column(relid, columns[0], ints, true);
+	if (!has_default(relid, columns[0]))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+				 errmsg("column \"%s\" of table \"%s\" has no default",
+						columns[0], get_rel_name(relid)),
+				 errhint("The id column of a queue needs an identity or a default from a sequence.")));
+	check_column(relid, columns[1], texts, true);
+	check_column(relid, columns[2], texts, true);
+	check_column(relid, columns[3], texts, true);
+	check_column(relid, columns[4], pids, true);
+	for (int i = 0; i < lengthof(own); i++)
+	{
+		Oid			types[2] = {own[i].type, InvalidOid};
+
+		check_column(relid, own[i].name, types, false);
+	}
+
+	relname = quote_qualified_identifier(get_namespace_name(nspid),
+										 get_rel_name(relid));
+	for (int i = 0; i < 5; i++)
+		quoted[i] = quote_identifier(columns[i]);
+	for (int i = 0; i < lengthof(labels); i++)
+		index_names[i] = quote_identifier(ChooseRelationName(get_rel_name(relid),
+															 NULL, labels[i],
+															 nspid, false));
+	dlsm_plan_adopt_table(relname, quoted, index_names,
+						  !has_index_led_by(relid, get_attnum(relid, columns[3])));
+	register_queue(relid, columns, channel ? channel : get_rel_name(relid),
+				   max_attempts, retention);
 }

@@ -126,10 +126,7 @@ SELECT is((SELECT proconfig FROM pg_proc
 		  '{"search_path=pg_catalog, pg_temp"}'::text[],
 		  'dlsm_forget_dropped pins search_path to pg_catalog, pg_temp');
 
--- In DESIGN.md section 2 but not yet in the install script: TODO until
--- it lands, then these report "unexpectedly succeeded" and the todo
--- block should go.  7 tests.
-SELECT todo_start('dlsm_register_queue is in DESIGN.md section 2 but not in dlsm--1.0.sql');
+-- dlsm_register_queue (DESIGN.md section 2).  7 tests.
 SELECT has_function('public', name, args) FROM api WHERE pending ORDER BY ord;
 SELECT function_returns('public', name, args, returns) FROM api WHERE pending ORDER BY ord;
 SELECT is(pg_get_function_arguments(pg_temp.api_oid(name, args)), arguments,
@@ -141,7 +138,6 @@ SELECT isnt_definer('public', name, args) FROM api WHERE pending ORDER BY ord;
 SELECT isnt(obj_description(pg_temp.api_oid(name, args), 'pg_proc'), NULL,
 			name || ' has a comment (STYLE.md section 10)')
   FROM api WHERE pending ORDER BY ord;
-SELECT todo_end();
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -34,12 +34,10 @@ SELECT function_privs_are('public', f::name, a::name[], 'public', p::name[],
 	(11, 'dlsm_forget_dropped', '{}', '{}')) AS v(n, f, a, p)
  ORDER BY n;
 
-SELECT todo_start('dlsm_register_queue is in DESIGN.md section 2 but not in dlsm--1.0.sql');
 SELECT function_privs_are('public', 'dlsm_register_queue',
 						  '{regclass,name,name,name,name,name,text,integer,interval}',
 						  'public', '{EXECUTE}',
 						  'dlsm_register_queue is executable by PUBLIC');
-SELECT todo_end();
 
 SELECT table_privs_are('public', 'dlsm_queues', 'public', '{SELECT}',
 					   'PUBLIC may read dlsm_queues, and not write it');
