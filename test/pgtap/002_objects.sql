@@ -97,8 +97,8 @@ SELECT col_is_pk('dlsm_ext', 'dlsm_queues', '{queue}'::name[],
 SELECT is((SELECT pg_catalog.array_agg(c::regclass::text ORDER BY c::regclass::text)
 			 FROM pg_extension e, unnest(e.extconfig) AS c
 			WHERE e.extname = 'dlsm'),
-		  '{dlsm_ext.dlsm_fence_seq,dlsm_ext.dlsm_queues}'::text[],
-		  'the registry and the fence sequence are extension configuration (pg_dump keeps them)');
+		  '{dlsm_ext.dlsm_fence_seq,dlsm_ext.dlsm_leases,dlsm_ext.dlsm_queues}'::text[],
+		  'the registry, the leases and the fence sequence are extension configuration (pg_dump keeps them)');
 
 -- The fence sequence: bigint, strictly increasing, never wraps (section 4)
 SELECT has_sequence('dlsm_ext', 'dlsm_fence_seq', 'the fence sequence dlsm_fence_seq exists');
