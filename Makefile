@@ -4,6 +4,7 @@ MODULE_big = dlsm
 OBJS = \
 	$(WIN32RES) \
 	src/api.o \
+	src/capture.o \
 	src/dlsm.o \
 	src/guc.o \
 	src/handler.o \
@@ -21,7 +22,7 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" dlsm.control)
 DATA = sql/dlsm--1.0.sql
 PGFILEDESC = "dlsm - distributed lock state machine"
 
-REGRESS = queue claim settle group handler locks register errors privileges
+REGRESS = queue claim settle group handler locks register capture errors privileges
 REGRESS_OPTS = --inputdir=.
 
 ISOLATION = article claim_race create_wait group_busy settle_race reap_unit wake lock_fifo lock_lease
@@ -35,6 +36,9 @@ PG_CPPFLAGS = -I$(srcdir)/src
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# every object depends on the shared headers
+$(OBJS): src/dlsm.h src/compat.h
 
 # pgTAP: the shape of the API
 installcheck-pgtap:

@@ -316,6 +316,36 @@ CREATE VIEW @extschema@.dlsm_lock_waits AS
 COMMENT ON VIEW @extschema@.dlsm_lock_waits IS
 'who blocks whom right now, with queries and durations';
 
+-- Change capture
+
+CREATE FUNCTION @extschema@.dlsm_capture(
+	source pg_catalog.regclass,
+	queue pg_catalog.regclass,
+	kind pg_catalog.text DEFAULT 'update',
+	entity_column pg_catalog.name DEFAULT NULL,
+	columns pg_catalog.name[] DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'dlsm_capture'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_capture(pg_catalog.regclass, pg_catalog.regclass, pg_catalog.text, pg_catalog.name, pg_catalog.name[]) IS
+'enqueue every INSERT, UPDATE and DELETE of a table, in the writer''s transaction';
+
+CREATE FUNCTION @extschema@.dlsm_uncapture(
+	source pg_catalog.regclass,
+	queue pg_catalog.regclass)
+RETURNS void
+AS 'MODULE_PATHNAME', 'dlsm_uncapture'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_uncapture(pg_catalog.regclass, pg_catalog.regclass) IS
+'stop capturing a table''s changes into a queue';
+
+CREATE FUNCTION @extschema@.dlsm_capture_trigger()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'dlsm_capture_trigger'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_capture_trigger() IS
+'trigger: enqueue a row change (attached by dlsm_capture)';
+
 -- Statement trigger on every queue: wakes waiting claimers at commit.
 CREATE FUNCTION @extschema@.dlsm_wake()
 RETURNS trigger

@@ -54,6 +54,9 @@ PG_FUNCTION_INFO_V1(dlsm_queue_stats);
 PG_FUNCTION_INFO_V1(dlsm_launcher_wake);
 PG_FUNCTION_INFO_V1(dlsm_try_lock);
 PG_FUNCTION_INFO_V1(dlsm_register_queue);
+PG_FUNCTION_INFO_V1(dlsm_capture);
+PG_FUNCTION_INFO_V1(dlsm_uncapture);
+PG_FUNCTION_INFO_V1(dlsm_capture_trigger);
 PG_FUNCTION_INFO_V1(dlsm_unlock);
 PG_FUNCTION_INFO_V1(dlsm_refresh_lock);
 PG_FUNCTION_INFO_V1(dlsm_locks);
@@ -808,4 +811,69 @@ dlsm_locks(PG_FUNCTION_ARGS)
 	}
 	close_queue();
 	return (Datum) 0;
+}
+
+/*
+ * dlsm_capture(source regclass, queue regclass, kind text,
+ *				entity_column name, columns name[]) RETURNS void
+ */
+Datum
+dlsm_capture(PG_FUNCTION_ARGS)
+{
+	Oid			source;
+	Oid			relid;
+	DlsmQueue  *queue;
+
+	require_arg(fcinfo, 0, "source");
+	require_arg(fcinfo, 1, "queue");
+	require_arg(fcinfo, 2, "kind");
+	source = PG_GETARG_OID(0);
+	relid = PG_GETARG_OID(1);
+	if (!PG_ARGISNULL(4) && ARR_NDIM(PG_GETARG_ARRAYTYPE_P(4)) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("columns must be a one-dimensional array")));
+	/* the capture inserts into the queue as the caller */
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	queue = dlsm_queue_get(relid);
+	dlsm_capture_attach(source, queue, text_to_cstring(PG_GETARG_TEXT_PP(2)),
+						PG_ARGISNULL(3) ? NULL : NameStr(*PG_GETARG_NAME(3)),
+						PG_ARGISNULL(4) ? NULL : PG_GETARG_ARRAYTYPE_P(4));
+	close_queue();
+	PG_RETURN_VOID();
+}
+
+/* dlsm_uncapture(source regclass, queue regclass) RETURNS void */
+Datum
+dlsm_uncapture(PG_FUNCTION_ARGS)
+{
+	require_arg(fcinfo, 0, "source");
+	require_arg(fcinfo, 1, "queue");
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	dlsm_capture_detach(PG_GETARG_OID(0), PG_GETARG_OID(1));
+	close_queue();
+	PG_RETURN_VOID();
+}
+
+/* dlsm_capture_trigger(): the row trigger dlsm_capture attaches. */
+Datum
+dlsm_capture_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!TRIGGER_FIRED_AFTER(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("dlsm_capture_trigger() must be called as an AFTER row trigger")));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	dlsm_capture_row(trigdata);
+	close_queue();
+	return PointerGetDatum(NULL);
 }

@@ -175,6 +175,7 @@ typedef enum DlsmQueryId
 	DLSM_Q_ENQUEUE,				/* insert a request */
 	DLSM_Q_PURGE,				/* delete settled rows past the retention */
 	DLSM_Q_STATS,				/* the queue's row of dlsm_queue_stats */
+	DLSM_Q_CAPTURE,				/* enqueue a captured row change */
 	DLSM_NUM_QUERIES
 } DlsmQueryId;
 
@@ -209,6 +210,8 @@ extern int	dlsm_plan_execute_catalog_as_owner(DlsmCatalogQueryId query,
 											   const char *nulls);
 extern void dlsm_plan_reset_catalog(void);
 extern void dlsm_plan_drop_table(const char *relname, bool drop_table);
+extern void dlsm_plan_capture_trigger(Oid source, Oid queue,
+									  const char *const *args, bool attach);
 extern void dlsm_plan_adopt_table(const char *relname,
 								  const char *const *columns,
 								  const char *const *index_names,
@@ -276,6 +279,13 @@ extern bool dlsm_named_unlock(const char *name, int64 fence);
 extern TimestampTz dlsm_named_refresh(const char *name, int64 fence,
 									  int64 lease_us);
 extern int64 dlsm_named_purge(void);
+
+/* ---- capture.c ---- */
+extern void dlsm_capture_attach(Oid source, DlsmQueue *queue,
+								const char *kind, const char *entity_column,
+								ArrayType *columns);
+extern void dlsm_capture_detach(Oid source, Oid queue);
+extern void dlsm_capture_row(struct TriggerData *trigdata);
 
 /* ---- handler.c ---- */
 extern bool dlsm_handler_run_one(DlsmQueue *queue, bool *failed);

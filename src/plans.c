@@ -36,6 +36,7 @@
 #include "miscadmin.h"
 #include "utils/snapmgr.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 #include "dlsm.h"
 
@@ -256,7 +257,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		/* $1 retention, $2 batch: oldest settled rows first */
 		"DELETE FROM {q} WHERE {id} {=} ANY (ARRAY(SELECT {id} FROM {q}"
 		" WHERE {status} {=} ANY ('{complete,error}'::pg_catalog.text[])"
-		" AND settled_at {<} pg_catalog.clock_timestamp() {-} $1"
+		" AND settled_at {<} (pg_catalog.clock_timestamp() {-} $1)"
 		" ORDER BY {id} LIMIT $2 FOR UPDATE SKIP LOCKED))",
 		2, {INTERVALOID, INT4OID}
 	},
@@ -283,6 +284,13 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" pg_catalog.pg_stat_get_last_autovacuum_time($1)"
 		" FROM {q} t",
 		1, {OIDOID}
+	},
+	[DLSM_Q_CAPTURE] = {
+		/* $1 entity, $2 kind, $3 operation, $4 table, $5 old row, $6 new row */
+		"INSERT INTO {q} ({entity}, {kind}, payload)"
+		" VALUES ($1, $2, pg_catalog.jsonb_build_object('op', $3, 'table', $4,"
+		"  'old', $5::pg_catalog.jsonb, 'new', $6::pg_catalog.jsonb))",
+		6, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONOID, JSONOID}
 	},
 	[DLSM_Q_ENQUEUE] = {
 		/* $1 entity, $2 kind, $3 payload, $4 run_at */
@@ -445,6 +453,15 @@ static const char *const register_table_text =
 
 static const char *const creates_index_text =
 "CREATE INDEX {creates} ON {q} ({entity}) WHERE {kind} {=} 'create';";
+
+/*
+ * Change capture: {src} the source, {trigger} the trigger's name, {ext}
+ * the extension's schema, {args} its quoted arguments.
+ */
+static const char *const capture_text =
+"CREATE TRIGGER {trigger} AFTER INSERT OR UPDATE OR DELETE ON {src}"
+" FOR EACH ROW EXECUTE FUNCTION {ext}.dlsm_capture_trigger({args})";
+static const char *const uncapture_text = "DROP TRIGGER {trigger} ON {src}";
 
 /* Unregistering a queue: {q} the table. */
 static const char *const drop_table_text = "DROP TABLE {q}";
@@ -754,6 +771,36 @@ dlsm_plan_drop_table(const char *relname, bool drop_table)
 	initStringInfo(&buf);
 	expand_template(&buf, drop_table ? drop_table_text : drop_trigger_text,
 					subst);
+	execute_utility(buf.data);
+	pfree(buf.data);
+}
+
+/*
+ * Attach (attach) or remove the capture trigger of queue on source; args
+ * are its five arguments.  Runs as the caller.
+ */
+void
+dlsm_plan_capture_trigger(Oid source, Oid queue, const char *const *args,
+						  bool attach)
+{
+	StringInfoData buf;
+	StringInfoData arglist;
+	const char *subst[] = {
+		"src", quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
+										  get_rel_name(source)),
+		"trigger", quote_identifier(psprintf("dlsm_capture_%u", queue)),
+		"ext", quote_identifier(dlsm_extension_schema()),
+		"args", NULL,
+		NULL
+	};
+
+	initStringInfo(&arglist);
+	for (int i = 0; attach && i < 5; i++)
+		appendStringInfo(&arglist, "%s%s", i ? ", " : "",
+						 quote_literal_cstr(args[i]));
+	subst[7] = arglist.data;
+	initStringInfo(&buf);
+	expand_template(&buf, attach ? capture_text : uncapture_text, subst);
 	execute_utility(buf.data);
 	pfree(buf.data);
 }

@@ -1,0 +1,320 @@
+/*-------------------------------------------------------------------------
+ *
+ * capture.c
+ *	  Change capture: a row trigger that enqueues each change of a table.
+ *
+ * dlsm_capture attaches to a source table an AFTER INSERT OR UPDATE OR
+ * DELETE row trigger, dlsm_capture_<queue OID>, whose arguments carry what
+ * it needs: the queue's OID, the kind to enqueue, the role that attached it,
+ * the attribute numbers of the entity's columns and of the watched columns.
+ * For each change it enqueues, in the writer's own transaction (a rolled
+ * back change leaves no request), one request whose entity is the row's
+ * key and whose payload is {op, table, old, new}.  When watched columns are
+ * given, an UPDATE changing none of them enqueues nothing.
+ *
+ * The request is inserted as the role that attached the capture, so that
+ * writers need no privilege on the queue.
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/capture.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/json.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+
+#include "dlsm.h"
+
+/* The name of the trigger capturing into queue. */
+static char *
+trigger_name(Oid queue)
+{
+	return psprintf("dlsm_capture_%u", queue);
+}
+
+/* A list of attribute numbers, as a trigger argument: "1,3". */
+static char *
+attnums_arg(const AttrNumber *attnums, int n)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < n; i++)
+		appendStringInfo(&buf, "%s%d", i ? "," : "", attnums[i]);
+	return buf.data;
+}
+
+static int
+parse_attnums(const char *arg, AttrNumber *out, int max)
+{
+	int			n = 0;
+	const char *p = arg;
+
+	while (*p && n < max)
+	{
+		out[n++] = (AttrNumber) strtol(p, (char **) &p, 10);
+		if (*p == ',')
+			p++;
+	}
+	return n;
+}
+
+/*
+ * dlsm_capture: attach the capture trigger of queue to source.  The entity
+ * is entity_column, or the primary key; columns (may be NULL) are the
+ * watched columns.  The caller owns source and holds an SPI connection.
+ */
+void
+dlsm_capture_attach(Oid source, DlsmQueue *queue, const char *kind,
+					const char *entity_column, ArrayType *columns)
+{
+	AttrNumber	entity[INDEX_MAX_KEYS];
+	AttrNumber	watched[MaxAttrNumber];
+	int			nentity = 0;
+	int			nwatched = 0;
+	char	   *args[5];
+
+	if (!pg_class_ownercheck(source, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(source));
+	if (get_rel_relkind(source) != RELKIND_RELATION &&
+		get_rel_relkind(source) != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a table", get_rel_name(source))));
+	if (source == queue->relid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a queue cannot capture its own changes")));
+	if (OidIsValid(get_trigger_oid(source, trigger_name(queue->relid), true)))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("table \"%s\" is captured into queue \"%s\" already",
+						get_rel_name(source), get_rel_name(queue->relid)),
+				 errhint("Call dlsm_uncapture() first to capture it differently.")));
+
+	if (entity_column != NULL)
+	{
+		entity[0] = get_attnum(source, entity_column);
+		if (entity[0] == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("column \"%s\" of table \"%s\" does not exist",
+							entity_column, get_rel_name(source))));
+		nentity = 1;
+	}
+	else
+	{
+		Relation	rel = table_open(source, AccessShareLock);
+		Bitmapset  *pk = RelationGetIndexAttrBitmap(rel,
+												   INDEX_ATTR_BITMAP_PRIMARY_KEY);
+		int			x = -1;
+
+		while ((x = bms_next_member(pk, x)) >= 0)
+			entity[nentity++] = x + FirstLowInvalidHeapAttributeNumber;
+		table_close(rel, AccessShareLock);
+		if (nentity == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+					 errmsg("table \"%s\" has no primary key",
+							get_rel_name(source)),
+					 errhint("Name the column that identifies the entity with entity_column.")));
+	}
+
+	if (columns != NULL)
+	{
+		Datum	   *names;
+		bool	   *nulls;
+		int			n;
+
+		deconstruct_array(columns, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR,
+						  &names, &nulls, &n);
+		for (int i = 0; i < n; i++)
+		{
+			char	   *name = nulls[i] ? "" : NameStr(*DatumGetName(names[i]));
+			AttrNumber	att = get_attnum(source, name);
+
+			if (att == InvalidAttrNumber)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("column \"%s\" of table \"%s\" does not exist",
+								name, get_rel_name(source))));
+			watched[nwatched++] = att;
+		}
+	}
+
+	args[0] = psprintf("%u", queue->relid);
+	args[1] = pstrdup(kind);
+	args[2] = psprintf("%u", GetUserId());
+	args[3] = attnums_arg(entity, nentity);
+	args[4] = attnums_arg(watched, nwatched);
+	dlsm_plan_capture_trigger(source, queue->relid, (const char *const *) args, true);
+}
+
+/* dlsm_uncapture: remove the capture trigger of queue from source. */
+void
+dlsm_capture_detach(Oid source, Oid queue)
+{
+	if (!pg_class_ownercheck(source, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(source));
+	if (!OidIsValid(get_trigger_oid(source, trigger_name(queue), true)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("table \"%s\" is not captured into queue \"%s\"",
+						get_rel_name(source), get_rel_name(queue))));
+	dlsm_plan_capture_trigger(source, queue, NULL, false);
+}
+
+/* The text of a column of tuple, or NULL. */
+static char *
+column_text(HeapTuple tuple, TupleDesc desc, AttrNumber att)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(tuple, att, desc, &isnull);
+	Oid			out;
+	bool		varlena;
+
+	if (isnull)
+		return NULL;
+	getTypeOutputInfo(TupleDescAttr(desc, att - 1)->atttypid, &out, &varlena);
+	return OidOutputFunctionCall(out, d);
+}
+
+/* The entity of a row: its key's text, or a JSON array of a composite key. */
+static char *
+entity_of(HeapTuple tuple, TupleDesc desc, const AttrNumber *atts, int n)
+{
+	StringInfoData buf;
+
+	if (n == 1)
+	{
+		char	   *v = column_text(tuple, desc, atts[0]);
+
+		return v ? v : pstrdup("");
+	}
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '[');
+	for (int i = 0; i < n; i++)
+	{
+		char	   *v = column_text(tuple, desc, atts[i]);
+
+		if (i > 0)
+			appendStringInfoString(&buf, ", ");
+		if (v == NULL)
+			appendStringInfoString(&buf, "null");
+		else
+			escape_json(&buf, v);
+	}
+	appendStringInfoChar(&buf, ']');
+	return buf.data;
+}
+
+/* Did an UPDATE change none of the watched columns? */
+static bool
+unchanged(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc,
+		  const AttrNumber *atts, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, atts[i] - 1);
+		bool		oldnull;
+		bool		newnull;
+		Datum		o = heap_getattr(oldtup, atts[i], desc, &oldnull);
+		Datum		v = heap_getattr(newtup, atts[i], desc, &newnull);
+
+		if (oldnull != newnull ||
+			(!oldnull && !datumIsEqual(o, v, attr->attbyval, attr->attlen)))
+			return false;
+	}
+	return true;
+}
+
+static Datum
+row_json(HeapTuple tuple, TupleDesc desc)
+{
+	return DirectFunctionCall1(row_to_json,
+							   heap_copy_tuple_as_datum(tuple, desc));
+}
+
+/*
+ * The capture trigger: enqueue one request for this row change, unless
+ * none of the watched columns changed.
+ */
+void
+dlsm_capture_row(TriggerData *trigdata)
+{
+	Trigger    *trigger = trigdata->tg_trigger;
+	Relation	rel = trigdata->tg_relation;
+	TupleDesc	desc = RelationGetDescr(rel);
+	HeapTuple	oldtup = NULL;
+	HeapTuple	newtup = NULL;
+	AttrNumber	entity[INDEX_MAX_KEYS];
+	AttrNumber	watched[MaxAttrNumber];
+	int			nentity;
+	int			nwatched;
+	const char *op;
+	DlsmQueue  *queue;
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			save_userid;
+	int			save_sec_context;
+
+	if (trigger->tgnargs != 5)
+		elog(ERROR, "dlsm capture trigger \"%s\" has %d arguments, not 5",
+			 trigger->tgname, trigger->tgnargs);
+	nentity = parse_attnums(trigger->tgargs[3], entity, INDEX_MAX_KEYS);
+	nwatched = parse_attnums(trigger->tgargs[4], watched, MaxAttrNumber);
+
+	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+	{
+		op = "INSERT";
+		newtup = trigdata->tg_trigtuple;
+	}
+	else if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+	{
+		op = "UPDATE";
+		oldtup = trigdata->tg_trigtuple;
+		newtup = trigdata->tg_newtuple;
+		if (nwatched > 0 && unchanged(oldtup, newtup, desc, watched, nwatched))
+			return;
+	}
+	else
+	{
+		op = "DELETE";
+		oldtup = trigdata->tg_trigtuple;
+	}
+
+	values[0] = CStringGetTextDatum(entity_of(newtup ? newtup : oldtup, desc,
+											  entity, nentity));
+	values[1] = CStringGetTextDatum(trigger->tgargs[1]);
+	values[2] = CStringGetTextDatum(op);
+	values[3] = CStringGetTextDatum(quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+															   RelationGetRelationName(rel)));
+	values[4] = oldtup ? row_json(oldtup, desc) : (Datum) 0;
+	nulls[4] = oldtup ? ' ' : 'n';
+	values[5] = newtup ? row_json(newtup, desc) : (Datum) 0;
+	nulls[5] = newtup ? ' ' : 'n';
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(atooid(trigger->tgargs[2]),
+						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	queue = dlsm_queue_get(atooid(trigger->tgargs[0]));
+	if (dlsm_plan_execute(queue, DLSM_Q_CAPTURE, values, nulls, 0) !=
+		SPI_OK_INSERT)
+		elog(ERROR, "unexpected result from a captured change");
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+}
