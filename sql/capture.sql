@@ -17,6 +17,9 @@ INSERT INTO lines VALUES (1, 1, 'pen'), (1, 2, 'ink');
 INSERT INTO notes VALUES (7, 1, 'call first');
 UPDATE notes SET order_id = 1 WHERE note_id = 7;	-- body unchanged: nothing
 UPDATE notes SET body = 'call twice' WHERE note_id = 7;
+-- a note moved to another order changes both orders
+INSERT INTO notes VALUES (8, 2, 'gift wrap');
+UPDATE notes SET order_id = 1, body = 'gift wrap, order 1' WHERE note_id = 8;
 -- a rolled-back writer leaves no request: no phantom changes
 BEGIN;
 INSERT INTO orders VALUES (3, 'new', 30, NULL);

@@ -10,7 +10,8 @@
  * For each change it enqueues, in the writer's own transaction (a rolled
  * back change leaves no request), one request whose entity is the row's
  * key and whose payload is {op, table, old, new}.  When watched columns are
- * given, an UPDATE changing none of them enqueues nothing.
+ * given, an UPDATE changing none of them enqueues nothing; an UPDATE that
+ * changes the entity enqueues the change for the new entity and the old.
  *
  * The request is inserted as the role that attached the capture, so that
  * writers need no privilege on the queue.
@@ -272,6 +273,8 @@ dlsm_capture_row(TriggerData *trigdata)
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	Oid			save_userid;
 	int			save_sec_context;
+	char	   *old_entity;
+	char	   *new_entity;
 
 	if (trigger->tgnargs != 5)
 		elog(ERROR, "dlsm capture trigger \"%s\" has %d arguments, not 5",
@@ -298,8 +301,6 @@ dlsm_capture_row(TriggerData *trigdata)
 		oldtup = trigdata->tg_trigtuple;
 	}
 
-	values[0] = CStringGetTextDatum(entity_of(newtup ? newtup : oldtup, desc,
-											  entity, nentity));
 	values[1] = CStringGetTextDatum(trigger->tgargs[1]);
 	values[2] = CStringGetTextDatum(op);
 	values[3] = CStringGetTextDatum(quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
@@ -313,8 +314,24 @@ dlsm_capture_row(TriggerData *trigdata)
 	SetUserIdAndSecContext(atooid(trigger->tgargs[2]),
 						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 	queue = dlsm_queue_get(atooid(trigger->tgargs[0]));
-	if (dlsm_plan_execute(queue, DLSM_Q_CAPTURE, values, nulls, 0) !=
-		SPI_OK_INSERT)
-		elog(ERROR, "unexpected result from a captured change");
+
+	/*
+	 * An UPDATE that moves the row to another entity changes both: each gets
+	 * the request.
+	 */
+	old_entity = oldtup ? entity_of(oldtup, desc, entity, nentity) : NULL;
+	new_entity = newtup ? entity_of(newtup, desc, entity, nentity) : NULL;
+	for (int i = 0; i < 2; i++)
+	{
+		char	   *e = i == 0 ? (new_entity ? new_entity : old_entity) : old_entity;
+
+		if (i == 1 && (old_entity == NULL || new_entity == NULL ||
+					   strcmp(old_entity, new_entity) == 0))
+			break;
+		values[0] = CStringGetTextDatum(e);
+		if (dlsm_plan_execute(queue, DLSM_Q_CAPTURE, values, nulls, 0) !=
+			SPI_OK_INSERT)
+			elog(ERROR, "unexpected result from a captured change");
+	}
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 }
