@@ -641,11 +641,14 @@ dlsm_queue_stats(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* dlsm_launcher_wake(): the launcher looks at every database now. */
+/*
+ * dlsm_launcher_wake(): the launcher looks at every database when this
+ * transaction commits (the extension is visible to the worker only then).
+ */
 Datum
 dlsm_launcher_wake(PG_FUNCTION_ARGS)
 {
-	dlsm_shmem_wake_launcher();
+	dlsm_state_wake_launcher_at_commit();
 	PG_RETURN_VOID();
 }
 

@@ -269,6 +269,7 @@ extern int64 dlsm_state_enqueue(DlsmQueue *queue, Datum entity, Datum kind,
 								Datum run_at, bool run_at_null);
 extern void dlsm_state_wake_at_commit(void);
 extern void dlsm_state_wake_worker_at_commit(void);
+extern void dlsm_state_wake_launcher_at_commit(void);
 extern const char *dlsm_outcome_name(DlsmOutcome outcome);
 
 /* ---- namedlock.c ---- */

@@ -128,7 +128,13 @@ dlsm_shmem_wake_launcher(void)
 	LWLockAcquire(dlsm_shared->lock, LW_EXCLUSIVE);
 	dlsm_shared->rescan = true;
 	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
-		dlsm_shared->slots[i].no_extension = false;
+	{
+		DlsmWorkerSlot *slot = &dlsm_shared->slots[i];
+
+		if (slot->no_extension)
+			slot->paused_until = 0;
+		slot->no_extension = false;
+	}
 	if (dlsm_shared->launcher_latch != NULL)
 		SetLatch(dlsm_shared->launcher_latch);
 	LWLockRelease(dlsm_shared->lock);

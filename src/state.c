@@ -62,6 +62,7 @@
 static bool wake_at_commit = false; /* enqueued, settled or reaped */
 static bool wake_at_abort = false;	/* claimed: rollback frees rows */
 static bool wake_worker = false;	/* enqueued into a queue with a handler */
+static bool wake_launcher = false;	/* the extension was created */
 
 typedef struct Candidate
 {
@@ -91,9 +92,12 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 		dlsm_shmem_wake_all();
 	if (isCommit && wake_worker)
 		dlsm_shmem_wake_worker(MyDatabaseId);
+	if (isCommit && wake_launcher)
+		dlsm_shmem_wake_launcher();
 	wake_at_commit = false;
 	wake_at_abort = false;
 	wake_worker = false;
+	wake_launcher = false;
 }
 
 /* Register the transaction-end hook; called once from _PG_init. */
@@ -108,6 +112,13 @@ void
 dlsm_state_wake_at_commit(void)
 {
 	wake_at_commit = true;
+}
+
+/* Wake the launcher when this transaction commits (CREATE EXTENSION). */
+void
+dlsm_state_wake_launcher_at_commit(void)
+{
+	wake_launcher = true;
 }
 
 /* Wake this database's worker (to run handlers) when this transaction commits. */
