@@ -521,7 +521,7 @@ dlsm_wake(PG_FUNCTION_ARGS)
 	queue = dlsm_queue_find(RelationGetRelid(trigdata->tg_relation));
 	if (queue != NULL)
 	{
-		Async_Notify(queue->channel, "");
+		dlsm_notify_queue(queue->channel);
 		dlsm_state_wake_at_commit();
 		if (OidIsValid(queue->handler))
 			dlsm_state_wake_worker_at_commit();

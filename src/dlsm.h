@@ -22,6 +22,7 @@
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/uuid.h"
+#include "nodes/nodes.h"
 
 /* ---- guc.c ---- */
 extern int	dlsm_default_lease;	/* seconds */
@@ -80,6 +81,9 @@ typedef struct DlsmSharedState
 	DlsmWorkerSlot slots[DLSM_MAX_DATABASES];
 	DlsmNamedEntry named[DLSM_MAX_NAMED];	/* in database order, no order */
 	Oid			named_db[DLSM_MAX_NAMED];	/* database of each entry */
+	Oid			listen_db[DLSM_MAX_DATABASES];	/* databases with... */
+	int			listeners[DLSM_MAX_DATABASES];	/* ...client backends that LISTEN */
+	bool		listeners_lost; /* a listener found no free entry */
 } DlsmSharedState;
 
 extern DlsmSharedState *dlsm_shared;
@@ -90,6 +94,8 @@ extern void dlsm_shmem_wake_all(void);
 extern void dlsm_shmem_wake_worker(Oid dboid);
 extern void dlsm_shmem_wake_launcher(void);
 extern int	dlsm_shmem_copy_slots(DlsmWorkerSlot *out);
+extern void dlsm_shmem_count_listener(Oid dboid, int delta);
+extern bool dlsm_shmem_anyone_listens(Oid dboid);
 extern int	dlsm_shmem_named_enter(const char *name, bool lease);
 extern void dlsm_shmem_named_granted(int entry, int64 fence);
 extern void dlsm_shmem_named_leave(int entry);
@@ -106,6 +112,8 @@ typedef void (*DlsmNotifySink) (void *arg, const char *channel,
 
 extern void dlsm_notify_listen(const char *channel);
 extern void dlsm_notify_drain(DlsmNotifySink sink, void *arg);
+extern void dlsm_notify_client_listens(Node *stmt);
+extern void dlsm_notify_queue(const char *channel);
 
 /* ---- locks.c ---- */
 extern bool dlsm_lock_entity_try(Oid queue, const char *entity);

@@ -16,6 +16,12 @@
  * and restores the real ones afterwards, whatever happens (PG_FINALLY);
  * core swaps PqCommMethods the same way for parallel workers (pqmq.c).
  *
+ * The other way round, dlsm's own NOTIFYs (a queue's channel, at the
+ * commit of an enqueue or a reap) take a cluster-wide lock at commit; they
+ * are sent only while some client backend of the database has run LISTEN
+ * (counted by the utility hook, uncounted at UNLISTEN * or exit).  dlsm's
+ * workers do not need them: enqueues set their latch directly.
+ *
  * Copyright (c) 2026, dlsm developers
  *
  * IDENTIFICATION
@@ -27,6 +33,9 @@
 
 #include "access/xact.h"
 #include "commands/async.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "storage/ipc.h"
 #include "libpq/libpq.h"
 #include "tcop/dest.h"
 #include "tcop/tcopprot.h"
@@ -132,4 +141,44 @@ dlsm_notify_drain(DlsmNotifySink sink, void *arg)
 		current_arg = NULL;
 	}
 	PG_END_TRY();
+}
+
+static bool counted_as_listener = false;
+
+static void
+uncount_listener(int code, Datum arg)
+{
+	if (counted_as_listener)
+		dlsm_shmem_count_listener(MyDatabaseId, -1);
+	counted_as_listener = false;
+}
+
+/*
+ * The utility hook saw stmt: count this backend as a listener at its first
+ * LISTEN, uncount it at UNLISTEN * (and when it exits).
+ */
+void
+dlsm_notify_client_listens(Node *stmt)
+{
+	static bool callback_registered = false;
+
+	if (IsA(stmt, ListenStmt) && !counted_as_listener)
+	{
+		if (!callback_registered)
+			before_shmem_exit(uncount_listener, (Datum) 0);
+		callback_registered = true;
+		counted_as_listener = true;
+		dlsm_shmem_count_listener(MyDatabaseId, 1);
+	}
+	else if (IsA(stmt, UnlistenStmt) &&
+			 ((UnlistenStmt *) stmt)->conditionname == NULL)
+		uncount_listener(0, (Datum) 0);
+}
+
+/* NOTIFY a queue's channel at commit, if anyone may be listening. */
+void
+dlsm_notify_queue(const char *channel)
+{
+	if (dlsm_shmem_anyone_listens(MyDatabaseId))
+		Async_Notify(channel, "");
 }

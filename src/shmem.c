@@ -275,3 +275,55 @@ dlsm_shmem_copy_named(DlsmNamedEntry *out)
 	LWLockRelease(dlsm_shared->lock);
 	return n;
 }
+
+/*
+ * A client backend of database dboid started (delta 1) or stopped (-1)
+ * listening.  The counts only let dlsm skip a NOTIFY nobody would read.
+ */
+void
+dlsm_shmem_count_listener(Oid dboid, int delta)
+{
+	int			entry = -1;
+
+	if (dlsm_shared == NULL)
+		return;
+	LWLockAcquire(dlsm_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+	{
+		if (dlsm_shared->listen_db[i] == dboid)
+		{
+			entry = i;
+			break;
+		}
+		if (entry < 0 && dlsm_shared->listeners[i] == 0)
+			entry = i;			/* free: take it unless dboid has one */
+	}
+	if (entry < 0)
+		dlsm_shared->listeners_lost = true; /* full: from now on, unsure */
+	else
+	{
+		dlsm_shared->listen_db[entry] = dboid;
+		dlsm_shared->listeners[entry] = Max(dlsm_shared->listeners[entry] + delta, 0);
+	}
+	LWLockRelease(dlsm_shared->lock);
+}
+
+/*
+ * May a client backend of dboid be listening?  True when unsure (dlsm not
+ * preloaded, or a listener that found no free entry).
+ */
+bool
+dlsm_shmem_anyone_listens(Oid dboid)
+{
+	bool		listens = false;
+
+	if (dlsm_shared == NULL)
+		return true;
+	LWLockAcquire(dlsm_shared->lock, LW_SHARED);
+	listens = dlsm_shared->listeners_lost;
+	for (int i = 0; i < DLSM_MAX_DATABASES && !listens; i++)
+		listens = dlsm_shared->listen_db[i] == dboid &&
+			dlsm_shared->listeners[i] > 0;
+	LWLockRelease(dlsm_shared->lock);
+	return listens;
+}

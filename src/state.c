@@ -569,7 +569,7 @@ dlsm_state_reap(DlsmQueue *queue)
 	}
 	if (released > 0)
 	{
-		Async_Notify(queue->channel, "");
+		dlsm_notify_queue(queue->channel);
 		wake_at_commit = true;
 	}
 	return (int64) SPI_processed;

@@ -23,7 +23,8 @@
  * DROP DATABASE, ALTER DATABASE ... RENAME and CREATE DATABASE ...
  * TEMPLATE wait for no other session in the database: a utility hook stops
  * the database's worker first and keeps the launcher from starting
- * another for STOP_PAUSE_MS.
+ * another for STOP_PAUSE_MS.  The same hook counts the client backends
+ * that LISTEN (notify.c).
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -219,7 +220,9 @@ dlsm_utility_hook(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *stmt = pstmt->utilityStmt;
 
-	if (IsA(stmt, DropdbStmt))
+	if (IsA(stmt, ListenStmt) || IsA(stmt, UnlistenStmt))
+		dlsm_notify_client_listens(stmt);
+	else if (IsA(stmt, DropdbStmt))
 		stop_worker_of(((DropdbStmt *) stmt)->dbname);
 	else if (IsA(stmt, RenameStmt) &&
 			 ((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
