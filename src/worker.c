@@ -83,6 +83,7 @@ static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 /* The worker's slot, and what its notifications asked for. */
 static DlsmWorkerSlot *my_slot = NULL;
 static bool reap_requested = false;
+static bool registry_changed = false;
 static char *my_dbname = NULL;
 
 /* One queue as the worker's last reaping pass found it. */
@@ -593,12 +594,14 @@ purge_leases(void *arg)
 	*(int64 *) arg = dlsm_named_purge();
 }
 
-/* Reap every queue and delete settled rows past their retention. */
+/*
+ * Read the registry: the queues, and listen on their channels.  Exits
+ * when the extension is gone from the database.
+ */
 static List *
-reaping_pass(MemoryContext context)
+registry_pass(MemoryContext context)
 {
 	RegistryPass pass = {false, NIL, context};
-	ListCell   *lc;
 
 	if (!run_transaction(read_registry, &pass, "read the dlsm registry"))
 		return NIL;
@@ -615,8 +618,17 @@ reaping_pass(MemoryContext context)
 						my_dbname)));
 		proc_exit(0);
 	}
+	return pass.queues;
+}
 
-	foreach(lc, pass.queues)
+/* Reap every queue, delete settled rows past their retention and expired leases. */
+static void
+reaping_pass(List *queues)
+{
+	ListCell   *lc;
+	int64		leases = 0;
+
+	foreach(lc, queues)
 	{
 		QueueWork	work = {((WorkerQueue *) lfirst(lc))->relid, 0, false, false};
 		int64		deleted = 0;
@@ -634,16 +646,11 @@ reaping_pass(MemoryContext context)
 		if (deleted > 0)
 			slot_count(0, deleted, 0, 0, NULL);
 	}
-	{
-		int64		leases = 0;
-
-		if (run_transaction(purge_leases, &leases, "delete expired leases"))
-			slot_count(0, leases, 0, 0, NULL);
-	}
+	if (run_transaction(purge_leases, &leases, "delete expired leases"))
+		slot_count(0, leases, 0, 0, NULL);
 	LWLockAcquire(dlsm_shared->lock, LW_EXCLUSIVE);
 	my_slot->last_reap_at = GetCurrentTimestamp();
 	LWLockRelease(dlsm_shared->lock);
-	return pass.queues;
 }
 
 /* Run the handlers; true if one may have more work right now. */
@@ -676,15 +683,18 @@ handler_pass(List *queues)
 }
 
 /*
- * A notification: NOTIFY dlsm, 'reap' reaps now, and so does 'queues', sent
- * by dlsm itself when the registry changed; every one is a wake-up.
+ * A notification: NOTIFY dlsm, 'reap' reaps now; 'queues', sent by dlsm
+ * itself when the registry changed, reads it again; every one is a wake-up.
  */
 static void
 on_notification(void *arg, const char *channel, const char *payload)
 {
-	if (strcmp(channel, "dlsm") == 0 &&
-		(strcmp(payload, "reap") == 0 || strcmp(payload, "queues") == 0))
+	if (strcmp(channel, "dlsm") != 0)
+		return;
+	if (strcmp(payload, "reap") == 0)
 		reap_requested = true;
+	else if (strcmp(payload, "queues") == 0)
+		registry_changed = true;
 }
 
 void
@@ -746,14 +756,19 @@ dlsm_worker_main(Datum main_arg)
 		}
 
 		now = GetCurrentTimestamp();
+		if (reap_requested || registry_changed || now >= next_reap)
+		{
+			registry_changed = false;
+			MemoryContextReset(queues_context);
+			queues = registry_pass(queues_context);
+			more = true;
+		}
 		if (reap_requested || now >= next_reap)
 		{
 			reap_requested = false;
-			MemoryContextReset(queues_context);
-			queues = reaping_pass(queues_context);
+			reaping_pass(queues);
 			next_reap = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													dlsm_reap_interval);
-			more = true;
 		}
 		if (more)
 			more = handler_pass(queues);
