@@ -15,7 +15,7 @@ CREATE EXTENSION dlsm;
 -- pg_get_function_arguments prints interval defaults in IntervalStyle
 SET LOCAL intervalstyle = postgres;
 
-SELECT plan(84);
+SELECT plan(126);
 
 -- The API as DESIGN.md writes it: one row per SQL-callable function.
 --   args       argument types, as regtype prints them (pgTAP compares those)
@@ -55,7 +55,21 @@ INSERT INTO api VALUES
 (8, 'dlsm_heartbeat', '{regclass,uuid,interval}', 'timestamp with time zone',
  'queue regclass, process_id uuid, lease interval DEFAULT NULL::interval'),
 (9, 'dlsm_reap', '{regclass}', 'bigint',
- 'queue regclass');
+ 'queue regclass'),
+(11, 'dlsm_set_handler', '{regclass,regproc}', 'void',
+ 'queue regclass, handler regproc'),
+(12, 'dlsm_try_lock', '{text,interval,interval}', 'bigint',
+ 'name text, wait interval DEFAULT ''00:00:00''::interval, '
+ 'lease interval DEFAULT NULL::interval'),
+(13, 'dlsm_unlock', '{text,bigint}', 'boolean',
+ 'name text, fence bigint'),
+(14, 'dlsm_refresh_lock', '{text,bigint,interval}', 'timestamp with time zone',
+ 'name text, fence bigint, lease interval'),
+(15, 'dlsm_capture', '{regclass,regclass,text,name,name[]}', 'void',
+ 'source regclass, queue regclass, kind text DEFAULT ''update''::text, '
+ 'entity_column name DEFAULT NULL::name, columns name[] DEFAULT NULL::name[]'),
+(16, 'dlsm_uncapture', '{regclass,regclass}', 'void',
+ 'source regclass, queue regclass');
 INSERT INTO api VALUES
 (10, 'dlsm_register_queue', '{regclass,name,name,name,name,name,text,integer,interval}', 'regclass',
  'queue regclass, id name DEFAULT ''id''::name, status name DEFAULT ''status''::name, '
@@ -74,7 +88,7 @@ SELECT has_extension('public', 'dlsm', 'dlsm is installed in the default schema,
 SELECT is((SELECT extrelocatable FROM pg_extension WHERE extname = 'dlsm'), false,
 	'dlsm is not relocatable');
 
--- 9 implemented API functions x 7 checks = 63 tests
+-- 15 API functions x 7 checks = 105 tests
 SELECT has_function('public', name, args) FROM api WHERE NOT pending ORDER BY ord;
 SELECT function_returns('public', name, args, returns) FROM api WHERE NOT pending ORDER BY ord;
 SELECT is(pg_get_function_arguments(pg_temp.api_oid(name, args)), arguments,
