@@ -297,7 +297,7 @@ extern void dlsm_capture_detach(Oid source, Oid queue);
 extern void dlsm_capture_row(struct TriggerData *trigdata);
 
 /* ---- handler.c ---- */
-extern bool dlsm_handler_run_one(DlsmQueue *queue, bool *failed);
+extern bool dlsm_handler_run_one(DlsmQueue *queue, char **failure);
 
 /* ---- worker.c ---- */
 extern void dlsm_worker_init(void);

@@ -117,12 +117,12 @@ call_handler(Oid handler, HandlerUnit *unit)
 
 /*
  * Claim one unit of the queue and run its handler on it, in the current
- * transaction.  Returns false when there was nothing to claim; *failed
- * tells whether the handler raised an error.  The caller holds an SPI
+ * transaction.  Returns false when there was nothing to claim; *failure
+ * is the handler's error message, or NULL when it succeeded.  The caller holds an SPI
  * connection and an active snapshot.
  */
 bool
-dlsm_handler_run_one(DlsmQueue *queue, bool *failed)
+dlsm_handler_run_one(DlsmQueue *queue, char **failure)
 {
 	DlsmClaimArgs args;
 	HandlerUnit unit;
@@ -149,7 +149,7 @@ dlsm_handler_run_one(DlsmQueue *queue, bool *failed)
 		return false;
 	}
 	message = call_handler(handler, &unit);
-	*failed = message != NULL;
+	*failure = message;
 	(void) dlsm_state_settle(queue, &unit.process_id,
 							 message ? DLSM_OUTCOME_RETRY : DLSM_OUTCOME_COMPLETE,
 							 message, NULL);

@@ -10,7 +10,8 @@
  * named in dlsm.databases (all when empty), and starts a dynamic worker for
  * each that has none.  A worker that finds no dlsm extension in its
  * database says so in its slot and exits; the launcher then leaves that
- * database alone for NO_EXTENSION_PAUSE_MS unless poked.
+ * database alone for NO_EXTENSION_PAUSE_MS unless poked (a poke landing
+ * between the worker's look and its note is lost: the pause is short).
  *
  * A worker listens on the channel "dlsm" and on every queue's channel
  * (notify.c), and loops: drain notifications, reap (every
@@ -69,7 +70,7 @@
 #include "dlsm.h"
 
 #define LAUNCHER_NAP_MS			5000	/* launcher looks at databases */
-#define NO_EXTENSION_PAUSE_MS	60000	/* a database without dlsm */
+#define NO_EXTENSION_PAUSE_MS	10000	/* a database without dlsm */
 #define RESTART_PAUSE_MS		1000	/* between starts of one worker */
 #define STOP_PAUSE_MS			10000	/* after DROP/RENAME DATABASE */
 #define STOP_WAIT_MS			5000	/* wait for a stopped worker */
@@ -554,7 +555,7 @@ typedef struct QueueWork
 	Oid			relid;
 	int64		count;			/* rows or units done */
 	bool		more;			/* a full batch: there may be more */
-	bool		failed;			/* the handler raised an error */
+	char	   *failure;		/* the handler's error message, or NULL */
 } QueueWork;
 
 static void
@@ -584,8 +585,11 @@ handle_unit(void *arg)
 	QueueWork  *work = (QueueWork *) arg;
 	DlsmQueue  *queue = dlsm_queue_find(work->relid);
 
+	work->failure = NULL;
 	work->more = queue != NULL && OidIsValid(queue->handler) &&
-		dlsm_handler_run_one(queue, &work->failed);
+		dlsm_handler_run_one(queue, &work->failure);
+	if (work->failure != NULL)	/* keep it past the transaction */
+		work->failure = MemoryContextStrdup(TopMemoryContext, work->failure);
 }
 
 static void
@@ -630,7 +634,7 @@ reaping_pass(List *queues)
 
 	foreach(lc, queues)
 	{
-		QueueWork	work = {((WorkerQueue *) lfirst(lc))->relid, 0, false, false};
+		QueueWork	work = {((WorkerQueue *) lfirst(lc))->relid, 0, false, NULL};
 		int64		deleted = 0;
 
 		if (run_transaction(reap_queue, &work, "reap a queue"))
@@ -663,19 +667,21 @@ handler_pass(List *queues)
 	foreach(lc, queues)
 	{
 		WorkerQueue *wq = lfirst(lc);
-		QueueWork	work = {wq->relid, 0, false, false};
+		QueueWork	work = {wq->relid, 0, false, NULL};
 		int			units = 0;
 
 		if (!wq->has_handler)
 			continue;
 		while (units < dlsm_handler_batch)
 		{
-			work.failed = false;
 			if (!run_transaction(handle_unit, &work, "run a queue's handler") ||
 				!work.more)
 				break;
 			units++;
-			slot_count(0, 0, work.failed ? 0 : 1, work.failed ? 1 : 0, NULL);
+			slot_count(0, 0, work.failure ? 0 : 1, work.failure ? 1 : 0,
+					   work.failure);
+			if (work.failure != NULL)
+				pfree(work.failure);
 		}
 		more |= units == dlsm_handler_batch;
 	}

@@ -23,10 +23,12 @@ dlsm.reap_interval = 200
 });
 $node->start;
 
-# CREATE EXTENSION right after startup would wait out the launcher's 60 s
-# no-extension pause (see 001): restart instead, the worker starts at once.
+# Wait for the launcher's first look (its worker finds no extension and
+# stops), so that CREATE EXTENSION does not race with it.
+$node->wait_for_log(
+	qr/dlsm worker for database "postgres" stops: the extension is not installed there/
+);
 $node->safe_psql('postgres', 'CREATE EXTENSION dlsm');
-$node->restart;
 ok( $node->poll_query_until(
 		'postgres',
 		q{SELECT count(*) = 1 FROM pg_stat_activity
@@ -219,7 +221,7 @@ is(status(q{SELECT status FROM lq WHERE entity = 'd'}),
 	'in-progress', 'with a 30 s interval an expired lease is not reaped yet');
 my $reaped = worker_counter('reaped');
 $wakeups = worker_counter('wakeups');
-my $notified_at = status(q{NOTIFY dlsm, 'reap'; SELECT clock_timestamp()});
+my $notified_at = status(q{SELECT clock_timestamp(); NOTIFY dlsm, 'reap'});
 ok( $node->poll_query_until(
 		'postgres', q{SELECT status = 'new' FROM lq WHERE entity = 'd'}),
 	q{NOTIFY dlsm, 'reap' reaps it});

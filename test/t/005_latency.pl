@@ -28,10 +28,12 @@ track_commit_timestamp = on
 });
 $node->start;
 
-# CREATE EXTENSION right after startup would wait out the launcher's 60 s
-# no-extension pause (see 001): restart instead, the worker starts at once.
+# Wait for the launcher's first look (its worker finds no extension and
+# stops), so that CREATE EXTENSION does not race with it.
+$node->wait_for_log(
+	qr/dlsm worker for database "postgres" stops: the extension is not installed there/
+);
 $node->safe_psql('postgres', 'CREATE EXTENSION dlsm');
-$node->restart;
 ok( $node->poll_query_until(
 		'postgres',
 		q{SELECT count(*) = 1 FROM pg_stat_activity
@@ -80,7 +82,7 @@ cmp_ok($min, '>=', 0, 'no lease reaped before it expired');
 cmp_ok($median, '<', 1000 + 1000,
 	"median lease expiry to reap ($median ms) within the interval plus a margin");
 cmp_ok($max, '<', 1000 + 3000, "slowest reap $max ms");
-note "FIGURE lease expiry -> reap (reap_interval 1 s, $n leases): "
+diag "FIGURE lease expiry -> reap (reap_interval 1 s, $n leases): "
   . "median $median ms, p99 $p99 ms, max $max ms";
 
 # ---------------------------------------------------------------------
@@ -122,7 +124,7 @@ cmp_ok($min, '>=', 0, 'no handler started before its enqueue committed');
 # a handler queue is woken by the commit itself, not by the 1 s timer
 cmp_ok($median, '<', 200,
 	"median enqueue commit to handler start: $median ms, well under reap_interval");
-note "FIGURE enqueue commit -> handler start ($n enqueues, one every 20 ms): "
+diag "FIGURE enqueue commit -> handler start ($n enqueues, one every 20 ms): "
   . "median $median ms, p99 $p99 ms, max $max ms";
 
 # ---------------------------------------------------------------------
@@ -179,7 +181,7 @@ cmp_ok($min, '>=', 0, 'no claim returned before the enqueue committed');
 # woken by the commit: far sooner than the 1 s recheck of a waiting claim
 cmp_ok($median, '<', 100,
 	"median enqueue commit to waiting claim return: $median ms");
-note "FIGURE enqueue commit -> waiting dlsm_claim returns ($n enqueues): "
+diag "FIGURE enqueue commit -> waiting dlsm_claim returns ($n enqueues): "
   . "median $median ms, p99 $p99 ms, max $max ms";
 
 # ---------------------------------------------------------------------
@@ -220,13 +222,24 @@ cmp_ok($wakeups_after, '>', $wakeups,
 # queue; 1e-4 is about 100 pages
 cmp_ok($max_usage, '<', 1e-4,
 	"queue usage stayed near 0 while the worker listened (max $max_usage)");
-note sprintf(
+diag sprintf(
 	"FIGURE pg_notification_queue_usage() over 100,000 NOTIFYs in %.1f s: "
 	  . "max %.3g, at the end %.3g; worker wake-ups %d",
 	$burst_s, $max_usage, $last_usage, $wakeups_after - $wakeups);
 
 # The same with the worker stopped: usage grows, which shows the worker is
 # the listener that must drain.  Then it catches up.
+# Stop it only while it sleeps, never while it holds the notification
+# queue's lock: no reaping pass for an hour (1.5 s without one shows the
+# reload is in effect), and nothing to drain.
+sql(q{ALTER SYSTEM SET dlsm.reap_interval = '1h'; SELECT pg_reload_conf()});
+ok( $node->poll_query_until(
+		'postgres',
+		qq{SELECT clock_timestamp() - s.last_reap_at > '1.5 s'
+			 AND a.wait_event_type = 'Extension'
+		   FROM dlsm_worker_status s, pg_stat_activity a
+		   WHERE s.database = 'postgres' AND a.pid = $worker_pid}),
+	'the worker sleeps');
 END { kill 'CONT', $worker_pid if $worker_pid; }
 kill 'STOP', $worker_pid or die "could not stop the worker: $!";
 sql(q{CALL notify_burst('stopped', 1000, 100)});
@@ -235,7 +248,7 @@ my $stopped_usage = sql(
 	q{SELECT max(usage) FROM usage_samples WHERE run = 'stopped'});
 cmp_ok($stopped_usage, '>', 2e-4,
 	"with the worker stopped usage grows ($stopped_usage)");
-note sprintf(
+diag sprintf(
 	"FIGURE the same 100,000 NOTIFYs with the worker stopped: usage %.3g",
 	$stopped_usage);
 
