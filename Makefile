@@ -6,6 +6,7 @@ OBJS = \
 	src/api.o \
 	src/capture.o \
 	src/dlsm.o \
+	src/extension.o \
 	src/guc.o \
 	src/handler.o \
 	src/locks.o \

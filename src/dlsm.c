@@ -30,6 +30,7 @@ _PG_init(void)
 {
 	dlsm_guc_init();
 	dlsm_shmem_init();
+	dlsm_extension_init();
 	dlsm_queue_init();
 	dlsm_state_init();
 	dlsm_named_init();

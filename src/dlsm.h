@@ -121,6 +121,14 @@ extern void dlsm_lock_entity_release(Oid queue, const char *entity);
 extern bool dlsm_lock_named_acquire(const char *name, long wait_ms);
 extern bool dlsm_lock_named_release(const char *name);
 
+/* ---- extension.c ---- */
+extern void dlsm_extension_init(void);
+extern const char *dlsm_extension_schema(void);
+extern Oid	dlsm_extension_owner(void);
+extern Oid	dlsm_fence_sequence(void);
+extern Oid	dlsm_extension_registry_seen(void);
+extern uint64 dlsm_extension_generation(void);
+
 /* ---- queue.c ---- */
 
 /*
@@ -160,9 +168,7 @@ extern void dlsm_queue_register(Oid relid, const char *const *columns,
 								Interval *retention);
 extern void dlsm_queue_set_handler(Oid relid, Oid handler);
 extern List *dlsm_queue_list(void);
-extern const char *dlsm_extension_schema(void);
-extern Oid	dlsm_fence_sequence(void);
-extern Oid	dlsm_extension_owner(void);
+
 
 /* ---- plans.c ---- */
 
@@ -216,7 +222,6 @@ extern int	dlsm_plan_read_catalog_latest(DlsmCatalogQueryId query,
 extern int	dlsm_plan_execute_catalog_as_owner(DlsmCatalogQueryId query,
 											   Datum *values,
 											   const char *nulls);
-extern void dlsm_plan_reset_catalog(void);
 extern void dlsm_plan_drop_table(const char *relname, bool drop_table);
 extern void dlsm_plan_capture_trigger(Oid source, Oid queue,
 									  const char *const *args, bool attach);

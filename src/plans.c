@@ -469,6 +469,7 @@ static const char *const drop_trigger_text =
 "DROP TRIGGER IF EXISTS dlsm_wake ON {q}";
 
 static SPIPlanPtr catalog_plans[DLSM_NUM_CATALOG_QUERIES];
+static uint64 catalog_generation = 0;	/* dlsm_extension_generation() seen */
 
 /*
  * Append template to buf, replacing each {name} by the value paired with it
@@ -637,6 +638,18 @@ dlsm_plan_read_catalog_latest(DlsmCatalogQueryId query, Datum *values,
 static SPIPlanPtr
 catalog_plan(DlsmCatalogQueryId query)
 {
+	uint64		current = dlsm_extension_generation();
+
+	/*
+	 * The extension was created again: its objects are new ones.  NB: the
+	 * old plans are dropped, not freed, as one may be running in an outer
+	 * call; a few plans per re-creation of the extension stay behind.
+	 */
+	if (current != catalog_generation)
+	{
+		memset(catalog_plans, 0, sizeof(catalog_plans));
+		catalog_generation = current;
+	}
 	if (catalog_plans[query] == NULL)
 	{
 		StringInfoData buf;
@@ -678,18 +691,6 @@ dlsm_plan_execute_catalog_as_owner(DlsmCatalogQueryId query, Datum *values,
 	rc = dlsm_plan_execute_catalog(query, values, nulls, false, 0);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 	return rc;
-}
-
-/* Forget the registry plans (the extension was dropped or re-created). */
-void
-dlsm_plan_reset_catalog(void)
-{
-	for (int i = 0; i < DLSM_NUM_CATALOG_QUERIES; i++)
-	{
-		if (catalog_plans[i] != NULL)
-			SPI_freeplan(catalog_plans[i]);
-		catalog_plans[i] = NULL;
-	}
 }
 
 /*

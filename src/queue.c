@@ -10,8 +10,7 @@
  * invalidation dlsm sends itself whenever it changes the registry) marks the
  * descriptor stale; it is rebuilt, plans freed, on its next use.  An
  * invalidation of the registry table itself, or a full reset, marks all of
- * them stale and forgets the extension's schema, so that DROP and CREATE
- * EXTENSION in another schema are followed.
+ * them stale, so that DROP and CREATE EXTENSION are followed.
  *
  * The registry is written only here, as the extension's owner, after the
  * caller's right to the table has been checked; it is readable by all.
@@ -70,14 +69,6 @@ typedef struct RetiredQueue
 
 static List *retired = NIL;		/* of RetiredQueue, in queue_context */
 
-/* The extension's schema, owner and objects, looked up once per backend. */
-static char *ext_schema = NULL;
-static Oid	ext_schema_oid = InvalidOid;
-static Oid	ext_owner = InvalidOid;
-static Oid	registry_relid = InvalidOid;
-static Oid	fence_seq_relid = InvalidOid;
-static bool catalog_stale = false;
-
 static void
 invalidate_all(void)
 {
@@ -96,9 +87,8 @@ queue_invalidate(Datum arg, Oid relid)
 {
 	DlsmQueue  *queue;
 
-	if (relid == InvalidOid || relid == registry_relid)
+	if (relid == InvalidOid || relid == dlsm_extension_registry_seen())
 	{
-		catalog_stale = true;
 		invalidate_all();
 		return;
 	}
@@ -146,73 +136,6 @@ dlsm_queue_init(void)
 	CacheRegisterRelcacheCallback(queue_invalidate, (Datum) 0);
 	CacheRegisterSyscacheCallback(NAMESPACEOID, namespace_invalidate, (Datum) 0);
 	RegisterXactCallback(free_retired, NULL);
-}
-
-/* Read the extension's schema and owner from pg_extension. */
-static void
-lookup_extension(void)
-{
-	Relation	rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	Form_pg_extension ext;
-
-	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
-				F_NAMEEQ, CStringGetDatum("dlsm"));
-	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
-	tuple = systable_getnext(scan);
-	if (!HeapTupleIsValid(tuple))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("extension \"dlsm\" is not installed in this database"),
-				 errhint("Run CREATE EXTENSION dlsm.")));
-	ext = (Form_pg_extension) GETSTRUCT(tuple);
-	ext_schema_oid = ext->extnamespace;
-	ext_owner = ext->extowner;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-
-	ext_schema = MemoryContextStrdup(TopMemoryContext,
-									 get_namespace_name(ext_schema_oid));
-	registry_relid = get_relname_relid("dlsm_queues", ext_schema_oid);
-	fence_seq_relid = get_relname_relid("dlsm_fence_seq", ext_schema_oid);
-}
-
-/*
- * The name of the schema dlsm is installed in, found through the
- * extension's catalog row, never through search_path.
- */
-const char *
-dlsm_extension_schema(void)
-{
-	if (catalog_stale && ext_schema != NULL)
-	{
-		pfree(ext_schema);
-		ext_schema = NULL;
-		dlsm_plan_reset_catalog();
-	}
-	catalog_stale = false;
-	if (ext_schema == NULL)
-		lookup_extension();
-	return ext_schema;
-}
-
-/* The owner of the extension. */
-Oid
-dlsm_extension_owner(void)
-{
-	(void) dlsm_extension_schema();
-	return ext_owner;
-}
-
-/* The OID of the fence sequence. */
-Oid
-dlsm_fence_sequence(void)
-{
-	(void) dlsm_extension_schema();
-	return fence_seq_relid;
 }
 
 static char *
