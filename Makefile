@@ -9,6 +9,7 @@ OBJS = \
 	src/extension.o \
 	src/guc.o \
 	src/handler.o \
+	src/identity.o \
 	src/locks.o \
 	src/namedlock.o \
 	src/notify.o \

@@ -69,6 +69,29 @@ SELECT dlsm_uncapture('orders', 'changes');
 RESET ROLE;
 SELECT dlsm_capture_trigger();
 
+-- a capture into a queue that is gone warns and captures nothing
+SELECT dlsm_create_queue('gone_q');
+CREATE TABLE gsrc (id int PRIMARY KEY, v text);
+SELECT dlsm_capture('gsrc', 'gone_q');
+SELECT dlsm_drop_queue('gone_q');
+\set VERBOSITY terse
+INSERT INTO gsrc VALUES (1, 'a');
+\set VERBOSITY default
+-- a column named many times is watched once
+SELECT dlsm_capture('gsrc', 'changes',
+	columns => ARRAY(SELECT 'v'::name FROM generate_series(1, 100000)));
+SELECT tgnargs, length(tgargs) < 40 AS short_arguments
+  FROM pg_trigger WHERE tgrelid = 'gsrc'::regclass
+   AND tgname = 'dlsm_capture_' || 'changes'::regclass::oid;
+-- a trigger made by hand with other arguments is refused
+CREATE TRIGGER forged AFTER INSERT ON gsrc FOR EACH ROW
+	EXECUTE FUNCTION dlsm_capture_trigger('1', 'x', '10', '1', '');
+\set VERBOSITY terse
+INSERT INTO gsrc VALUES (2, 'b');
+\set VERBOSITY default
+DROP TABLE gsrc;
+DROP TABLE gone_q;
+
 DROP TABLE orders, lines, notes, keyless, changes;
 DROP OWNED BY dlsm_writer;
 DROP ROLE dlsm_writer;

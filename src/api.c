@@ -618,8 +618,7 @@ dlsm_queue_stats(PG_FUNCTION_ARGS)
 		DlsmQueue  *queue;
 		Datum		values[12];
 		bool		nulls[12];
-		Oid			save_userid;
-		int			save_sec_context;
+		DlsmIdentity saved;
 
 		if (!readable && !monitor)
 			continue;
@@ -628,13 +627,10 @@ dlsm_queue_stats(PG_FUNCTION_ARGS)
 			continue;
 		values[0] = ObjectIdGetDatum(relid);
 		nulls[0] = false;
-		/* a monitor reads the queue as the extension's owner */
-		GetUserIdAndSecContext(&save_userid, &save_sec_context);
-		if (!readable)
-			SetUserIdAndSecContext(dlsm_extension_owner(),
-								   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+		/* a monitor reads the queue as its owner */
+		dlsm_identity_switch(readable ? GetUserId() : queue->owner, &saved);
 		dlsm_state_stats(queue, values + 1, nulls + 1);
-		SetUserIdAndSecContext(save_userid, save_sec_context);
+		dlsm_identity_restore(&saved);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	close_queue();

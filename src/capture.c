@@ -5,16 +5,20 @@
  *
  * dlsm_capture attaches to a source table an AFTER INSERT OR UPDATE OR
  * DELETE row trigger, dlsm_capture_<queue OID>, whose arguments carry what
- * it needs: the queue's OID, the kind to enqueue, the role that attached it,
- * the attribute numbers of the entity's columns and of the watched columns.
+ * it needs: the queue's OID, the kind to enqueue, the attribute numbers of
+ * the entity's columns and of the watched columns.
  * For each change it enqueues, in the writer's own transaction (a rolled
  * back change leaves no request), one request whose entity is the row's
  * key and whose payload is {op, table, old, new}.  When watched columns are
  * given, an UPDATE changing none of them enqueues nothing; an UPDATE that
  * changes the entity enqueues the change for the new entity and the old.
  *
- * The request is inserted as the role that attached the capture, so that
- * writers need no privilege on the queue.
+ * The request is inserted as the source table's owner (who attached the
+ * capture, and was checked then for INSERT on the queue), as a
+ * security-restricted operation, so that writers need no privilege on the
+ * queue.  Nothing in the trigger's arguments is trusted as an identity:
+ * anyone may attach dlsm_capture_trigger to a table of their own, and
+ * then it acts as them.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -88,7 +92,8 @@ dlsm_capture_attach(Oid source, DlsmQueue *queue, const char *kind,
 	AttrNumber	watched[MaxAttrNumber];
 	int			nentity = 0;
 	int			nwatched = 0;
-	char	   *args[5];
+	char	   *args[4];
+	Bitmapset  *seen = NULL;
 
 	if (!pg_class_ownercheck(source, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(source));
@@ -154,15 +159,17 @@ dlsm_capture_attach(Oid source, DlsmQueue *queue, const char *kind,
 						(errcode(ERRCODE_UNDEFINED_COLUMN),
 						 errmsg("column \"%s\" of table \"%s\" does not exist",
 								name, get_rel_name(source))));
+			if (att < 1 || bms_is_member(att, seen))
+				continue;		/* a system column never changes; once each */
+			seen = bms_add_member(seen, att);
 			watched[nwatched++] = att;
 		}
 	}
 
 	args[0] = psprintf("%u", queue->relid);
 	args[1] = pstrdup(kind);
-	args[2] = psprintf("%u", GetUserId());
-	args[3] = attnums_arg(entity, nentity);
-	args[4] = attnums_arg(watched, nwatched);
+	args[2] = attnums_arg(entity, nentity);
+	args[3] = attnums_arg(watched, nwatched);
 	dlsm_plan_capture_trigger(source, queue->relid, (const char *const *) args, true);
 }
 
@@ -271,16 +278,26 @@ dlsm_capture_row(TriggerData *trigdata)
 	DlsmQueue  *queue;
 	Datum		values[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-	Oid			save_userid;
-	int			save_sec_context;
+	DlsmIdentity saved;
 	char	   *old_entity;
 	char	   *new_entity;
 
-	if (trigger->tgnargs != 5)
-		elog(ERROR, "dlsm capture trigger \"%s\" has %d arguments, not 5",
-			 trigger->tgname, trigger->tgnargs);
-	nentity = parse_attnums(trigger->tgargs[3], entity, INDEX_MAX_KEYS);
-	nwatched = parse_attnums(trigger->tgargs[4], watched, MaxAttrNumber);
+	if (trigger->tgnargs != 4)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("trigger \"%s\" is not a dlsm capture trigger",
+						trigger->tgname),
+				 errhint("Attach capture triggers with dlsm_capture().")));
+	nentity = parse_attnums(trigger->tgargs[2], entity, INDEX_MAX_KEYS);
+	nwatched = parse_attnums(trigger->tgargs[3], watched, MaxAttrNumber);
+	for (int i = 0; i < nentity; i++)
+		if (entity[i] < 1 || entity[i] > desc->natts)
+			elog(ERROR, "dlsm capture trigger \"%s\" names column %d, which does not exist",
+				 trigger->tgname, entity[i]);
+	for (int i = 0; i < nwatched; i++)
+		if (watched[i] < 1 || watched[i] > desc->natts)
+			elog(ERROR, "dlsm capture trigger \"%s\" names column %d, which does not exist",
+				 trigger->tgname, watched[i]);
 
 	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 	{
@@ -310,10 +327,20 @@ dlsm_capture_row(TriggerData *trigdata)
 	values[5] = newtup ? row_json(newtup, desc) : (Datum) 0;
 	nulls[5] = newtup ? ' ' : 'n';
 
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(atooid(trigger->tgargs[2]),
-						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-	queue = dlsm_queue_get(atooid(trigger->tgargs[0]));
+	queue = dlsm_queue_find(atooid(trigger->tgargs[0]));
+	if (queue == NULL)
+	{
+		/* the queue was dropped or unregistered: nothing to capture into */
+		ereport(WARNING,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("change of table \"%s\" not captured: its queue is no longer a dlsm queue",
+						RelationGetRelationName(rel)),
+				 errhint("Remove the capture with DROP TRIGGER %s ON %s.",
+						 quote_identifier(trigger->tgname),
+						 RelationGetRelationName(rel))));
+		return;
+	}
+	dlsm_identity_switch(rel->rd_rel->relowner, &saved);
 
 	/*
 	 * An UPDATE that moves the row to another entity changes both: each gets
@@ -333,5 +360,5 @@ dlsm_capture_row(TriggerData *trigdata)
 			SPI_OK_INSERT)
 			elog(ERROR, "unexpected result from a captured change");
 	}
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	dlsm_identity_restore(&saved);
 }

@@ -24,6 +24,19 @@
 #include "utils/uuid.h"
 #include "nodes/nodes.h"
 
+/* ---- identity.c ---- */
+
+/* Who dlsm was before it switched to another role. */
+typedef struct DlsmIdentity
+{
+	Oid			userid;
+	int			sec_context;
+	int			guc_nest_level;
+} DlsmIdentity;
+
+extern void dlsm_identity_switch(Oid role, DlsmIdentity *saved);
+extern void dlsm_identity_restore(DlsmIdentity *saved);
+
 /* ---- guc.c ---- */
 extern int	dlsm_default_lease;	/* seconds */
 extern char *dlsm_databases;
@@ -78,6 +91,7 @@ typedef struct DlsmSharedState
 	pid_t		launcher_pid;	/* 0 while the launcher is not running */
 	Latch	   *launcher_latch; /* set to make it look at databases now */
 	bool		rescan;			/* launcher: look at every database again */
+	uint64		pokes;			/* times the launcher was asked to look */
 	DlsmWorkerSlot slots[DLSM_MAX_DATABASES];
 	DlsmNamedEntry named[DLSM_MAX_NAMED];	/* in database order, no order */
 	Oid			named_db[DLSM_MAX_NAMED];	/* database of each entry */
@@ -148,6 +162,7 @@ typedef struct DlsmQueue
 	Interval	retention;		/* ... this long? */
 	Oid			handler;		/* function the worker runs, or InvalidOid */
 	Oid			handler_role;	/* role the worker runs it as */
+	Oid			owner;			/* the table's owner */
 	char	   *col_id;			/* quoted column names, by role */
 	char	   *col_status;
 	char	   *col_kind;

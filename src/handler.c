@@ -9,7 +9,8 @@
  * error its effects are rolled back and the unit is settled 'retry' (or
  * 'error' once its attempts are spent) with the error message as detail.
  * Everything runs as the role that set the handler, so that role's
- * privileges and row-level security apply.
+ * privileges and row-level security apply, as a security-restricted
+ * operation whose setting changes are undone afterwards (identity.c).
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -126,8 +127,7 @@ dlsm_handler_run_one(DlsmQueue *queue, char **failure)
 {
 	DlsmClaimArgs args;
 	HandlerUnit unit;
-	Oid			save_userid;
-	int			save_sec_context;
+	DlsmIdentity saved;
 	Oid			handler = queue->handler;
 	char	   *message;
 
@@ -140,12 +140,10 @@ dlsm_handler_run_one(DlsmQueue *queue, char **failure)
 	args.wait_us = 0;
 	args.units = 1;
 
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(queue->handler_role,
-						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	dlsm_identity_switch(queue->handler_role, &saved);
 	if (dlsm_state_claim(&args, collect_row, &unit) == 0)
 	{
-		SetUserIdAndSecContext(save_userid, save_sec_context);
+		dlsm_identity_restore(&saved);
 		return false;
 	}
 	message = call_handler(handler, &unit);
@@ -153,6 +151,6 @@ dlsm_handler_run_one(DlsmQueue *queue, char **failure)
 	(void) dlsm_state_settle(queue, &unit.process_id,
 							 message ? DLSM_OUTCOME_RETRY : DLSM_OUTCOME_COMPLETE,
 							 message, NULL);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	dlsm_identity_restore(&saved);
 	return true;
 }

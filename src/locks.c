@@ -125,6 +125,8 @@ dlsm_lock_named_acquire(const char *name, long wait_ms)
 	{
 		LockTimeout = wait_ms < 0 ? 0 : (int) Min(wait_ms, INT_MAX);
 		(void) LockAcquire(&tag, ExclusiveLock, false, false);
+		/* a timeout that fired as the lock came must be served here */
+		CHECK_FOR_INTERRUPTS();
 		LockTimeout = save_timeout;
 		granted = true;
 		ReleaseCurrentSubTransaction();

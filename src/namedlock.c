@@ -115,6 +115,44 @@ lease_holds(const char *name, TimestampTz *until)
 	return holds;
 }
 
+/* Free a shared entry this transaction stopped using. */
+static void
+forget_entry(int entry)
+{
+	if (entry < 0)
+		return;
+	dlsm_shmem_named_leave(entry);
+	entries = list_delete_int(entries, entry);
+}
+
+static int64 single_int8(void);
+
+/*
+ * Write name's lease, unless a live lease holds it (refreshed after we saw
+ * it expire): false then.
+ */
+static bool
+take_lease(const char *name, int64 lease_us, int64 *fence)
+{
+	Interval   *lease = palloc0(sizeof(Interval));
+	Datum		values[3];
+
+	lease->time = lease_us;
+	values[0] = CStringGetTextDatum(name);
+	values[1] = CStringGetTextDatum(psprintf("%s (pid %d)",
+											 GetUserNameFromId(GetUserId(), false),
+											 MyProcPid));
+	values[2] = IntervalPGetDatum(lease);
+	if (dlsm_plan_execute_catalog_as_owner(DLSM_C_LEASE_TAKE, values, NULL)
+		!= SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "unexpected result from taking the lease of lock \"%s\"",
+			 name);
+	if (SPI_processed == 0)
+		return false;
+	*fence = single_int8();
+	return true;
+}
+
 static int64
 single_int8(void)
 {
@@ -178,33 +216,24 @@ dlsm_named_try(const char *name, int64 wait_us, int64 lease_us, bool *granted)
 	*granted = false;
 	if (!dlsm_lock_named_acquire(name, wait_ms))
 	{
-		dlsm_shmem_named_leave(entry);
-		return (Datum) 0;
-	}
-	if (!wait_for_lease(name, wait_us == 0 ? 0 : deadline))
-	{
-		dlsm_lock_named_release(name);
-		dlsm_shmem_named_leave(entry);
+		forget_entry(entry);
 		return (Datum) 0;
 	}
 
-	if (lease_us > 0)
+	for (;;)
 	{
-		Interval   *lease = palloc0(sizeof(Interval));
-		Datum		values[3];
-
-		lease->time = lease_us;
-		values[0] = CStringGetTextDatum(name);
-		values[1] = CStringGetTextDatum(psprintf("%s (pid %d)",
-												 GetUserNameFromId(GetUserId(), false),
-												 MyProcPid));
-		values[2] = IntervalPGetDatum(lease);
-		if (dlsm_plan_execute_catalog_as_owner(DLSM_C_LEASE_TAKE, values, NULL)
-			!= SPI_OK_INSERT_RETURNING || SPI_processed != 1)
-			elog(ERROR, "could not write the lease of lock \"%s\"", name);
-		fence = single_int8();
+		if (!wait_for_lease(name, wait_us == 0 ? 0 : deadline))
+		{
+			dlsm_lock_named_release(name);
+			forget_entry(entry);
+			return (Datum) 0;
+		}
+		if (lease_us == 0 || take_lease(name, lease_us, &fence))
+			break;
+		/* the lease we saw expire was refreshed meanwhile: still held */
 	}
-	else
+
+	if (lease_us == 0)
 	{
 		MemoryContext old;
 		NamedGrant *grant;
@@ -245,8 +274,7 @@ dlsm_named_unlock(const char *name, int64 fence)
 		{
 			if (!dlsm_lock_named_release(name))
 				return false;	/* taken at another savepoint level */
-			dlsm_shmem_named_leave(grant->entry);
-			entries = list_delete_int(entries, grant->entry);
+			forget_entry(grant->entry);
 			grants = foreach_delete_current(grants, lc);
 			return true;
 		}

@@ -264,21 +264,21 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	[DLSM_Q_STATS] = {
 		/* $1 the queue's OID: the row of dlsm_queue_stats */
 		"SELECT"
-		" count(*) FILTER (WHERE {status} {=} 'new'),"
-		" count(*) FILTER (WHERE {status} {=} 'in-progress'),"
-		" count(*) FILTER (WHERE {status} {=} 'complete'),"
-		" count(*) FILTER (WHERE {status} {=} 'error'),"
-		" count(*) FILTER (WHERE {status} {=} 'new'"
+		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'new'),"
+		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'in-progress'),"
+		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'complete'),"
+		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'error'),"
+		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'new'"
 		"  AND run_at {<=} pg_catalog.now()),"
-		" count(*) FILTER (WHERE {status} {=} 'new'"
+		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'new'"
 		"  AND run_at {>} pg_catalog.now()),"
-		" count(*) FILTER (WHERE {status} {=} 'new' AND {kind} {=} 'update'"
+		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'new' AND {kind} {=} 'update'"
 		"  AND EXISTS (SELECT 1 FROM {q} c WHERE c.{entity} {=} t.{entity}"
 		"   AND c.{kind} {=} 'create'"
 		"   AND c.{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[]))),"
 		" pg_catalog.now() {-} pg_catalog.min(enqueued_at)"
 		"  FILTER (WHERE {status} {=} 'new' AND run_at {<=} pg_catalog.now()),"
-		" count(*) FILTER (WHERE {status} {=} 'in-progress'"
+		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'in-progress'"
 		"  AND lease_until {<} pg_catalog.clock_timestamp()),"
 		" pg_catalog.pg_stat_get_dead_tuples($1),"
 		" pg_catalog.pg_stat_get_last_autovacuum_time($1)"
@@ -680,16 +680,12 @@ int
 dlsm_plan_execute_catalog_as_owner(DlsmCatalogQueryId query, Datum *values,
 								   const char *nulls)
 {
-	Oid			save_userid;
-	int			save_sec_context;
+	DlsmIdentity saved;
 	int			rc;
 
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(dlsm_extension_owner(),
-						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+	dlsm_identity_switch(dlsm_extension_owner(), &saved);
 	rc = dlsm_plan_execute_catalog(query, values, nulls, false, 0);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	dlsm_identity_restore(&saved);
 	return rc;
 }
 
@@ -778,7 +774,7 @@ dlsm_plan_drop_table(const char *relname, bool drop_table)
 
 /*
  * Attach (attach) or remove the capture trigger of queue on source; args
- * are its five arguments.  Runs as the caller.
+ * are its four arguments.  Runs as the caller.
  */
 void
 dlsm_plan_capture_trigger(Oid source, Oid queue, const char *const *args,
@@ -796,7 +792,7 @@ dlsm_plan_capture_trigger(Oid source, Oid queue, const char *const *args,
 	};
 
 	initStringInfo(&arglist);
-	for (int i = 0; attach && i < 5; i++)
+	for (int i = 0; attach && i < 4; i++)
 		appendStringInfo(&arglist, "%s%s", i ? ", " : "",
 						 quote_literal_cstr(args[i]));
 	subst[7] = arglist.data;

@@ -147,6 +147,20 @@ column_name(HeapTuple tuple, TupleDesc desc, int attno)
 	return pstrdup(quote_identifier(NameStr(*DatumGetName(d))));
 }
 
+/* The owner of table relid. */
+static Oid
+table_owner(Oid relid)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
 /* The type of the column named in attno of a registry row. */
 static Oid
 column_type(Oid relid, HeapTuple tuple, TupleDesc desc, int attno)
@@ -169,6 +183,7 @@ same_description(DlsmQueue *a, DlsmQueue *b)
 		(!a->has_retention ||
 		 memcmp(&a->retention, &b->retention, sizeof(Interval)) == 0) &&
 		a->handler == b->handler && a->handler_role == b->handler_role &&
+		a->owner == b->owner &&
 		strcmp(a->col_id, b->col_id) == 0 &&
 		strcmp(a->col_status, b->col_status) == 0 &&
 		strcmp(a->col_kind, b->col_kind) == 0 &&
@@ -213,7 +228,7 @@ load_queue(DlsmQueue *queue)
 
 	/* an invalidation arriving from here on makes it stale again */
 	queue->valid = true;
-	if (dlsm_plan_execute_catalog(DLSM_C_LOOKUP, values, NULL, true, 1) !=
+	if (dlsm_plan_read_catalog_latest(DLSM_C_LOOKUP, values, NULL, 1) !=
 		SPI_OK_SELECT)
 		elog(ERROR, "unexpected result from the dlsm registry lookup");
 	nspname = get_namespace_name(get_rel_namespace(queue->relid));
@@ -243,6 +258,7 @@ load_queue(DlsmQueue *queue)
 	fresh.handler = isnull ? InvalidOid : DatumGetObjectId(d);
 	d = SPI_getbinval(tuple, desc, 10, &isnull);
 	fresh.handler_role = isnull ? InvalidOid : DatumGetObjectId(d);
+	fresh.owner = table_owner(queue->relid);
 	MemoryContextSwitchTo(old);
 	SPI_freetuptable(SPI_tuptable);
 
@@ -261,6 +277,7 @@ load_queue(DlsmQueue *queue)
 	queue->retention = fresh.retention;
 	queue->handler = fresh.handler;
 	queue->handler_role = fresh.handler_role;
+	queue->owner = fresh.owner;
 	queue->col_id = fresh.col_id;
 	queue->col_status = fresh.col_status;
 	queue->col_kind = fresh.col_kind;

@@ -127,6 +127,7 @@ dlsm_shmem_wake_launcher(void)
 		return;
 	LWLockAcquire(dlsm_shared->lock, LW_EXCLUSIVE);
 	dlsm_shared->rescan = true;
+	dlsm_shared->pokes++;
 	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
 	{
 		DlsmWorkerSlot *slot = &dlsm_shared->slots[i];

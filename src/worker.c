@@ -10,8 +10,9 @@
  * named in dlsm.databases (all when empty), and starts a dynamic worker for
  * each that has none.  A worker that finds no dlsm extension in its
  * database says so in its slot and exits; the launcher then leaves that
- * database alone for NO_EXTENSION_PAUSE_MS unless poked (a poke landing
- * between the worker's look and its note is lost: the pause is short).
+ * database alone for NO_EXTENSION_PAUSE_MS unless poked (a poke that lands
+ * while the worker looks cancels the pause).  Such databases give their
+ * slot up to databases that need one.
  *
  * A worker listens on the channel "dlsm" and on every queue's channel
  * (notify.c), and loops: drain notifications, reap (every
@@ -21,9 +22,10 @@
  * purged and handled in transactions of its own; an error is logged and
  * counted in the slot, and the worker goes on with the next queue.
  *
- * DROP DATABASE, ALTER DATABASE ... RENAME and CREATE DATABASE ...
- * TEMPLATE wait for no other session in the database: a utility hook stops
- * the database's worker first and keeps the launcher from starting
+ * DROP DATABASE, ALTER DATABASE ... RENAME or SET TABLESPACE and CREATE
+ * DATABASE ... TEMPLATE wait for no other session in the database: a
+ * utility hook stops the database's worker first (for the database's
+ * owner only: others are refused by the command anyway) and keeps the launcher from starting
  * another for STOP_PAUSE_MS.  The same hook counts the client backends
  * that LISTEN (notify.c).
  *
@@ -59,6 +61,7 @@
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -70,7 +73,7 @@
 #include "dlsm.h"
 
 #define LAUNCHER_NAP_MS			5000	/* launcher looks at databases */
-#define NO_EXTENSION_PAUSE_MS	10000	/* a database without dlsm */
+#define NO_EXTENSION_PAUSE_MS	60000	/* a database without dlsm */
 #define RESTART_PAUSE_MS		1000	/* between starts of one worker */
 #define STOP_PAUSE_MS			10000	/* after DROP/RENAME DATABASE */
 #define STOP_WAIT_MS			5000	/* wait for a stopped worker */
@@ -99,11 +102,15 @@ typedef struct WorkerQueue
  * ---------------------------------------------------------------------
  */
 
-/* The slot of dboid, or a free one when add; NULL if none.  Lock held. */
+/*
+ * The slot of dboid, or when add a free one (or one a database without
+ * dlsm holds); NULL if none.  Lock held.
+ */
 static DlsmWorkerSlot *
 slot_for(Oid dboid, bool add)
 {
 	DlsmWorkerSlot *free_slot = NULL;
+	DlsmWorkerSlot *idle_slot = NULL;
 
 	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
 	{
@@ -113,7 +120,11 @@ slot_for(Oid dboid, bool add)
 			return slot;
 		if (free_slot == NULL && slot->dboid == InvalidOid)
 			free_slot = slot;
+		if (idle_slot == NULL && slot->no_extension && slot->worker_pid == 0)
+			idle_slot = slot;
 	}
+	if (free_slot == NULL)
+		free_slot = idle_slot;
 	if (add && free_slot != NULL)
 	{
 		memset(free_slot, 0, sizeof(DlsmWorkerSlot));
@@ -204,12 +215,13 @@ dlsm_worker_wait_gone(Oid dboid)
 	}
 }
 
+/* Stop the worker of dbname, if the caller may drop or change it. */
 static void
 stop_worker_of(const char *dbname)
 {
 	Oid			dboid = get_database_oid(dbname, true);
 
-	if (OidIsValid(dboid))
+	if (OidIsValid(dboid) && pg_database_ownercheck(dboid, GetUserId()))
 		dlsm_worker_wait_gone(dboid);
 }
 
@@ -229,6 +241,14 @@ dlsm_utility_hook(PlannedStmt *pstmt, const char *queryString,
 	else if (IsA(stmt, RenameStmt) &&
 			 ((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
 		stop_worker_of(((RenameStmt *) stmt)->subname);
+	else if (IsA(stmt, AlterDatabaseStmt))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((AlterDatabaseStmt *) stmt)->options)
+			if (strcmp(lfirst_node(DefElem, lc)->defname, "tablespace") == 0)
+				stop_worker_of(((AlterDatabaseStmt *) stmt)->dbname);
+	}
 	else if (IsA(stmt, CreatedbStmt))
 	{
 		ListCell   *lc;
@@ -558,13 +578,24 @@ typedef struct QueueWork
 	char	   *failure;		/* the handler's error message, or NULL */
 } QueueWork;
 
+/*
+ * The reaper and the retention pass act on a queue as its owner, never as
+ * the worker's superuser: triggers and expressions on the table are the
+ * owner's code.
+ */
 static void
 reap_queue(void *arg)
 {
 	QueueWork  *work = (QueueWork *) arg;
 	DlsmQueue  *queue = dlsm_queue_find(work->relid);
+	DlsmIdentity saved;
 
-	work->count = queue ? dlsm_state_reap(queue) : 0;
+	work->count = 0;
+	if (queue == NULL)
+		return;
+	dlsm_identity_switch(queue->owner, &saved);
+	work->count = dlsm_state_reap(queue);
+	dlsm_identity_restore(&saved);
 }
 
 static void
@@ -572,10 +603,15 @@ purge_queue(void *arg)
 {
 	QueueWork  *work = (QueueWork *) arg;
 	DlsmQueue  *queue = dlsm_queue_find(work->relid);
+	DlsmIdentity saved;
 
 	work->count = 0;
 	if (queue != NULL && queue->has_retention)
+	{
+		dlsm_identity_switch(queue->owner, &saved);
 		work->count = dlsm_state_purge(queue, dlsm_retention_batch);
+		dlsm_identity_restore(&saved);
+	}
 	work->more = work->count == dlsm_retention_batch;
 }
 
@@ -606,14 +642,19 @@ static List *
 registry_pass(MemoryContext context)
 {
 	RegistryPass pass = {false, NIL, context};
+	uint64		pokes;
 
+	LWLockAcquire(dlsm_shared->lock, LW_SHARED);
+	pokes = dlsm_shared->pokes;
+	LWLockRelease(dlsm_shared->lock);
 	if (!run_transaction(read_registry, &pass, "read the dlsm registry"))
 		return NIL;
 	if (!pass.extension)
 	{
 		LWLockAcquire(dlsm_shared->lock, LW_EXCLUSIVE);
-		my_slot->no_extension = true;
-		my_slot->paused_until =
+		/* a CREATE EXTENSION that committed while we looked: no pause */
+		my_slot->no_extension = dlsm_shared->pokes == pokes;
+		my_slot->paused_until = !my_slot->no_extension ? 0 :
 			TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										NO_EXTENSION_PAUSE_MS);
 		LWLockRelease(dlsm_shared->lock);
@@ -739,13 +780,16 @@ dlsm_worker_main(Datum main_arg)
 	my_dbname = MemoryContextStrdup(TopMemoryContext,
 									get_database_name(dboid));
 	CommitTransactionCommand();
-	ereport(LOG,
-			(errmsg("dlsm worker started for database \"%s\"", my_dbname)));
 
 	loop_context = AllocSetContextCreate(TopMemoryContext, "dlsm worker loop",
 										 ALLOCSET_DEFAULT_SIZES);
 	queues_context = AllocSetContextCreate(TopMemoryContext, "dlsm worker queues",
 										   ALLOCSET_SMALL_SIZES);
+
+	/* said once the database turns out to have dlsm */
+	queues = registry_pass(queues_context);
+	ereport(LOG,
+			(errmsg("dlsm worker started for database \"%s\"", my_dbname)));
 	for (;;)
 	{
 		TimestampTz now;

@@ -1,0 +1,47 @@
+/*-------------------------------------------------------------------------
+ *
+ * identity.c
+ *	  Running a stretch of dlsm's work as another role, safely.
+ *
+ * dlsm acts as other roles in a few places: as the extension's owner to
+ * write its own tables, as a queue table's owner when the worker reaps or
+ * purges it, as a handler's role when it runs a handler, as a source
+ * table's owner when a capture trigger enqueues.  Each switch is a
+ * security-restricted operation (no SET ROLE, no temporary tables, as for
+ * autovacuum and REFRESH MATERIALIZED VIEW) and opens a GUC nest level:
+ * settings the code run as that role changes are undone when dlsm switches
+ * back, so they cannot leak into later work done as someone else.  An
+ * error undoes both with the (sub)transaction.
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/identity.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "utils/guc.h"
+
+#include "dlsm.h"
+
+/* Act as role from now on; saved is what dlsm_identity_restore needs. */
+void
+dlsm_identity_switch(Oid role, DlsmIdentity *saved)
+{
+	GetUserIdAndSecContext(&saved->userid, &saved->sec_context);
+	SetUserIdAndSecContext(role, saved->sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	saved->guc_nest_level = NewGUCNestLevel();
+}
+
+/* Back to the identity and settings saved by dlsm_identity_switch. */
+void
+dlsm_identity_restore(DlsmIdentity *saved)
+{
+	AtEOXact_GUC(false, saved->guc_nest_level);
+	SetUserIdAndSecContext(saved->userid, saved->sec_context);
+}
