@@ -21,14 +21,12 @@ SELECT plan(126);
 --   args       argument types, as regtype prints them (pgTAP compares those)
 --   returns    result type, as pgTAP prints it ('setof record' for TABLE)
 --   arguments  pg_get_function_arguments(): names, types and defaults
---   pending    in DESIGN.md but not in the install script yet (TODO tests)
 CREATE TEMP TABLE api (
 	ord			int PRIMARY KEY,
 	name		name NOT NULL,
 	args		name[] NOT NULL,
 	returns		text NOT NULL,
-	arguments	text NOT NULL,
-	pending		bool NOT NULL DEFAULT false
+	arguments	text NOT NULL
 );
 INSERT INTO api VALUES
 (1, 'dlsm_create_queue', '{text,text,integer,interval}', 'regclass',
@@ -75,8 +73,7 @@ INSERT INTO api VALUES
  'queue regclass, id name DEFAULT ''id''::name, status name DEFAULT ''status''::name, '
  'kind name DEFAULT ''kind''::name, entity name DEFAULT ''entity''::name, '
  'process_id name DEFAULT ''process_id''::name, channel text DEFAULT NULL::text, '
- 'max_attempts integer DEFAULT 5, retention interval DEFAULT NULL::interval',
- true);
+ 'max_attempts integer DEFAULT 5, retention interval DEFAULT NULL::interval');
 
 -- The function a row names, or NULL when there is none.
 CREATE FUNCTION pg_temp.api_oid(name, name[]) RETURNS regprocedure
@@ -88,18 +85,18 @@ SELECT has_extension('public', 'dlsm', 'dlsm is installed in the default schema,
 SELECT is((SELECT extrelocatable FROM pg_extension WHERE extname = 'dlsm'), false,
 	'dlsm is not relocatable');
 
--- 15 API functions x 7 checks = 105 tests
-SELECT has_function('public', name, args) FROM api WHERE NOT pending ORDER BY ord;
-SELECT function_returns('public', name, args, returns) FROM api WHERE NOT pending ORDER BY ord;
+-- 16 API functions x 7 checks = 112 tests
+SELECT has_function('public', name, args) FROM api ORDER BY ord;
+SELECT function_returns('public', name, args, returns) FROM api ORDER BY ord;
 SELECT is(pg_get_function_arguments(pg_temp.api_oid(name, args)), arguments,
 		  name || ' has the argument names and defaults of DESIGN.md')
-  FROM api WHERE NOT pending ORDER BY ord;
-SELECT volatility_is('public', name, args, 'volatile') FROM api WHERE NOT pending ORDER BY ord;
-SELECT function_lang_is('public', name, args, 'c') FROM api WHERE NOT pending ORDER BY ord;
-SELECT isnt_definer('public', name, args) FROM api WHERE NOT pending ORDER BY ord;
+  FROM api ORDER BY ord;
+SELECT volatility_is('public', name, args, 'volatile') FROM api ORDER BY ord;
+SELECT function_lang_is('public', name, args, 'c') FROM api ORDER BY ord;
+SELECT isnt_definer('public', name, args) FROM api ORDER BY ord;
 SELECT isnt(obj_description(pg_temp.api_oid(name, args), 'pg_proc'), NULL,
 			name || ' has a comment (STYLE.md section 10)')
-  FROM api WHERE NOT pending ORDER BY ord;
+  FROM api ORDER BY ord;
 
 -- The result columns of the two RETURNS TABLE functions (sections 3 and 4)
 SELECT is(pg_get_function_result(pg_temp.api_oid(name, args)),
@@ -140,18 +137,7 @@ SELECT is((SELECT proconfig FROM pg_proc
 		  '{"search_path=pg_catalog, pg_temp"}'::text[],
 		  'dlsm_forget_dropped pins search_path to pg_catalog, pg_temp');
 
--- dlsm_register_queue (DESIGN.md section 2).  7 tests.
-SELECT has_function('public', name, args) FROM api WHERE pending ORDER BY ord;
-SELECT function_returns('public', name, args, returns) FROM api WHERE pending ORDER BY ord;
-SELECT is(pg_get_function_arguments(pg_temp.api_oid(name, args)), arguments,
-		  name || ' has the argument names and defaults of DESIGN.md')
-  FROM api WHERE pending ORDER BY ord;
-SELECT volatility_is('public', name, args, 'volatile') FROM api WHERE pending ORDER BY ord;
-SELECT function_lang_is('public', name, args, 'c') FROM api WHERE pending ORDER BY ord;
-SELECT isnt_definer('public', name, args) FROM api WHERE pending ORDER BY ord;
-SELECT isnt(obj_description(pg_temp.api_oid(name, args), 'pg_proc'), NULL,
-			name || ' has a comment (STYLE.md section 10)')
-  FROM api WHERE pending ORDER BY ord;
+
 
 SELECT * FROM finish();
 ROLLBACK;
