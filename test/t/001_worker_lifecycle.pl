@@ -11,38 +11,20 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+
+use lib "$ENV{TESTDIR}/test/perl";
+use DlsmTest;
 use Time::HiRes qw(gettimeofday tv_interval usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('lifecycle');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'dlsm'
+my $node = dlsm_node('lifecycle', qq{
 dlsm.reap_interval = 200
 restart_after_crash = on
 });
-$node->start;
 
 my $workers_q = q{SELECT count(*) FROM pg_stat_activity
 	WHERE backend_type = 'dlsm worker' AND datname = 'postgres'};
 my $one_worker_q = q{SELECT count(*) = 1 FROM pg_stat_activity
 	WHERE backend_type = 'dlsm worker' AND datname = 'postgres'};
-
-# Run $query until it returns 't' or $seconds passed; returns the time it
-# took, or undef.  poll_query_until with a deadline of our own.
-sub poll_within
-{
-	my ($db, $query, $seconds) = @_;
-	my $start = [gettimeofday];
-	while (tv_interval($start) < $seconds)
-	{
-		my ($out, $err) = ('', '');
-		$node->psql($db, $query, stdout => \$out, stderr => \$err);
-		return tv_interval($start) if $out eq 't' && $err eq '';
-		usleep(100_000);
-	}
-	return undef;
-}
 
 sub worker_pid
 {
@@ -97,7 +79,7 @@ END $$;
 # seconds, even though the launcher had already tried this database at
 # startup, found no extension and paused it for 60 s (fixed in c0a447b:
 # the poke used to leave that pause in place).
-my $waited = poll_within('postgres', $one_worker_q, 15);
+my $waited = poll_within($node, 'postgres', $one_worker_q, 15);
 ok(defined $waited,
 	'CREATE EXTENSION after the no-extension pause starts a worker within 15 s');
 note 'worker after CREATE EXTENSION: '
@@ -251,7 +233,7 @@ my $new_worker_q = qq{SELECT count(*) = 1 AND bool_and(pid <> $pid3)
 	WHERE backend_type = 'dlsm worker' AND datname = 'postgres'};
 # the postmaster tells the launcher (bgw_notify_pid): no need to wait for
 # its next look at the databases, 5 s later
-$waited = poll_within('postgres', $new_worker_q, 4);
+$waited = poll_within($node, 'postgres', $new_worker_q, 4);
 ok(defined $waited, 'the launcher starts a new worker promptly after SIGTERM');
 note 'new worker after SIGTERM: '
   . (defined $waited ? sprintf('%.1f s', $waited) : 'not within 4 s');

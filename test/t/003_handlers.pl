@@ -11,22 +11,18 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+
+use lib "$ENV{TESTDIR}/test/perl";
+use DlsmTest;
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('handlers');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'dlsm'
+my $node = dlsm_node('handlers', qq{
 dlsm.reap_interval = 200
 });
-$node->start;
 
-# Wait for the launcher's first look (its worker finds no extension and
-# stops), so that CREATE EXTENSION does not race with it.
-$node->wait_for_log(
-	qr/dlsm worker for database "postgres" stops: the extension is not installed there/
-);
+# Wait for the launcher's first look, so that CREATE EXTENSION does not
+# race with it.
+wait_first_look($node);
 $node->safe_psql('postgres', 'CREATE EXTENSION dlsm');
 ok( $node->poll_query_until(
 		'postgres',

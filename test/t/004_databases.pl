@@ -11,33 +11,15 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+
+use lib "$ENV{TESTDIR}/test/perl";
+use DlsmTest;
 use Time::HiRes qw(gettimeofday tv_interval usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('databases');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'dlsm'
+my $node = dlsm_node('databases', qq{
 dlsm.reap_interval = 200
 dlsm.databases = 'postgres'
 });
-$node->start;
-
-# Run $query until it returns 't' or $seconds passed; returns the time it
-# took, or undef.  poll_query_until with a deadline of our own.
-sub poll_within
-{
-	my ($db, $query, $seconds) = @_;
-	my $start = [gettimeofday];
-	while (tv_interval($start) < $seconds)
-	{
-		my ($out, $err) = ('', '');
-		$node->psql($db, $query, stdout => \$out, stderr => \$err);
-		return tv_interval($start) if $out eq 't' && $err eq '';
-		usleep(100_000);
-	}
-	return undef;
-}
 
 sub sql
 {
@@ -66,11 +48,9 @@ sub worker_pid_in
 		   WHERE backend_type = 'dlsm worker' AND datname = '$db'});
 }
 
-# Wait for the launcher's first look (its worker finds no extension and
-# stops), so that CREATE EXTENSION does not race with it.
-$node->wait_for_log(
-	qr/dlsm worker for database "postgres" stops: the extension is not installed there/
-);
+# Wait for the launcher's first look, so that CREATE EXTENSION does not
+# race with it.
+wait_first_look($node);
 sql('postgres', q{
 CREATE EXTENSION dlsm;
 -- the largest number of workers seen in a database over a window
@@ -103,7 +83,7 @@ is(sql('postgres', q{SELECT max_workers('db2', 20, 0.1)}),
 	'0', 'no worker for a database left out of dlsm.databases');
 
 sql('postgres', q{ALTER SYSTEM SET dlsm.databases = ''; SELECT pg_reload_conf()});
-my $t = poll_within('postgres', one_worker_in('db2'), 20);
+my $t = poll_within($node, 'postgres', one_worker_in('db2'), 20);
 ok(defined $t, 'after the reload the second database gets its own worker');
 note sprintf('worker of db2 started %.1f s after the reload', $t // -1);
 ok($node->poll_query_until('postgres', one_worker_in('db2')),
@@ -195,7 +175,7 @@ is( sql('postgres',
 sql('db3r', 'CREATE EXTENSION dlsm');
 # The exiting worker paused its database for 60 s; CREATE EXTENSION's poke
 # ends that pause (fixed in c0a447b: it used to stay, 60-65 s).
-$t = poll_within('postgres', one_worker_in('db3r'), 15);
+$t = poll_within($node, 'postgres', one_worker_in('db3r'), 15);
 ok(defined $t, 'CREATE EXTENSION brings the worker back within 15 s');
 note 'worker back after CREATE EXTENSION: '
   . (defined $t ? sprintf('%.1f s', $t) : 'not within 15 s');

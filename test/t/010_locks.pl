@@ -10,15 +10,13 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('locks');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'dlsm'
+use lib "$ENV{TESTDIR}/test/perl";
+use DlsmTest;
+
+my $node = dlsm_node('locks', qq{
 dlsm.reap_interval = 200
 restart_after_crash = on
 });
-$node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION dlsm');
 
 # a few grants in both scopes, the last fence remembered

@@ -10,15 +10,13 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('retention');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'dlsm'
+use lib "$ENV{TESTDIR}/test/perl";
+use DlsmTest;
+
+my $node = dlsm_node('retention', qq{
 dlsm.reap_interval = 200
 dlsm.retention_batch = 100
 });
-$node->start;
 $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION dlsm;

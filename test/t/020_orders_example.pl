@@ -10,14 +10,12 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('orders');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'dlsm'
+use lib "$ENV{TESTDIR}/test/perl";
+use DlsmTest;
+
+my $node = dlsm_node('orders', qq{
 dlsm.reap_interval = 500
 });
-$node->start;
 
 my $examples = "$ENV{TESTDIR}/examples";
 $node->safe_psql('postgres', 'CREATE EXTENSION dlsm');
