@@ -4,9 +4,10 @@
  *	  Change capture: a row trigger that enqueues each change of a table.
  *
  * dlsm_capture attaches to a source table an AFTER INSERT OR UPDATE OR
- * DELETE row trigger, dlsm_capture_<queue OID>, whose arguments carry what
- * it needs: the queue's OID, the kind to enqueue, the attribute numbers of
- * the entity's columns and of the watched columns.
+ * DELETE row trigger, dlsm_capture_<queue name>, whose arguments carry what
+ * it needs: the queue's qualified name (names, unlike OIDs, survive a dump
+ * and restore), the kind to enqueue, the attribute numbers of the entity's
+ * columns and of the watched columns.
  * For each change it enqueues, in the writer's own transaction (a rolled
  * back change leaves no request), one request whose entity is the row's
  * key and whose payload is {op, table, old, new}.  When watched columns are
@@ -31,6 +32,7 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "fmgr.h"
@@ -40,16 +42,23 @@
 #include "utils/datum.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
 
 #include "dlsm.h"
 
-/* The name of the trigger capturing into queue. */
+/*
+ * The name of the trigger capturing into queue: from the queue's name, not
+ * its OID, so that it survives a dump and restore.
+ */
 static char *
 trigger_name(Oid queue)
 {
-	return psprintf("dlsm_capture_%u", queue);
+	char		name[NAMEDATALEN];
+
+	snprintf(name, sizeof(name), "dlsm_capture_%s", get_rel_name(queue));
+	return pstrdup(name);
 }
 
 /* A list of attribute numbers, as a trigger argument: "1,3". */
@@ -166,11 +175,12 @@ dlsm_capture_attach(Oid source, DlsmQueue *queue, const char *kind,
 		}
 	}
 
-	args[0] = psprintf("%u", queue->relid);
+	args[0] = pstrdup(queue->relname);	/* qualified: survives a restore */
 	args[1] = pstrdup(kind);
 	args[2] = attnums_arg(entity, nentity);
 	args[3] = attnums_arg(watched, nwatched);
-	dlsm_plan_capture_trigger(source, queue->relid, (const char *const *) args, true);
+	dlsm_plan_capture_trigger(source, trigger_name(queue->relid),
+							  (const char *const *) args, true);
 }
 
 /* dlsm_uncapture: remove the capture trigger of queue from source. */
@@ -184,7 +194,7 @@ dlsm_capture_detach(Oid source, Oid queue)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("table \"%s\" is not captured into queue \"%s\"",
 						get_rel_name(source), get_rel_name(queue))));
-	dlsm_plan_capture_trigger(source, queue, NULL, false);
+	dlsm_plan_capture_trigger(source, trigger_name(queue), NULL, false);
 }
 
 /* The text of a column of tuple, or NULL. */
@@ -279,6 +289,7 @@ dlsm_capture_row(TriggerData *trigdata)
 	Datum		values[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	DlsmIdentity saved;
+	Oid			queue_relid;
 	char	   *old_entity;
 	char	   *new_entity;
 
@@ -327,7 +338,9 @@ dlsm_capture_row(TriggerData *trigdata)
 	values[5] = newtup ? row_json(newtup, desc) : (Datum) 0;
 	nulls[5] = newtup ? ' ' : 'n';
 
-	queue = dlsm_queue_find(atooid(trigger->tgargs[0]));
+	queue_relid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(trigger->tgargs[0])),
+								   NoLock, true);
+	queue = OidIsValid(queue_relid) ? dlsm_queue_find(queue_relid) : NULL;
 	if (queue == NULL)
 	{
 		/* the queue was dropped or unregistered: nothing to capture into */

@@ -238,7 +238,7 @@ extern int	dlsm_plan_execute_catalog_as_owner(DlsmCatalogQueryId query,
 											   Datum *values,
 											   const char *nulls);
 extern void dlsm_plan_drop_table(const char *relname, bool drop_table);
-extern void dlsm_plan_capture_trigger(Oid source, Oid queue,
+extern void dlsm_plan_capture_trigger(Oid source, const char *trigger,
 									  const char *const *args, bool attach);
 extern void dlsm_plan_adopt_table(const char *relname,
 								  const char *const *columns,

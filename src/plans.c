@@ -773,19 +773,19 @@ dlsm_plan_drop_table(const char *relname, bool drop_table)
 }
 
 /*
- * Attach (attach) or remove the capture trigger of queue on source; args
+ * Attach (attach) or remove the capture trigger named trigger on source; args
  * are its four arguments.  Runs as the caller.
  */
 void
-dlsm_plan_capture_trigger(Oid source, Oid queue, const char *const *args,
-						  bool attach)
+dlsm_plan_capture_trigger(Oid source, const char *trigger,
+						  const char *const *args, bool attach)
 {
 	StringInfoData buf;
 	StringInfoData arglist;
 	const char *subst[] = {
 		"src", quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
 										  get_rel_name(source)),
-		"trigger", quote_identifier(psprintf("dlsm_capture_%u", queue)),
+		"trigger", quote_identifier(trigger),
 		"ext", quote_identifier(dlsm_extension_schema()),
 		"args", NULL,
 		NULL
