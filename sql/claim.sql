@@ -21,11 +21,14 @@ SELECT count(*) AS rows, count(DISTINCT process_id) AS pids,
   FROM dlsm_claim('q', units => 10);
 SELECT count(*) AS nothing_left FROM dlsm_claim('q');
 
--- fences strictly increase in claim order
-SELECT bool_and(f > prev) AS increasing
-  FROM (SELECT fence AS f, lag(fence) OVER (ORDER BY claimed_at, id) AS prev
-		  FROM q) s
- WHERE prev IS NOT NULL AND f <> prev;
+-- fences are distinct per unit and increase from one claim to the next
+SELECT count(DISTINCT fence) = count(*) AS distinct_fences
+  FROM q WHERE fence IS NOT NULL;
+SELECT bool_and(lo > prev_hi) AS increasing
+  FROM (SELECT min(fence) AS lo,
+			   lag(max(fence)) OVER (ORDER BY claimed_at) AS prev_hi
+		  FROM q WHERE fence IS NOT NULL GROUP BY claimed_at) s
+ WHERE prev_hi IS NOT NULL;
 SELECT dlsm_settle('q', process_id) FROM q WHERE status = 'in-progress';
 
 -- 1. run_at: a delayed request is not claimable before its time

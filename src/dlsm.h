@@ -192,7 +192,7 @@ typedef enum DlsmQueryId
 {
 	DLSM_Q_SCAN,				/* ready candidates after a line in the sand */
 	DLSM_Q_ENTITY_STATE,		/* may this candidate's entity be claimed? */
-	DLSM_Q_CLAIM_ONE,			/* claim one request */
+	DLSM_Q_CLAIM_MANY,			/* claim single-request units together */
 	DLSM_Q_CLAIM_GROUP,			/* claim an update and the updates after it */
 	DLSM_Q_FAIL_UPDATES,		/* settle updates of a failed create as error */
 	DLSM_Q_GROUP_BUSY,			/* does another process hold the entity? */

@@ -102,25 +102,36 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  ORDER BY {id} LIMIT 1) c ON true",
 		2, {TEXTOID, INT8OID}
 	},
-	[DLSM_Q_CLAIM_ONE] = {
+	[DLSM_Q_CLAIM_MANY] = {
 		/*
-		 * $1 id, $2 process id or NULL, $3 lease, $4 entity.  Read after the
-		 * entity lock was granted: the candidate is still new and due, the
-		 * entity has nothing in progress and no older open request.
+		 * $1 ids, $2 process id or NULL, $3 lease: single-request units, one
+		 * per row, each with its own process id (unless $2) and fence.  Read
+		 * after the entity locks were granted: each candidate is still new
+		 * and due, its entity has nothing in progress and no older open
+		 * request.
 		 */
-		CLAIM_UNIT
-		"UPDATE {q} t" CLAIM_SET
-		" WHERE t.{id} {=} (SELECT c.{id} FROM {q} c, u"
-		"  WHERE c.{id} {=} $1 AND c.{status} {=} 'new' AND c.run_at {<=} u.now"
-		"  AND " ENTITY_FREE
+		"WITH u AS MATERIALIZED (SELECT pg_catalog.clock_timestamp() AS now)"
+		" UPDATE {q} t SET {status} = 'in-progress',"
+		" {pid} = (COALESCE($2, pg_catalog.gen_random_uuid())){pidin},"
+		" fence = pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass),"
+		" attempts = t.attempts {+} 1, claimed_at = u.now,"
+		" lease_until = u.now {+} $3, settled_at = NULL, detail = NULL"
+		" FROM u"
+		" WHERE t.{id} {=} ANY (SELECT c.{id} FROM {q} c, u"
+		"  WHERE c.{id} {=} ANY ($1) AND c.{status} {=} 'new'"
+		"  AND c.run_at {<=} u.now"
+		"  AND NOT EXISTS (SELECT 1 FROM {q} o WHERE o.{entity} {=} c.{entity}"
+		"   AND o.{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])"
+		"   AND (o.{status} {=} 'in-progress' OR o.{id} {<} c.{id}))"
 		"  FOR UPDATE OF c SKIP LOCKED)"
-		CLAIM_RETURNING,
-		4, {INT8OID, UUIDOID, INTERVALOID, TEXTOID}
+		" RETURNING t.{id}, t.{kind}, t.{entity}, t.payload, t.{pid}{pidout},"
+		" t.fence, t.lease_until",
+		3, {INT8ARRAYOID, UUIDOID, INTERVALOID}
 	},
 	[DLSM_Q_CLAIM_GROUP] = {
 		/*
 		 * $1 first update's id, $2 process id or NULL, $3 lease, $4 entity.
-		 * As DLSM_Q_CLAIM_ONE, and the entity's create, if any, is complete.
+		 * As DLSM_Q_CLAIM_MANY, and the entity's create, if any, is complete.
 		 * The first update is locked first: when another transaction holds
 		 * it, nothing is claimed.  The group is the updates from the first
 		 * up to the entity's next new request that is not a due update.

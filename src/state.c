@@ -150,12 +150,40 @@ get_bool(int row, int col, bool *isnull)
 									  SPI_tuptable->tupdesc, col, isnull));
 }
 
-/* Hand every row of the last claim statement to the caller. */
-static void
-emit_rows(DlsmClaimEmit emit, void *arg)
+typedef struct ClaimedRow
 {
+	int64		id;
+	HeapTuple	tuple;
+} ClaimedRow;
+
+static int
+claimed_row_cmp(const void *a, const void *b)
+{
+	int64		x = ((const ClaimedRow *) a)->id;
+	int64		y = ((const ClaimedRow *) b)->id;
+
+	return (x > y) - (x < y);
+}
+
+/* Hand the rows of the last claim statement to the caller, oldest first. */
+static void
+emit_rows_in_order(DlsmClaimEmit emit, void *arg)
+{
+	ClaimedRow *rows = palloc(sizeof(ClaimedRow) * SPI_processed);
+
 	for (uint64 i = 0; i < SPI_processed; i++)
-		emit(arg, SPI_tuptable->vals[i], SPI_tuptable->tupdesc);
+	{
+		bool		isnull;
+
+		rows[i].tuple = SPI_tuptable->vals[i];
+		rows[i].id = DatumGetInt64(SPI_getbinval(rows[i].tuple,
+												 SPI_tuptable->tupdesc, 1,
+												 &isnull));
+	}
+	qsort(rows, SPI_processed, sizeof(ClaimedRow), claimed_row_cmp);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		emit(arg, rows[i].tuple, SPI_tuptable->tupdesc);
+	pfree(rows);
 }
 
 /*
@@ -197,7 +225,8 @@ fail_updates_of_failed_create(DlsmQueue *queue, Candidate *c)
 }
 
 /*
- * Try to claim the unit that starts at candidate c.  The claim statement
+ * Try to claim the group of updates that starts at candidate c.  The claim
+ * statement
  * runs after the entity lock is granted, with a fresh snapshot, so it sees
  * every claim of the entity that committed before.  On success the lock
  * stays held until the transaction ends; otherwise it is released.
@@ -209,7 +238,6 @@ try_candidate(DlsmClaimArgs *args, Candidate *c, Datum lease,
 	DlsmQueue  *queue = args->queue;
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
-	bool		is_update = strcmp(c->kind, "update") == 0;
 	int			rc;
 
 	if (!dlsm_lock_entity_try(queue->relid, c->entity))
@@ -220,24 +248,21 @@ try_candidate(DlsmClaimArgs *args, Candidate *c, Datum lease,
 	nulls[1] = args->process_id ? ' ' : 'n';
 	values[2] = lease;
 	values[3] = CStringGetTextDatum(c->entity);
-	rc = dlsm_plan_execute(queue,
-						   is_update ? DLSM_Q_CLAIM_GROUP : DLSM_Q_CLAIM_ONE,
-						   values, nulls, 0);
+	rc = dlsm_plan_execute(queue, DLSM_Q_CLAIM_GROUP, values, nulls, 0);
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "unexpected result from a claim: %s",
 			 SPI_result_code_string(rc));
 	if (SPI_processed > 0)
 	{
 		wake_at_abort = true;
-		emit_rows(emit, arg);
+		emit_rows_in_order(emit, arg);
 		SPI_freetuptable(SPI_tuptable);
 		return CANDIDATE_CLAIMED;
 	}
 	SPI_freetuptable(SPI_tuptable);
 
 	/* busy, waiting for its create, or taken by a client locking by hand */
-	if (is_update)
-		fail_updates_of_failed_create(queue, c);
+	fail_updates_of_failed_create(queue, c);
 	dlsm_lock_entity_release(queue->relid, c->entity);
 	return CANDIDATE_SKIPPED;
 }
@@ -253,8 +278,67 @@ seen_entity(HTAB *seen, const char *entity, bool add)
 }
 
 /*
+ * Claim, in one statement, the single-request units starting at the n
+ * candidates whose entity locks are held; release the locks of those that
+ * turned out not claimable.  Returns the units claimed.
+ */
+static int
+claim_singles(DlsmClaimArgs *args, Candidate **cands, int n, Datum lease,
+			  DlsmClaimEmit emit, void *arg)
+{
+	DlsmQueue  *queue = args->queue;
+	Datum	   *ids;
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	int			rc;
+	uint64		claimed;
+
+	if (n == 0)
+		return 0;
+	ids = palloc(sizeof(Datum) * n);
+	for (int i = 0; i < n; i++)
+		ids[i] = Int64GetDatum(cands[i]->id);
+	values[0] = PointerGetDatum(construct_array(ids, n, INT8OID, 8,
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[1] = args->process_id ? UUIDPGetDatum(args->process_id) : (Datum) 0;
+	nulls[1] = args->process_id ? ' ' : 'n';
+	values[2] = lease;
+	rc = dlsm_plan_execute(queue, DLSM_Q_CLAIM_MANY, values, nulls, 0);
+	if (rc != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "unexpected result from a claim: %s",
+			 SPI_result_code_string(rc));
+	claimed = SPI_processed;
+	if (claimed > 0)
+	{
+		wake_at_abort = true;
+		emit_rows_in_order(emit, arg);
+	}
+
+	/* busy, or taken by a client locking by hand: give the entity back */
+	for (int i = 0; i < n; i++)
+	{
+		bool		found = false;
+
+		for (uint64 r = 0; r < claimed && !found; r++)
+		{
+			bool		isnull;
+
+			found = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r],
+												SPI_tuptable->tupdesc, 1,
+												&isnull)) == cands[i]->id;
+		}
+		if (!found)
+			dlsm_lock_entity_release(queue->relid, cands[i]->entity);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return (int) claimed;
+}
+
+/*
  * One walk over the ready rows from the line in the sand; returns the
- * number of units claimed.
+ * number of units claimed.  Single-request units are claimed together, one
+ * statement for the candidates of each scan; an update and its group are
+ * claimed on their own.
  */
 static int
 claim_pass(DlsmClaimArgs *args, Datum lease, DlsmClaimEmit emit, void *arg,
@@ -277,6 +361,8 @@ claim_pass(DlsmClaimArgs *args, Datum lease, DlsmClaimEmit emit, void *arg,
 	{
 		Datum		values[1] = {Int64GetDatum(line)};
 		Candidate	batch[SCAN_BATCH];
+		Candidate  *singles[SCAN_BATCH];
+		int			nsingles = 0;
 		int			n;
 
 		if (dlsm_plan_execute(args->queue, DLSM_Q_SCAN, values, NULL, 0) !=
@@ -297,21 +383,31 @@ claim_pass(DlsmClaimArgs *args, Datum lease, DlsmClaimEmit emit, void *arg,
 		}
 		SPI_freetuptable(SPI_tuptable);
 
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n && units + nsingles < args->units; i++)
 		{
 			line = batch[i].id;
 			if (seen_entity(seen, batch[i].entity, false))
 				continue;
 			/* claimed or not, an entity is looked at once per pass */
 			seen_entity(seen, batch[i].entity, true);
-			if (try_candidate(args, &batch[i], lease, emit, arg) ==
-				CANDIDATE_CLAIMED && ++units >= args->units)
-				goto done;
+			if (strcmp(batch[i].kind, "update") != 0)
+			{
+				if (dlsm_lock_entity_try(args->queue->relid, batch[i].entity))
+					singles[nsingles++] = &batch[i];
+				continue;
+			}
+			/* an older single goes first: claim those gathered so far */
+			units += claim_singles(args, singles, nsingles, lease, emit, arg);
+			nsingles = 0;
+			if (units < args->units &&
+				try_candidate(args, &batch[i], lease, emit, arg) ==
+				CANDIDATE_CLAIMED)
+				units++;
 		}
-		if (n < SCAN_BATCH)
+		units += claim_singles(args, singles, nsingles, lease, emit, arg);
+		if (units >= args->units || n < SCAN_BATCH)
 			break;
 	}
-done:
 	MemoryContextSwitchTo(oldcontext);
 	MemoryContextReset(pass_context);
 	return units;
