@@ -11,7 +11,7 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use Time::HiRes qw(gettimeofday tv_interval usleep);
 
-our @EXPORT = qw(dlsm_node wait_first_look poll_within);
+our @EXPORT = qw(dlsm_node wait_first_look install_dlsm poll_within);
 
 # A started cluster named $name with dlsm preloaded and the extra settings
 # in $conf (postgresql.conf lines).
@@ -36,6 +36,19 @@ sub wait_first_look
 	$node->wait_for_log(
 		qr/dlsm worker for database "postgres" stops: the extension is not installed there/
 	);
+}
+
+# After the launcher's first look, CREATE EXTENSION dlsm in postgres and
+# wait for its worker; true once exactly one worker runs there.
+sub install_dlsm
+{
+	my ($node) = @_;
+	wait_first_look($node);
+	$node->safe_psql('postgres', 'CREATE EXTENSION dlsm');
+	return $node->poll_query_until(
+		'postgres',
+		q{SELECT count(*) = 1 FROM pg_stat_activity
+		  WHERE backend_type = 'dlsm worker' AND datname = 'postgres'});
 }
 
 # Run $query in $db until it returns 't' or $seconds passed; returns the

@@ -26,15 +26,7 @@ dlsm.reap_interval = 1000
 track_commit_timestamp = on
 });
 
-# Wait for the launcher's first look, so that CREATE EXTENSION does not
-# race with it.
-wait_first_look($node);
-$node->safe_psql('postgres', 'CREATE EXTENSION dlsm');
-ok( $node->poll_query_until(
-		'postgres',
-		q{SELECT count(*) = 1 FROM pg_stat_activity
-		  WHERE backend_type = 'dlsm worker' AND datname = 'postgres'}),
-	'the worker runs');
+ok(install_dlsm($node), 'the worker runs');
 my $worker_pid = $node->safe_psql('postgres',
 	q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'dlsm worker'});
 
