@@ -114,3 +114,9 @@ SELECT dlsm_create_queue('pg_temp.tq');
 SELECT dlsm_wake();
 SET dlsm.no_such_setting = 1;
 SET dlsm.default_lease = 0;
+
+-- a stats function declared with columns the library does not serve
+CREATE FUNCTION wrong_stats(OUT queue regclass, OUT new int8)
+RETURNS SETOF record AS 'dlsm', 'dlsm_queue_stats' LANGUAGE C;
+SELECT * FROM wrong_stats();
+DROP FUNCTION wrong_stats();

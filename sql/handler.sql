@@ -37,7 +37,7 @@ SELECT count(*) FROM dlsm_claim('hq', lease => '1 ms');
 SELECT pg_sleep(0.01);
 SELECT queue, new, in_progress, complete, error, ready, delayed,
 	   waiting_on_create, oldest_ready_age IS NOT NULL AS has_oldest,
-	   expired_leases
+	   expired_leases, oldest_claim_age >= interval '10 ms' AS claim_aged
   FROM dlsm_queue_stats WHERE queue = 'hq'::regclass;
 -- monitoring is for pg_monitor
 SET ROLE dlsm_stranger;

@@ -30,6 +30,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
@@ -605,8 +606,22 @@ dlsm_queue_stats(PG_FUNCTION_ARGS)
 	bool		monitor = has_privs_of_role(GetUserId(), ROLE_PG_MONITOR);
 	List	   *relids;
 	ListCell   *lc;
+	int			natts;
 
 	InitMaterializedSRF(fcinfo, 0);
+
+	/*
+	 * The columns the installed SQL declares: 1.0's function lacks the last
+	 * one until ALTER EXTENSION dlsm UPDATE, and is served as it is.
+	 */
+	natts = rsinfo->setDesc->natts;
+	if (natts != DLSM_STATS_COLUMNS && natts != DLSM_STATS_COLUMNS_1_0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("function %s declares %d result columns, but dlsm_queue_stats serves %d or %d",
+						format_procedure(fcinfo->flinfo->fn_oid), natts,
+						DLSM_STATS_COLUMNS_1_0, DLSM_STATS_COLUMNS),
+				 errhint("Run ALTER EXTENSION dlsm UPDATE.")));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	relids = dlsm_queue_list();
@@ -616,8 +631,8 @@ dlsm_queue_stats(PG_FUNCTION_ARGS)
 		bool		readable = pg_class_aclcheck(relid, GetUserId(),
 												 ACL_SELECT) == ACLCHECK_OK;
 		DlsmQueue  *queue;
-		Datum		values[12];
-		bool		nulls[12];
+		Datum		values[DLSM_STATS_COLUMNS];
+		bool		nulls[DLSM_STATS_COLUMNS];
 		DlsmIdentity saved;
 
 		if (!readable && !monitor)

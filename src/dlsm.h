@@ -291,6 +291,9 @@ extern TimestampTz dlsm_state_heartbeat(DlsmQueue *queue,
 										int64 lease_us);
 extern int64 dlsm_state_reap(DlsmQueue *queue);
 extern int64 dlsm_state_purge(DlsmQueue *queue, int batch);
+/* dlsm_queue_stats has 13 columns since 1.1 (12 in 1.0's SQL) */
+#define DLSM_STATS_COLUMNS		13
+#define DLSM_STATS_COLUMNS_1_0	12
 extern void dlsm_state_stats(DlsmQueue *queue, Datum *values, bool *nulls);
 extern int64 dlsm_state_enqueue(DlsmQueue *queue, Datum entity, Datum kind,
 								Datum payload, bool payload_null,

@@ -292,7 +292,9 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'in-progress'"
 		"  AND lease_until {<} pg_catalog.clock_timestamp()),"
 		" pg_catalog.pg_stat_get_dead_tuples($1),"
-		" pg_catalog.pg_stat_get_last_autovacuum_time($1)"
+		" pg_catalog.pg_stat_get_last_autovacuum_time($1),"
+		" pg_catalog.now() {-} pg_catalog.min(claimed_at)"
+		"  FILTER (WHERE {status} {=} 'in-progress')"
 		" FROM {q} t",
 		1, {OIDOID}
 	},

@@ -690,8 +690,8 @@ dlsm_state_purge(DlsmQueue *queue, int batch)
 }
 
 /*
- * The queue's row of dlsm_queue_stats, after its first column: eleven
- * values, copied into the caller's memory.
+ * The queue's row of dlsm_queue_stats, after its first column: twelve
+ * values (DLSM_STATS_COLUMNS less one), copied into the caller's memory.
  */
 void
 dlsm_state_stats(DlsmQueue *queue, Datum *values, bool *nulls)
