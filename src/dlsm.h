@@ -191,6 +191,7 @@ extern List *dlsm_queue_list(void);
 typedef enum DlsmQueryId
 {
 	DLSM_Q_SCAN,				/* ready candidates after a line in the sand */
+	DLSM_Q_SCAN_WIDE,			/* the same, eight times as many */
 	DLSM_Q_ENTITY_STATE,		/* may this candidate's entity be claimed? */
 	DLSM_Q_CLAIM_MANY,			/* claim single-request units together */
 	DLSM_Q_CLAIM_GROUP,			/* claim an update and the updates after it */

@@ -90,6 +90,14 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" ORDER BY {id} LIMIT 16",
 		1, {INT8OID}
 	},
+	[DLSM_Q_SCAN_WIDE] = {
+		/* $1 line in the sand: as DLSM_Q_SCAN, for many units or busy rows */
+		"SELECT {id}, {kind}, {entity} FROM {q}"
+		" WHERE {status} {=} 'new' AND {id} {>} $1"
+		" AND run_at {<=} pg_catalog.clock_timestamp()"
+		" ORDER BY {id} LIMIT 128",
+		1, {INT8OID}
+	},
 	[DLSM_Q_ENTITY_STATE] = {
 		/* $1 entity, $2 candidate id: its create, and is it blocked? */
 		"SELECT c.st, c.cid, EXISTS (SELECT 1 FROM {q} o"

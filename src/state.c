@@ -52,8 +52,13 @@
 
 #include "dlsm.h"
 
-/* Candidates read per scan; must match the LIMIT of DLSM_Q_SCAN. */
+/*
+ * Candidates read per scan; must match the LIMITs of DLSM_Q_SCAN and
+ * DLSM_Q_SCAN_WIDE.  A pass scans wide when it claims many units, or once
+ * a scan claimed nothing (rows waiting behind a busy entity).
+ */
 #define SCAN_BATCH 16
+#define SCAN_WIDE 128
 
 /* A waiting claim looks again at least this often, for delayed rows. */
 #define WAIT_RECHECK_MS 1000
@@ -346,6 +351,7 @@ claim_pass(DlsmClaimArgs *args, Datum lease, DlsmClaimEmit emit, void *arg,
 {
 	int64		line = args->after;
 	int			units = 0;
+	bool		wide = args->units > SCAN_BATCH;
 	HTAB	   *seen;
 	HASHCTL		ctl;
 	MemoryContext oldcontext;
@@ -360,13 +366,16 @@ claim_pass(DlsmClaimArgs *args, Datum lease, DlsmClaimEmit emit, void *arg,
 	for (;;)
 	{
 		Datum		values[1] = {Int64GetDatum(line)};
-		Candidate	batch[SCAN_BATCH];
-		Candidate  *singles[SCAN_BATCH];
+		Candidate	batch[SCAN_WIDE];
+		Candidate  *singles[SCAN_WIDE];
 		int			nsingles = 0;
+		int			limit = wide ? SCAN_WIDE : SCAN_BATCH;
+		int			before = units;
 		int			n;
 
-		if (dlsm_plan_execute(args->queue, DLSM_Q_SCAN, values, NULL, 0) !=
-			SPI_OK_SELECT)
+		if (dlsm_plan_execute(args->queue,
+							  wide ? DLSM_Q_SCAN_WIDE : DLSM_Q_SCAN,
+							  values, NULL, 0) != SPI_OK_SELECT)
 			elog(ERROR, "unexpected result from the candidate scan");
 		n = (int) SPI_processed;
 		for (int i = 0; i < n; i++)
@@ -405,8 +414,10 @@ claim_pass(DlsmClaimArgs *args, Datum lease, DlsmClaimEmit emit, void *arg,
 				units++;
 		}
 		units += claim_singles(args, singles, nsingles, lease, emit, arg);
-		if (units >= args->units || n < SCAN_BATCH)
+		if (units >= args->units || n < limit)
 			break;
+		if (units == before)
+			wide = true;
 	}
 	MemoryContextSwitchTo(oldcontext);
 	MemoryContextReset(pass_context);
