@@ -123,3 +123,17 @@ SELECT count(*) AS g3_waits_for_g2 FROM dlsm_claim('q');
 UPDATE q SET run_at = now() WHERE id = :g2;
 SELECT count(*) AS g2_and_g3 FROM dlsm_claim('q');
 SELECT dlsm_settle('q', process_id) FROM q WHERE status = 'in-progress' GROUP BY process_id;
+
+-- many rows behind a busy entity: the claim reads past all of them
+SELECT dlsm_create_queue('wide');
+INSERT INTO wide (entity, kind) VALUES ('busy', 'create');
+SELECT count(*) AS held FROM dlsm_claim('wide', lease => '1 hour');
+INSERT INTO wide (entity, kind) SELECT 'busy', 'update' FROM generate_series(1, 300);
+INSERT INTO wide (entity) SELECT 'free' || g FROM generate_series(1, 200) g;
+SELECT entity FROM dlsm_claim('wide');
+-- many units at once: 150 of the 199 free creates, each its own unit
+SELECT count(*) AS rows, count(DISTINCT process_id) AS units,
+	   min(entity) FILTER (WHERE entity LIKE 'busy%') AS busy
+  FROM dlsm_claim('wide', units => 150);
+SELECT status, kind, count(*) FROM wide GROUP BY status, kind ORDER BY 1, 2;
+DROP TABLE wide;
