@@ -47,3 +47,17 @@ installcheck-pgtap:
 	pg_prove --ext .sql -r test/pgtap
 
 .PHONY: installcheck-pgtap
+
+# valgrind memcheck: the regress and isolation suites against a server run
+# under valgrind; fails on any valgrind error with a frame in dlsm.so
+installcheck-valgrind:
+	bash test/valgrind.sh REGRESS="$(REGRESS)" ISOLATION="$(ISOLATION)"
+
+.PHONY: installcheck-valgrind
+
+# the same suites against a dlsm.so built with -fsanitize=undefined, in a
+# private copy of the installation (the installed dlsm.so is left alone)
+installcheck-ubsan:
+	bash test/ubsan.sh REGRESS="$(REGRESS)" ISOLATION="$(ISOLATION)"
+
+.PHONY: installcheck-ubsan

@@ -8,6 +8,7 @@
 #   pgtap       pg_prove, test/pgtap/
 #   tap         prove, test/t/: the background worker, crashes, restarts
 #   stress      test/stress/stress.sh: many clients, kills and a crash
+#   meta        test/meta.pl: META.json against the PGXN Meta Spec and the repo
 # It ends with one line "N passed, N failed" over all suites.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -90,6 +91,17 @@ p=$(grep -cE '^ok ' "$logdir/stress.log")
 f=$(grep -cE '^not ok ' "$logdir/stress.log")
 if [ "$p" = 0 ] && [ "$f" = 0 ]; then f=1; tail -20 "$logdir/stress.log"; fi
 record stress "$p" "$f"
+
+# META.json: the PGXN Meta Spec, and versions agreeing with dlsm.control
+echo "== meta"
+perl test/meta.pl >"$logdir/meta.log" 2>&1
+rc=$?
+p=$(grep -cE '^ok ' "$logdir/meta.log")
+f=$(grep -cE '^not ok ' "$logdir/meta.log")
+if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
+record meta "$p" "$f"
+echo "meta: $p of $((p + f)) checks of META.json passed"
+grep -E '^not ok|^# ' "$logdir/meta.log" | head -40
 
 echo "== summary"
 printf '%s\n' "${summary[@]}"
