@@ -52,6 +52,13 @@ SELECT dlsm_enqueue('fq', 'x');
 SELECT fence AS claim_fence FROM dlsm_claim('fq') \gset
 SELECT dlsm_try_lock('after-claim') > :claim_fence AS lock_after_claim;
 
+-- a long multibyte name: dlsm_locks shows it cut at a character boundary
+BEGIN;
+SELECT dlsm_try_lock(repeat('é', 100)) IS NOT NULL AS granted;
+SELECT length(name) AS chars, octet_length(name) AS bytes
+  FROM dlsm_locks WHERE name LIKE 'é%';
+ROLLBACK;
+
 -- errors
 SELECT dlsm_try_lock(NULL);
 SELECT dlsm_try_lock('');

@@ -772,11 +772,13 @@ dlsm_locks(PG_FUNCTION_ARGS)
 		bool		isnull;
 		char	   *name = SPI_getvalue(SPI_tuptable->vals[r],
 										SPI_tuptable->tupdesc, 1);
+		char		clipped[DLSM_NAMED_LEN];
 		int			waiters = 0;
 
+		dlsm_shmem_clip_name(name, clipped);
 		for (int i = 0; i < n; i++)
 			waiters += named[i].waiting &&
-				strncmp(named[i].name, name, DLSM_NAMED_LEN - 1) == 0;
+				strcmp(named[i].name, clipped) == 0;
 		values[0] = CStringGetTextDatum(name);
 		values[1] = CStringGetTextDatum("lease");
 		values[2] = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 2, &isnull);

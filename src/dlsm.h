@@ -110,6 +110,7 @@ extern void dlsm_shmem_wake_launcher(void);
 extern int	dlsm_shmem_copy_slots(DlsmWorkerSlot *out);
 extern void dlsm_shmem_count_listener(Oid dboid, int delta);
 extern bool dlsm_shmem_anyone_listens(Oid dboid);
+extern void dlsm_shmem_clip_name(const char *name, char *out);
 extern int	dlsm_shmem_named_enter(const char *name, bool lease);
 extern void dlsm_shmem_named_granted(int entry, int64 fence);
 extern void dlsm_shmem_named_leave(int entry);

@@ -28,6 +28,7 @@
  */
 #include "postgres.h"
 
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/condition_variable.h"
@@ -203,6 +204,19 @@ dlsm_shmem_copy_slots(DlsmWorkerSlot *out)
 }
 
 /*
+ * A lock name as the shared entries keep it: at most DLSM_NAMED_LEN - 1
+ * bytes, cut at a character boundary.
+ */
+void
+dlsm_shmem_clip_name(const char *name, char *out)
+{
+	int			len = pg_mbcliplen(name, strlen(name), DLSM_NAMED_LEN - 1);
+
+	memcpy(out, name, len);
+	out[len] = '\0';
+}
+
+/*
  * A transaction starts waiting for the named lock name: take an entry.
  * Returns its index, or -1 when there is no shared state or no free entry.
  */
@@ -225,7 +239,7 @@ dlsm_shmem_named_enter(const char *name, bool lease)
 		e->lease = lease;
 		e->fence = 0;
 		e->since = GetCurrentTimestamp();
-		strlcpy(e->name, name, DLSM_NAMED_LEN);
+		dlsm_shmem_clip_name(name, e->name);
 		dlsm_shared->named_db[i] = MyDatabaseId;
 		found = i;
 		break;
