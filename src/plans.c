@@ -67,6 +67,13 @@
 	"   AND o.{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])" \
 	"   AND (o.{status} {=} 'in-progress' OR o.{id} {<} $1))"
 
+/* Ready rows after the line in the sand ($1), oldest first, up to a limit. */
+#define SCAN_READY \
+	"SELECT {id}, {kind}, {entity} FROM {q}" \
+	" WHERE {status} {=} 'new' AND {id} {>} $1" \
+	" AND run_at {<=} pg_catalog.clock_timestamp()" \
+	" ORDER BY {id} LIMIT "
+
 /* Exponential backoff for retries: 1 s, 2 s, 4 s ... at most an hour. */
 #define RETRY_BACKOFF \
 	"LEAST('1 second'::pg_catalog.interval {*}" \
@@ -84,18 +91,12 @@ typedef struct DlsmQueryDef
 static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	[DLSM_Q_SCAN] = {
 		/* $1 line in the sand */
-		"SELECT {id}, {kind}, {entity} FROM {q}"
-		" WHERE {status} {=} 'new' AND {id} {>} $1"
-		" AND run_at {<=} pg_catalog.clock_timestamp()"
-		" ORDER BY {id} LIMIT 16",
+		SCAN_READY "16",
 		1, {INT8OID}
 	},
 	[DLSM_Q_SCAN_WIDE] = {
-		/* $1 line in the sand: as DLSM_Q_SCAN, for many units or busy rows */
-		"SELECT {id}, {kind}, {entity} FROM {q}"
-		" WHERE {status} {=} 'new' AND {id} {>} $1"
-		" AND run_at {<=} pg_catalog.clock_timestamp()"
-		" ORDER BY {id} LIMIT 128",
+		/* $1 line in the sand: for many units, or past busy rows */
+		SCAN_READY "128",
 		1, {INT8OID}
 	},
 	[DLSM_Q_ENTITY_STATE] = {
