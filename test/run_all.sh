@@ -22,7 +22,8 @@ else
 fi
 export PATH=/usr/lib/postgresql/15/bin:$PATH
 logdir=$top/test/log
-rm -rf "$logdir"; mkdir -p "$logdir"; chown postgres: "$logdir" 2>/dev/null || true
+rm -rf "$logdir"; mkdir -p "$logdir"
+if [ "$(id -u)" = 0 ]; then chown postgres: "$logdir"; fi
 
 total_pass=0
 total_fail=0

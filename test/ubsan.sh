@@ -60,28 +60,14 @@ link_tree "$pkglibdir"
 link_tree "$sharedir"
 mkdir -p "$dir/root$bindir"
 cp "$bindir/postgres" "$dir/root$bindir/postgres"
-chown -R postgres: "$dir" 2>/dev/null || true
-
-as_postgres "$PGBIN/initdb" -D "$dir/data" -A trust -E UTF8 --locale=C.UTF-8 \
-	>"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log"; exit 2; }
-cat <<EOF | as_postgres tee -a "$dir/data/postgresql.conf" >/dev/null
-shared_preload_libraries = 'dlsm'
-dlsm.reap_interval = '1h'
-max_connections = 100
-port = $port
-listen_addresses = ''
-unix_socket_directories = '$dir'
-jit = off
-log_line_prefix = '%m [%p] %b '
-EOF
+give_to_postgres "$dir"
+cluster_init "$dir" "$port" "dlsm.reap_interval = '1h'" "jit = off" \
+	"log_line_prefix = '%m [%p] %b '" || exit 2
 
 # The sanitizer reports on the server's stderr, into server.log.
 as_postgres env UBSAN_OPTIONS=print_stacktrace=1 \
 	"$dir/root$bindir/postgres" -D "$dir/data" >"$dir/server.log" 2>&1 &
-stop_server() {
-	as_postgres "$PGBIN/pg_ctl" -D "$dir/data" -m fast -w -t 120 stop >/dev/null 2>&1 || true
-}
-trap stop_server EXIT
+trap 'cluster_stop 120' EXIT
 
 export PGHOST=$dir PGPORT=$port PGUSER=postgres
 for _ in $(seq 1 60); do
@@ -97,7 +83,7 @@ if [ "$libdir" != "$dir/root$pkglibdir" ]; then
 fi
 
 suites_run "$dir"
-stop_server
+cluster_stop 120
 trap - EXIT
 suites_report "$dir"
 

@@ -35,21 +35,10 @@ command -v valgrind >/dev/null || { echo "valgrind: not installed (apt-get insta
 suites_parse "$@" || exit 2
 
 rm -rf "$dir"
+cluster_init "$dir" "$port" "dlsm.reap_interval = '1h'" "huge_pages = off" \
+	"fsync = off" "log_line_prefix = '%m [%p] %b '" || exit 2
 mkdir -p "$dir/vg"
-chown -R postgres: "$dir" 2>/dev/null || true
-as_postgres "$PGBIN/initdb" -D "$dir/data" -A trust -E UTF8 --locale=C.UTF-8 \
-	>"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log"; exit 2; }
-cat <<EOF | as_postgres tee -a "$dir/data/postgresql.conf" >/dev/null
-shared_preload_libraries = 'dlsm'
-dlsm.reap_interval = '1h'
-max_connections = 100
-port = $port
-listen_addresses = ''
-unix_socket_directories = '$dir'
-huge_pages = off
-fsync = off
-log_line_prefix = '%m [%p] %b '
-EOF
+give_to_postgres "$dir/vg"
 
 # The postmaster forks every other process without exec, so each child keeps
 # running under valgrind and gets its own log (%p); --trace-children follows
@@ -64,10 +53,8 @@ as_postgres valgrind --tool=memcheck --trace-children=yes \
 	--fullpath-after= --log-file="$dir/vg/%p.log" ${VG_OPTS:-} \
 	"$PGBIN/postgres" -D "$dir/data" >"$dir/server.log" 2>&1 &
 
-stop_server() {
-	as_postgres "$PGBIN/pg_ctl" -D "$dir/data" -m fast -w -t 900 stop >/dev/null 2>&1 || true
-}
-trap stop_server EXIT
+# (the last backends' valgrind summaries take a while: wait up to 900 s)
+trap 'cluster_stop 900' EXIT
 
 export PGHOST=$dir PGPORT=$port PGUSER=postgres
 ready=
@@ -85,7 +72,7 @@ echo "valgrind: server up after $(( $(date +%s) - start )) s, logs in $dir/vg"
 export PGISOLATIONTIMEOUT=${PGISOLATIONTIMEOUT:-3000}
 suites_run "$dir"
 tests_done=$(date +%s)
-stop_server
+cluster_stop 900
 trap - EXIT
 echo "valgrind: tests took $((tests_done - start)) s (server start included)"
 

@@ -8,14 +8,25 @@ as_postgres() {
 	if [ "$(id -un)" = postgres ]; then "$@"; else runuser -u postgres -- "$@"; fi
 }
 
-# cluster_start DIR PORT [extra postgresql.conf lines...]
-cluster_start() {
+# give_to_postgres PATH...: let the postgres OS user write PATH (as root;
+# running as postgres, it is postgres's already)
+give_to_postgres() {
+	if [ "$(id -u)" = 0 ]; then chown -R postgres: "$@"; fi
+}
+
+# cluster_init DIR PORT [extra postgresql.conf lines...]: a new cluster in
+# DIR/data with dlsm preloaded, listening on a socket in DIR only, not
+# started.  Sets CLUSTER_DIR and CLUSTER_PORT.  Other files in DIR stay.
+cluster_init() {
 	CLUSTER_DIR=$1; CLUSTER_PORT=$2; shift 2
-	rm -rf "$CLUSTER_DIR"
 	mkdir -p "$CLUSTER_DIR"
-	chown postgres: "$CLUSTER_DIR" 2>/dev/null || true
-	as_postgres "$PGBIN/initdb" -D "$CLUSTER_DIR/data" -A trust -E UTF8 \
-		--locale=C.UTF-8 >"$CLUSTER_DIR/initdb.log" 2>&1
+	rm -rf "$CLUSTER_DIR/data"
+	give_to_postgres "$CLUSTER_DIR"
+	if ! as_postgres "$PGBIN/initdb" -D "$CLUSTER_DIR/data" -A trust -E UTF8 \
+		--locale=C.UTF-8 >"$CLUSTER_DIR/initdb.log" 2>&1; then
+		cat "$CLUSTER_DIR/initdb.log"
+		return 1
+	fi
 	{
 		echo "shared_preload_libraries = 'dlsm'"
 		echo "port = $CLUSTER_PORT"
@@ -25,6 +36,13 @@ cluster_start() {
 		echo "fsync = on"
 		for line in "$@"; do echo "$line"; done
 	} | as_postgres tee -a "$CLUSTER_DIR/data/postgresql.conf" >/dev/null
+}
+
+# cluster_start DIR PORT [extra postgresql.conf lines...]: cluster_init in
+# an emptied DIR, then start it and point PG* at it
+cluster_start() {
+	rm -rf "$1"
+	cluster_init "$@" || return 1
 	as_postgres "$PGBIN/pg_ctl" -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" \
 		-w -t 60 start >/dev/null
 	export PGHOST=$CLUSTER_DIR PGPORT=$CLUSTER_PORT PGUSER=postgres PGDATABASE=postgres
@@ -37,9 +55,12 @@ cluster_restart() {
 		-w -t 60 start >/dev/null
 }
 
+# cluster_stop [seconds]: a fast stop of the cluster, if it runs; waits up
+# to seconds (60) for it
 cluster_stop() {
 	[ -n "${CLUSTER_DIR:-}" ] || return 0
-	as_postgres "$PGBIN/pg_ctl" -D "$CLUSTER_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
+	as_postgres "$PGBIN/pg_ctl" -D "$CLUSTER_DIR/data" status >/dev/null 2>&1 || return 0
+	as_postgres "$PGBIN/pg_ctl" -D "$CLUSTER_DIR/data" -m fast -w -t "${1:-60}" stop >/dev/null
 }
 
 # cluster_psql ARGS...: psql against the cluster, quiet, stop on error

@@ -142,7 +142,7 @@ cluster_start "$STRESS_DIR" "$STRESS_PORT" \
 LOGS=$STRESS_DIR/logs
 STOP_FILE=$STRESS_DIR/stop
 mkdir -p "$LOGS"
-chown postgres: "$LOGS" 2>/dev/null || true
+give_to_postgres "$LOGS"
 
 spsql 60 stress-setup -f - <"$HERE/stress.sql" >"$LOGS/setup.log" 2>&1 \
 	|| { cat "$LOGS/setup.log" >&2; bail "setup failed"; }
