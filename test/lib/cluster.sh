@@ -14,6 +14,21 @@ give_to_postgres() {
 	if [ "$(id -u)" = 0 ]; then chown -R postgres: "$@"; fi
 }
 
+# tree_copy DEST: copy the source tree (the current directory) to DEST, a
+# new directory, without .git and what builds and test runs leave there.
+# For runs that need the tree where the postgres OS user can read and write
+# it: a clone under /root (mode 700) is out of its reach, and a user's clone
+# should not change owner.  Follow with give_to_postgres DEST.
+tree_copy() {
+	mkdir "$1" || return 1
+	tar -cf - --exclude=.git --exclude=./bench/peers/node_modules \
+		--exclude=./bench/out --exclude=./test/stress/out --exclude=log \
+		--exclude=tmp_check --exclude=tmp_check_iso --exclude=results \
+		--exclude=output_iso --exclude=regression.diffs \
+		--exclude=regression.out --exclude='*.o' --exclude='*.so' \
+		--exclude='*.bc' . | tar -C "$1" -xf -
+}
+
 # cluster_init DIR PORT [extra postgresql.conf lines...]: a new cluster in
 # DIR/data with dlsm preloaded, listening on a socket in DIR only, not
 # started.  Sets CLUSTER_DIR and CLUSTER_PORT.  Other files in DIR stay.
