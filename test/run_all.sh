@@ -9,30 +9,111 @@
 #   tap         prove, test/t/: the background worker, crashes, restarts
 #   stress      test/stress/stress.sh: many clients, kills and a crash
 #   meta        test/meta.pl: META.json against the PGXN Meta Spec and the repo
-# It ends with one line "N passed, N failed" over all suites.
+# `bash test/run_all.sh SUITE...` runs only the suites named.
+#
+# Where it runs: as root, never in the tree it was called from.  The suites
+# run as postgres, who must read the tree and write in it (results/,
+# tmp_check/), and may not even be able to enter it: a clone in /root (mode
+# 700) or any private directory.  Changing the owner of the user's clone
+# would be hostile (git then calls it "dubious ownership").  So it copies the
+# tree, without .git and build products, to /tmp/dlsm-test-<hash of the
+# tree's path>, builds and installs dlsm from the copy (test/setup.sh), gives
+# the copy to postgres and runs every suite there.  The logs are copied back
+# to test/log; the copy is removed after a clean run and kept after a
+# failure (its tmp_check/ and results/ hold the details).  Run as postgres,
+# it runs in place.
+#
+# Each suite is one block below: it writes $log, then calls record (counts),
+# prove_counts (prove's output) or not_run (could not start: 1 failed and a
+# one-line reason).  It ends with one line "N passed, N failed" over all
+# suites.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 top=$(pwd)
+. test/lib/cluster.sh
+export PATH=$PGBIN:$PATH
+suites=("$@")
 
+copy=
 if [ "$(id -u)" = 0 ]; then
+	copy=/tmp/dlsm-test-$(printf '%s' "$top" | md5sum | cut -c1-12)
+	rm -rf "$copy"
+	tree_copy "$copy" || { echo "cannot copy the tree to $copy"; echo "0 passed, 1 failed"; exit 1; }
+	cd "$copy" || exit 1
 	bash test/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
+	give_to_postgres "$copy"
+	echo "running in $copy, a copy of $top owned by postgres"
 	run_pg() { runuser -u postgres -- "$@"; }
 else
 	run_pg() { "$@"; }
 fi
-export PATH=/usr/lib/postgresql/15/bin:$PATH
-logdir=$top/test/log
-rm -rf "$logdir"; mkdir -p "$logdir"
-if [ "$(id -u)" = 0 ]; then chown postgres: "$logdir"; fi
+logdir=$(pwd)/test/log
+rm -rf "$logdir"; mkdir -p "$logdir"; give_to_postgres "$logdir"
 
 total_pass=0
 total_fail=0
 summary=()
+ran=()
 
-record() {	# record SUITE PASSED FAILED
-	summary+=("$(printf '%-10s %4d passed, %d failed' "$1" "$2" "$3")")
+want() {	# want SUITE: run it? (all when none named); starts its log
+	if [ ${#suites[@]} -gt 0 ] && ! printf '%s\n' "${suites[@]}" | grep -qx "$1"; then
+		return 1
+	fi
+	echo "== $1"
+	log=$logdir/$1.log
+	: >"$log"; give_to_postgres "$log"
+}
+
+record() {	# record SUITE PASSED FAILED [NOTE]
+	summary+=("$(printf '%-10s %4d passed, %d failed%s' "$1" "$2" "$3" "${4:+ ($4)}")")
+	ran+=("$1")
 	total_pass=$((total_pass + $2))
 	total_fail=$((total_fail + $3))
+}
+
+why() {	# why LOG: one line on why a run failed, from its log
+	local line
+	line=$(grep -m1 -iE "error|fatal|cannot|can't|could not|permission denied|no such file|not found|bail out" "$1")
+	[ -n "$line" ] || line=$(grep -v '^[[:space:]]*$' "$1" | tail -1)
+	line=${line:-no output}; line=${line#"${line%%[![:space:]]*}"}
+	echo "${line:0:200}"
+}
+
+not_run() {	# not_run SUITE LOG: the suite could not start: 1 failed
+	local reason
+	reason=$(why "$2")
+	echo "$1: did not run: $reason (log: test/log/$(basename "$2"))"
+	record "$1" 0 1 "did not run: $reason"
+}
+
+# prove_counts SUITE LOG: count prove's (or pg_prove's) results.  Passed:
+# tests run minus tests failed; failed: tests failed, or 1 for a test file
+# that failed without a failing test (died, bad plan, no plan).
+prove_counts() {
+	local tests sub failed
+	tests=$(sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\).*/\1/p' "$2" | tail -1)
+	if [ "${tests:-0}" = 0 ]; then not_run "$1" "$2"; return; fi
+	read -r sub failed < <(sed -n 's/^[^ ]* (Wstat: .* Tests: [0-9]* Failed: \([0-9]*\))$/\1/p' "$2" |
+		awk '{ s += $1; f += ($1 > 0 ? $1 : 1) } END { print s + 0, f + 0 }')
+	if ! grep -q '^Result: PASS' "$2" && [ "$failed" = 0 ]; then failed=1; fi
+	record "$1" "$((tests - sub))" "$failed"
+}
+
+# pgr_counts SUITE LOG NAMES: count pg_regress's results for the tests NAMES
+# (a test without a result line failed)
+pgr_counts() {
+	local p=0 f=0 n line
+	if ! grep -qE '^(test|not ok|ok) ' "$2"; then not_run "$1" "$2"; return; fi
+	for n in $3; do
+		line=$(grep -E "^(test|not ok|ok) +[0-9]* *-? *$n +" "$2" | head -1)
+		if echo "$line" | grep -qE '\.\.\. ok|^ok '; then p=$((p + 1)); else f=$((f + 1)); fi
+	done
+	grep -E '^(test|not ok|ok) |tests (passed|failed)' "$2"
+	record "$1" "$p" "$f"
+}
+
+show_diffs() {	# show_diffs FILE: print pg_regress's diffs, if any
+	if [ -s "$1" ]; then echo "---- $1"; cat "$1"; fi
 }
 
 virtualenv() {	# run a command in a throwaway preloaded cluster
@@ -41,70 +122,77 @@ virtualenv() {	# run a command in a throwaway preloaded cluster
 		-o max_connections=100 -o dlsm.reap_interval=1h "$@"
 }
 
-# pg_regress and pg_isolation_regress, through PGXS installcheck
-echo "== regress and isolation"
-virtualenv make -s installcheck TAP_TESTS= >"$logdir/installcheck.log" 2>&1
-regress_names=$(sed -n 's/^REGRESS = //p' Makefile)
-iso_names=$(sed -n 's/^ISOLATION = //p' Makefile)
-count_pgr() {	# count_pgr NAMES: passed and failed among pg_regress lines
-	local p=0 f=0 n line
-	for n in $1; do
-		line=$(grep -E "^(test|not ok|ok) +[0-9]* *-? *$n +" "$logdir/installcheck.log" | head -1)
-		if echo "$line" | grep -qE '\.\.\. ok|^ok '; then p=$((p + 1)); else f=$((f + 1)); fi
-	done
-	echo "$p $f"
-}
-read -r p f < <(count_pgr "$regress_names"); record regress "$p" "$f"
-read -r p f < <(count_pgr "$iso_names"); record isolation "$p" "$f"
-grep -E '^test |tests (passed|failed)' "$logdir/installcheck.log"
-for d in regression.diffs output_iso/regression.diffs; do
-	if [ -s "$d" ]; then echo "---- $d"; cat "$d"; fi
-done
+# pg_regress, through PGXS installcheck
+if want regress; then
+	virtualenv make -s installcheck TAP_TESTS= ISOLATION= >"$log" 2>&1
+	pgr_counts regress "$log" "$(sed -n 's/^REGRESS = //p' Makefile)"
+	show_diffs regression.diffs
+fi
+
+# pg_isolation_regress, through PGXS installcheck
+if want isolation; then
+	virtualenv make -s installcheck TAP_TESTS= REGRESS= >"$log" 2>&1
+	pgr_counts isolation "$log" "$(sed -n 's/^ISOLATION = //p' Makefile)"
+	show_diffs output_iso/regression.diffs
+fi
 
 # pgTAP: the shape of the API
-echo "== pgtap"
-virtualenv pg_prove --ext .sql -r test/pgtap >"$logdir/pgtap.log" 2>&1
-tests=$(sed -n 's/.*Tests=\([0-9]*\).*/\1/p' "$logdir/pgtap.log" | tail -1)
-failed=$(grep -oE 'Failed [0-9]+/[0-9]+ subtests' "$logdir/pgtap.log" | awk '{split($2,a,"/"); s+=a[1]} END {print s+0}')
-if ! grep -q '^Result: PASS' "$logdir/pgtap.log" && [ "$failed" = 0 ]; then failed=1; fi
-record pgtap "$(( ${tests:-0} - failed ))" "$failed"
-tail -n 4 "$logdir/pgtap.log"
-grep -E '^not ok|# +(Failed|got|expected|have|want)' "$logdir/pgtap.log" | head -40
+if want pgtap; then
+	virtualenv pg_prove --ext .sql -r test/pgtap >"$log" 2>&1
+	prove_counts pgtap "$log"
+	grep -E '^(Files=|Result)' "$log"
+	grep -E '^not ok|# +(Failed|got|expected|have|want)' "$log" | head -40
+fi
 
 # TAP: the background worker, crashes and restarts, own clusters
-echo "== tap"
-run_pg make -s installcheck REGRESS= ISOLATION= >"$logdir/tap.log" 2>&1
-grep -E '^t/|^test/t/|^Files=|^Result' "$logdir/tap.log"
-tests=$(sed -n 's/.*Tests=\([0-9]*\).*/\1/p' "$logdir/tap.log" | tail -1)
-failed=$(grep -oE 'Failed [0-9]+/[0-9]+ subtests' "$logdir/tap.log" | awk '{split($2,a,"/"); s+=a[1]} END {print s+0}')
-if ! grep -q '^Result: PASS' "$logdir/tap.log" && [ "$failed" = 0 ]; then failed=1; fi
-record tap "$(( ${tests:-0} - failed ))" "$failed"
-if [ "$failed" != 0 ]; then
-	grep -E '^not ok|^#' "$logdir/tap.log" | head -60
-	for f in tmp_check/log/*; do [ -f "$f" ] && { echo "---- $f"; tail -40 "$f"; }; done
+if want tap; then
+	run_pg make -s installcheck REGRESS= ISOLATION= >"$log" 2>&1
+	prove_counts tap "$log"
+	grep -E '^t/|^test/t/|^Files=|^Result' "$log"
+	if ! grep -q '^Result: PASS' "$log"; then
+		grep -E '^not ok|^#' "$log" | head -60
+		for f in tmp_check/log/*; do [ -f "$f" ] && { echo "---- $f"; tail -40 "$f"; }; done
+	fi
 fi
 
 # stress: many clients, consumers killed, the server crashed
-echo "== stress"
-bash test/stress/stress.sh >"$logdir/stress.log" 2>&1
-grep -E '^(ok|not ok|stress:)' "$logdir/stress.log"
-p=$(grep -cE '^ok ' "$logdir/stress.log")
-f=$(grep -cE '^not ok ' "$logdir/stress.log")
-if [ "$p" = 0 ] && [ "$f" = 0 ]; then f=1; tail -20 "$logdir/stress.log"; fi
-record stress "$p" "$f"
+if want stress; then
+	bash test/stress/stress.sh >"$log" 2>&1
+	grep -E '^(ok|not ok|stress:)' "$log"
+	p=$(grep -cE '^ok ' "$log")
+	f=$(grep -cE '^not ok ' "$log")
+	if [ "$p" = 0 ] && [ "$f" = 0 ]; then not_run stress "$log"; tail -20 "$log"
+	else record stress "$p" "$f"; fi
+fi
 
 # META.json: the PGXN Meta Spec, and versions agreeing with dlsm.control
-echo "== meta"
-perl test/meta.pl >"$logdir/meta.log" 2>&1
-rc=$?
-p=$(grep -cE '^ok ' "$logdir/meta.log")
-f=$(grep -cE '^not ok ' "$logdir/meta.log")
-if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
-record meta "$p" "$f"
-echo "meta: $p of $((p + f)) checks of META.json passed"
-grep -E '^not ok|^# ' "$logdir/meta.log" | head -40
+if want meta; then
+	perl test/meta.pl >"$log" 2>&1
+	rc=$?
+	p=$(grep -cE '^ok ' "$log")
+	f=$(grep -cE '^not ok ' "$log")
+	if [ "$p" = 0 ] && [ "$f" = 0 ]; then not_run meta "$log"
+	else
+		if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
+		record meta "$p" "$f"
+		echo "meta: $p of $((p + f)) checks of META.json passed"
+		grep -E '^not ok|^# ' "$log" | head -40
+	fi
+fi
+
+for s in "${suites[@]}"; do
+	printf '%s\n' "${ran[@]}" | grep -qx "$s" || record "$s" 0 1 "no such suite"
+done
 
 echo "== summary"
+if [ -n "$copy" ]; then
+	rm -rf "$top/test/log"; cp -r "$logdir" "$top/test/log"
+	if [ "$total_fail" = 0 ]; then
+		cd / && rm -rf "$copy"
+	else
+		echo "logs in $top/test/log; the tree the suites ran in is kept: $copy"
+	fi
+fi
 printf '%s\n' "${summary[@]}"
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" = 0 ]
