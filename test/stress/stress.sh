@@ -33,6 +33,10 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib/cluster.sh
 . "$HERE/../lib/cluster.sh"
+# The postgres user runs every program below and may not be able to enter
+# the current directory (a clone in /root): work from /.  (Paths are
+# absolute from here on.)
+cd / || exit 2
 
 STRESS_DIR=${STRESS_DIR:-/tmp/dlsm-stress}
 STRESS_PORT=${STRESS_PORT:-5477}
