@@ -35,14 +35,15 @@ sharedir=$("$pgconfig" --sharedir)
 
 suites_parse "$@" || exit 2
 
+# Built in a copy of the tree, from which the suites run too, as postgres
+# (give_to_postgres below): the tree itself may be out of postgres's reach.
 rm -rf "$dir"
-mkdir -p "$dir/build" "$dir/root"
-cp -r Makefile dlsm.control src sql "$dir/build/"
-rm -f "$dir"/build/src/*.o "$dir"/build/*.so
+mkdir -p "$dir/root"
+tree_copy "$dir/build" && cd "$dir/build" || exit 2
 flags="-fsanitize=undefined -fno-omit-frame-pointer"
-if ! make -s -C "$dir/build" PG_CONFIG="$pgconfig" PG_CFLAGS="$flags" \
+if ! make -s PG_CONFIG="$pgconfig" PG_CFLAGS="$flags" \
 	PG_LDFLAGS="-fsanitize=undefined" >"$dir/build.log" 2>&1 ||
-	! make -s -C "$dir/build" PG_CONFIG="$pgconfig" DESTDIR="$dir/root" \
+	! make -s PG_CONFIG="$pgconfig" DESTDIR="$dir/root" \
 	install >>"$dir/build.log" 2>&1; then
 	echo "ubsan: build failed"; cat "$dir/build.log"; exit 2
 fi

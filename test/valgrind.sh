@@ -21,20 +21,23 @@
 # "N passed, N failed" over the tests, plus one for the dlsm errors.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
-top=$(pwd)
 . test/lib/cluster.sh
 . test/lib/suites.sh
 
 port=${VG_PORT:-5482}
 dir=${VG_DIR:-/tmp/valgrind-dlsm}
-supp=$top/test/valgrind.supp
 
 command -v valgrind >/dev/null || { echo "valgrind: not installed (apt-get install valgrind)"; exit 2; }
 [ -f "$("$PGBIN/pg_config" --pkglibdir)/dlsm.so" ] || { echo "valgrind: dlsm is not installed (make install)"; exit 2; }
 
 suites_parse "$@" || exit 2
 
+# The suites run as postgres from a copy of the tree in $dir (cluster_init
+# gives $dir to postgres): the tree itself may be out of postgres's reach.
 rm -rf "$dir"
+mkdir -p "$dir"
+tree_copy "$dir/tree" && cd "$dir/tree" || exit 2
+supp=$dir/tree/test/valgrind.supp
 cluster_init "$dir" "$port" "dlsm.reap_interval = '1h'" "huge_pages = off" \
 	"fsync = off" "log_line_prefix = '%m [%p] %b '" || exit 2
 mkdir -p "$dir/vg"
