@@ -5,11 +5,15 @@ OBJS = \
 	$(WIN32RES) \
 	src/api.o \
 	src/capture.o \
+	src/claim.o \
 	src/dlsm.o \
 	src/extension.o \
+	src/fence.o \
 	src/guc.o \
 	src/handler.o \
+	src/hooks.o \
 	src/identity.o \
+	src/launcher.o \
 	src/locks.o \
 	src/namedlock.o \
 	src/notify.o \
@@ -17,14 +21,18 @@ OBJS = \
 	src/queue.o \
 	src/shmem.o \
 	src/state.o \
+	src/subxact.o \
+	src/views.o \
+	src/wake.o \
 	src/worker.o
 
 EXTENSION = dlsm
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" dlsm.control)
-DATA = sql/dlsm--1.0.sql sql/dlsm--1.1.sql sql/dlsm--1.0--1.1.sql
+DATA = sql/dlsm--1.0.sql sql/dlsm--1.1.sql sql/dlsm--1.2.sql \
+	sql/dlsm--1.0--1.1.sql sql/dlsm--1.1--1.2.sql
 PGFILEDESC = "dlsm - distributed lock state machine"
 
-REGRESS = queue claim settle group handler locks register capture errors privileges
+REGRESS = queue claim settle group handler locks register capture errors privileges fences
 REGRESS_OPTS = --inputdir=.
 
 ISOLATION = article claim_race create_wait group_busy settle_race reap_unit wake lock_fifo lock_lease
@@ -39,8 +47,8 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# every object depends on the shared headers
-$(OBJS): src/dlsm.h src/compat.h
+# every object depends on the headers
+$(OBJS): $(wildcard src/*.h)
 
 # pgTAP: the shape of the API
 installcheck-pgtap:

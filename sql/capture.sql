@@ -69,28 +69,88 @@ SELECT dlsm_uncapture('orders', 'changes');
 RESET ROLE;
 SELECT dlsm_capture_trigger();
 
--- a capture into a queue that is gone warns and captures nothing
+-- a queue that a table captures into cannot be unregistered nor dropped
 SELECT dlsm_create_queue('gone_q');
 CREATE TABLE gsrc (id int PRIMARY KEY, v text);
 SELECT dlsm_capture('gsrc', 'gone_q');
 SELECT dlsm_drop_queue('gone_q');
-\set VERBOSITY terse
+DROP TABLE gone_q;
+SELECT dlsm_uncapture('gsrc', 'gone_q');
+SELECT dlsm_drop_queue('gone_q');
 INSERT INTO gsrc VALUES (1, 'a');
-\set VERBOSITY default
--- a column named many times is watched once
+SELECT count(*) AS captured FROM gone_q;
+-- a column named many times is watched once; captures are recorded by name
 SELECT dlsm_capture('gsrc', 'changes',
 	columns => ARRAY(SELECT 'v'::name FROM generate_series(1, 100000)));
-SELECT tgnargs, length(tgargs) < 40 AS short_arguments
-  FROM pg_trigger WHERE tgrelid = 'gsrc'::regclass
+SELECT source, queue, trigger_name, kind, entity_columns, columns
+  FROM dlsm_captures WHERE source = 'gsrc'::regclass;
+SELECT tgnargs FROM pg_trigger WHERE tgrelid = 'gsrc'::regclass
    AND tgname = 'dlsm_capture_changes';
--- a trigger made by hand with other arguments is refused
+-- a trigger made by hand is refused: the write fails
 CREATE TRIGGER forged AFTER INSERT ON gsrc FOR EACH ROW
-	EXECUTE FUNCTION dlsm_capture_trigger('1', 'x', '10', '1', '');
-\set VERBOSITY terse
+	EXECUTE FUNCTION dlsm_capture_trigger();
 INSERT INTO gsrc VALUES (2, 'b');
-\set VERBOSITY default
+DROP TRIGGER forged ON gsrc;
+-- a capture follows its queue when the queue is renamed
+ALTER TABLE changes RENAME TO changes_v2;
+INSERT INTO gsrc VALUES (3, 'c');
+SELECT entity, payload->>'op' AS op FROM changes_v2 WHERE entity = '3';
+ALTER TABLE changes_v2 RENAME TO changes;
+-- ... and the source's columns by name when the source changes shape
+ALTER TABLE gsrc ADD COLUMN w text;
+ALTER TABLE gsrc DROP COLUMN w;
+UPDATE gsrc SET v = 'cc' WHERE id = 3;
+SELECT count(*) AS updates_of_3 FROM changes WHERE entity = '3';
+-- a captured column that is gone makes the write fail, not go unseen
+ALTER TABLE gsrc DROP COLUMN v;
+INSERT INTO gsrc VALUES (4);
 DROP TABLE gsrc;
-DROP TABLE gone_q;
+SELECT count(*) AS captures_of_dropped_tables FROM dlsm_captures
+ WHERE source::text NOT IN (SELECT oid::regclass::text FROM pg_class);
+
+-- queues of the same name in two schemas: triggers named apart, each
+-- uncapture removes only its own capture
+CREATE SCHEMA qs;
+SELECT dlsm_create_queue('qs.cq'), dlsm_create_queue('public.cq');
+CREATE TABLE twice (id int PRIMARY KEY);
+SELECT dlsm_capture('twice', 'qs.cq'), dlsm_capture('twice', 'public.cq');
+SELECT trigger_name FROM dlsm_captures WHERE source = 'twice'::regclass ORDER BY 1;
+SELECT dlsm_uncapture('twice', 'public.cq');
+INSERT INTO twice VALUES (1);
+SELECT (SELECT count(*) FROM qs.cq) AS into_qs, (SELECT count(*) FROM public.cq) AS into_public;
+-- a long name is cut at a character boundary
+SELECT dlsm_create_queue('a' || repeat('é', 26));
+SELECT dlsm_capture('twice', ('a' || repeat('é', 26))::regclass);
+SELECT length(trigger_name::text) AS chars, octet_length(trigger_name::text) AS bytes,
+	   convert_from(convert_to(trigger_name::text, 'UTF8'), 'UTF8') = trigger_name::text AS valid
+  FROM dlsm_captures WHERE source = 'twice'::regclass AND queue <> 'qs.cq'::regclass;
+SELECT dlsm_uncapture('twice', ('a' || repeat('é', 26))::regclass);
+SELECT dlsm_uncapture('twice', 'qs.cq');
+DROP TABLE twice, qs.cq, public.cq;
+SELECT dlsm_drop_queue(('a' || repeat('é', 26))::regclass, drop_table => true);
+DROP SCHEMA qs;
+
+-- a queue dropped by a trigger while a capture writes into it: refused
+SELECT dlsm_create_queue('public.cq2');
+CREATE TABLE s2 (id int PRIMARY KEY, v text);
+SELECT dlsm_capture('s2', 'cq2');
+INSERT INTO s2 VALUES (1, 'a');
+CREATE FUNCTION drop_me() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF EXISTS (SELECT 1 FROM dlsm_queues WHERE queue = 'cq2'::regclass) THEN
+		PERFORM dlsm_uncapture('s2', 'cq2');
+		PERFORM dlsm_drop_queue('cq2');
+	END IF;
+	RETURN NEW;
+END $$;
+CREATE TRIGGER drop_me BEFORE INSERT ON cq2 FOR EACH ROW EXECUTE FUNCTION drop_me();
+UPDATE s2 SET id = 2 WHERE id = 1;
+SELECT count(*) AS registered FROM dlsm_queues WHERE queue = 'cq2'::regclass;
+DROP TRIGGER drop_me ON cq2;
+DROP FUNCTION drop_me();
+SELECT dlsm_uncapture('s2', 'cq2');
+DROP TABLE s2;
+SELECT dlsm_drop_queue('cq2', drop_table => true);
 
 DROP TABLE orders, lines, notes, keyless, changes;
 DROP OWNED BY dlsm_writer;

@@ -6,10 +6,34 @@ RETURNS void LANGUAGE sql AS 'SELECT';
 CREATE FUNCTION bad_handler(entity text, kind text)
 RETURNS void LANGUAGE sql AS 'SELECT';
 
+-- the handler is kept by its qualified name
 SELECT dlsm_set_handler('hq', 'good_handler');
-SELECT queue, handler, handler_role FROM dlsm_queues WHERE queue = 'hq'::regclass;
+SELECT queue, handler, handler_timeout FROM dlsm_queues WHERE queue = 'hq'::regclass;
 SELECT dlsm_set_handler('hq', NULL);
-SELECT queue, handler, handler_role FROM dlsm_queues WHERE queue = 'hq'::regclass;
+SELECT queue, handler, handler_timeout FROM dlsm_queues WHERE queue = 'hq'::regclass;
+-- an overloaded name is named by its signature
+CREATE FUNCTION good_handler(n int) RETURNS void LANGUAGE sql AS 'SELECT';
+SELECT dlsm_set_handler('hq', 'good_handler');
+SELECT dlsm_set_handler('hq',
+	'good_handler(text, text, bigint[], jsonb[])'::regprocedure::oid::regproc);
+SELECT handler FROM dlsm_queues WHERE queue = 'hq'::regclass;
+SELECT dlsm_set_handler('hq', NULL);
+DROP FUNCTION good_handler(int);
+
+-- dlsm_alter_queue: NULL leaves a setting as it is; a zero retention clears it
+SELECT dlsm_alter_queue('hq', channel => 'hq_work', max_attempts => 3,
+	retention => '7 days', handler_timeout => '2 s');
+SELECT channel, max_attempts, retention, handler_timeout
+  FROM dlsm_queues WHERE queue = 'hq'::regclass;
+SELECT dlsm_alter_queue('hq', retention => '0');
+SELECT channel, max_attempts, retention, handler_timeout
+  FROM dlsm_queues WHERE queue = 'hq'::regclass;
+SELECT dlsm_alter_queue('hq', max_attempts => 0);
+SELECT dlsm_alter_queue('hq', retention => '-1 day');
+SELECT dlsm_alter_queue('hq', retention => '-300000 years');
+SELECT dlsm_alter_queue('hq', handler_timeout => '0');
+SELECT dlsm_alter_queue('hq', channel => '');
+SELECT dlsm_alter_queue('hq', channel => 'hq');
 
 -- errors: a wrong signature, a table that is not a queue, not the owner
 SELECT dlsm_set_handler('hq', 'bad_handler');
@@ -20,6 +44,7 @@ CREATE ROLE dlsm_stranger;
 GRANT SELECT, UPDATE ON hq TO dlsm_stranger;
 SET ROLE dlsm_stranger;
 SELECT dlsm_set_handler('hq', 'good_handler');
+SELECT dlsm_alter_queue('hq', max_attempts => 2);
 RESET ROLE;
 -- a handler the role may not execute
 REVOKE EXECUTE ON FUNCTION good_handler(text, text, bigint[], jsonb[]) FROM PUBLIC;

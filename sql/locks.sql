@@ -46,6 +46,44 @@ SELECT dlsm_unlock('short', :s1) AS stale_unlock;
 SELECT fence = :s2 AS held_by_new FROM dlsm_leases WHERE name = 'short';
 SELECT dlsm_unlock('short', :s2);
 
+-- a lease is released or refreshed only by its role (or a member of it, or
+-- a superuser): knowing its name and fence is not enough
+CREATE ROLE dlsm_holder;
+CREATE ROLE dlsm_other;
+SET ROLE dlsm_holder;
+SELECT dlsm_try_lock('owned', lease => '1 hour') AS o1 \gset
+RESET ROLE;
+SELECT holder_role FROM dlsm_leases WHERE name = 'owned';
+SET ROLE dlsm_other;
+SELECT dlsm_unlock('owned', :o1);
+SELECT dlsm_refresh_lock('owned', :o1, '1 hour');
+RESET ROLE;
+GRANT dlsm_holder TO dlsm_other;
+SET ROLE dlsm_other;
+SELECT dlsm_refresh_lock('owned', :o1, '1 hour') > now() AS member_refreshes;
+RESET ROLE;
+SELECT dlsm_unlock('owned', :o1) AS superuser_releases;
+DROP ROLE dlsm_holder, dlsm_other;
+
+-- a transaction-scope lock is released at any savepoint level
+BEGIN;
+SAVEPOINT a;
+SELECT dlsm_try_lock('nested') AS n1 \gset
+RELEASE SAVEPOINT a;
+SAVEPOINT b;
+SELECT dlsm_unlock('nested', :n1) AS released_deeper;
+ROLLBACK TO SAVEPOINT b;
+SELECT dlsm_unlock('nested', :n1) AS released_after_rollback_to;
+SELECT count(*) AS held FROM dlsm_locks WHERE name = 'nested';
+COMMIT;
+-- a grant taken in a savepoint that rolls back is gone with it
+BEGIN;
+SAVEPOINT c;
+SELECT dlsm_try_lock('rolled') AS r1 \gset
+ROLLBACK TO SAVEPOINT c;
+SELECT dlsm_unlock('rolled', :r1) AS released_rolled_back;
+COMMIT;
+
 -- fences rise across claims and lock grants alike
 SELECT dlsm_create_queue('fq');
 SELECT dlsm_enqueue('fq', 'x');

@@ -45,13 +45,40 @@ SELECT dlsm_enqueue('priv', 'c') > 0 AS enqueued;
 SELECT * FROM dlsm_claim('priv');
 RESET ROLE;
 
--- row-level security applies to claims: a worker sees only its tenant's rows
+-- a queue with row-level security is refused: the exclusion of entities
+-- must see every row; the monitoring view shows it without counts
 ALTER TABLE priv ENABLE ROW LEVEL SECURITY;
 CREATE POLICY only_b ON priv TO dlsm_worker USING (entity = 'b');
 SET ROLE dlsm_worker;
 SELECT entity FROM dlsm_claim('priv', units => 10);
 RESET ROLE;
+SELECT dlsm_enqueue('priv', 'd');
+SELECT queue, new, in_progress FROM dlsm_queue_stats WHERE queue = 'priv'::regclass;
 SELECT entity, status FROM priv ORDER BY id;
+-- registering a table with row-level security is refused too
+CREATE TABLE rls_table (id bigint GENERATED ALWAYS AS IDENTITY, status text,
+	kind text, entity text, process_id uuid);
+ALTER TABLE rls_table ENABLE ROW LEVEL SECURITY;
+SELECT dlsm_register_queue('rls_table');
+DROP TABLE rls_table;
+ALTER TABLE priv DISABLE ROW LEVEL SECURITY;
+SELECT count(*) AS claimed_again FROM dlsm_claim('priv', units => 10);
+
+-- a producer needs no privilege on dlsm's schema to enqueue by INSERT, nor
+-- a writer of a captured table on the queue or its schema
+CREATE SCHEMA hidden;
+CREATE TABLE hidden.guarded (id int PRIMARY KEY);
+SELECT dlsm_create_queue('hidden.hq');
+SELECT dlsm_capture('hidden.guarded', 'hidden.hq');
+REVOKE ALL ON SCHEMA hidden FROM PUBLIC;
+GRANT USAGE ON SCHEMA hidden TO dlsm_producer;
+GRANT INSERT ON hidden.guarded TO dlsm_producer;
+SET ROLE dlsm_producer;
+INSERT INTO hidden.guarded VALUES (1);
+RESET ROLE;
+SELECT entity, payload->>'op' AS op FROM hidden.hq;
+SELECT dlsm_uncapture('hidden.guarded', 'hidden.hq');
+DROP SCHEMA hidden CASCADE;
 
 DROP TABLE priv;
 DROP ROLE dlsm_reader;

@@ -4,22 +4,30 @@
  *	  Change capture: a row trigger that enqueues each change of a table.
  *
  * dlsm_capture attaches to a source table an AFTER INSERT OR UPDATE OR
- * DELETE row trigger, dlsm_capture_<queue name>, whose arguments carry what
- * it needs: the queue's qualified name (names, unlike OIDs, survive a dump
- * and restore), the kind to enqueue, the attribute numbers of the entity's
- * columns and of the watched columns.
- * For each change it enqueues, in the writer's own transaction (a rolled
- * back change leaves no request), one request whose entity is the row's
- * key and whose payload is {op, table, old, new}.  When watched columns are
- * given, an UPDATE changing none of them enqueues nothing; an UPDATE that
- * changes the entity enqueues the change for the new entity and the old.
+ * DELETE row trigger and records the capture in dlsm_captures: the source
+ * and the queue (regclass: they follow renames, and survive a dump and
+ * restore as names), the trigger's name, the kind to enqueue, and the
+ * names of the entity's columns and of the watched columns (names, not
+ * attribute numbers, which a restore of a table with dropped columns
+ * shifts).  The trigger's name is chosen free among the source's triggers
+ * and cut at a character boundary.
  *
- * The request is inserted as the source table's owner (who attached the
- * capture, and was checked then for INSERT on the queue), as a
- * security-restricted operation, so that writers need no privilege on the
- * queue.  Nothing in the trigger's arguments is trusted as an identity:
- * anyone may attach dlsm_capture_trigger to a table of their own, and
- * then it acts as them.
+ * For each change the trigger enqueues, in the writer's own transaction (a
+ * rolled back change leaves no request), one request whose entity is the
+ * row's key and whose payload is {op, table, old, new}.  When watched
+ * columns are given, an UPDATE changing none of them enqueues nothing; an
+ * UPDATE that changes the entity enqueues the change for the new entity
+ * and the old.  What the trigger reads of dlsm_captures is cached per
+ * trigger, until the source table or dlsm's tables change.
+ *
+ * The request is inserted as the queue table's owner, once the source
+ * table's current owner is found to hold INSERT on the queue: the queue's
+ * triggers and defaults, its owner's code, never run as another role, and
+ * writers of the source need no privilege on the queue.  A change that
+ * cannot be captured (the capture or its queue is gone) fails the write:
+ * nothing is lost silently.
+ *
+ * Calls queue.c, plans.c, state.c and identity.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -32,169 +40,379 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
-#include "fmgr.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
-#include "utils/regproc.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
 
-#include "dlsm.h"
+#include "capture.h"
+#include "extension.h"
+#include "identity.h"
+#include "queue.h"
+#include "state.h"
 
-/*
- * The name of the trigger capturing into queue: from the queue's name, not
- * its OID, so that it survives a dump and restore.
- */
-static char *
-trigger_name(Oid queue)
+/* What a capture trigger needs, as dlsm_captures says, resolved. */
+typedef struct CaptureDesc
 {
-	char		name[NAMEDATALEN];
+	Oid			trigger;		/* hash key: the trigger's OID */
+	bool		valid;			/* false: read dlsm_captures again */
+	Oid			source;
+	Oid			queue;
+	char	   *kind;
+	int			nentity;
+	AttrNumber *entity;			/* the entity's columns */
+	int			nwatched;
+	AttrNumber *watched;		/* the watched columns, or none */
+} CaptureDesc;
 
-	snprintf(name, sizeof(name), "dlsm_capture_%s", get_rel_name(queue));
-	return pstrdup(name);
+static HTAB *capture_cache = NULL;
+static MemoryContext capture_context = NULL;
+
+static void
+capture_invalidate(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	CaptureDesc *desc;
+
+	if (capture_cache == NULL)
+		return;
+	hash_seq_init(&status, capture_cache);
+	while ((desc = hash_seq_search(&status)) != NULL)
+		if (relid == InvalidOid || desc->source == relid ||
+			dlsm_extension_is_registry(relid))
+			desc->valid = false;
 }
 
-/* A list of attribute numbers, as a trigger argument: "1,3". */
-static char *
-attnums_arg(const AttrNumber *attnums, int n)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	for (int i = 0; i < n; i++)
-		appendStringInfo(&buf, "%s%d", i ? "," : "", attnums[i]);
-	return buf.data;
-}
-
-static int
-parse_attnums(const char *arg, AttrNumber *out, int max)
-{
-	int			n = 0;
-	const char *p = arg;
-
-	while (*p && n < max)
-	{
-		out[n++] = (AttrNumber) strtol(p, (char **) &p, 10);
-		if (*p == ',')
-			p++;
-	}
-	return n;
-}
-
-/*
- * dlsm_capture: attach the capture trigger of queue to source.  The entity
- * is entity_column, or the primary key; columns (may be NULL) are the
- * watched columns.  The caller owns source and holds an SPI connection.
- */
+/* Register the invalidation callback; called once from _PG_init. */
 void
-dlsm_capture_attach(Oid source, DlsmQueue *queue, const char *kind,
-					const char *entity_column, ArrayType *columns)
+dlsm_capture_init(void)
 {
-	AttrNumber	entity[INDEX_MAX_KEYS];
-	AttrNumber	watched[MaxAttrNumber];
-	int			nentity = 0;
-	int			nwatched = 0;
-	char	   *args[4];
-	Bitmapset  *seen = NULL;
+	CacheRegisterRelcacheCallback(capture_invalidate, (Datum) 0);
+}
 
-	if (!pg_class_ownercheck(source, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(source));
-	if (get_rel_relkind(source) != RELKIND_RELATION &&
-		get_rel_relkind(source) != RELKIND_PARTITIONED_TABLE)
+/* ---------------------------------------------------------------------
+ * Attaching and detaching
+ * ---------------------------------------------------------------------
+ */
+
+/* The name of the trigger capturing source into queue, or NULL. */
+static char *
+capture_trigger(Oid source, Oid queue)
+{
+	Datum		values[N_CAPTURE_TRIGGER_PARAMS];
+	char	   *name = NULL;
+
+	values[P_CAPTURE_TRIGGER_SOURCE] = ObjectIdGetDatum(source);
+	values[P_CAPTURE_TRIGGER_QUEUE] = ObjectIdGetDatum(queue);
+	dlsm_plan_expect(dlsm_plan_read_catalog(DLSM_C_CAPTURE_TRIGGER, values,
+											NULL, 1),
+					 SPI_OK_SELECT, N_CAPTURE_TRIGGER, "a capture lookup");
+	if (SPI_processed == 1)
+		name = dlsm_plan_text(0, A_CAPTURE_TRIGGER_NAME);
+	SPI_freetuptable(SPI_tuptable);
+	return name;
+}
+
+/*
+ * A trigger name free on source for a capture into queue: "dlsm_capture_"
+ * and the queue's name, cut at a character boundary, and a number when
+ * that name is taken.
+ */
+static char *
+choose_trigger_name(Oid source, Oid queue)
+{
+	const char *base = psprintf("dlsm_capture_%s", get_rel_name(queue));
+
+	for (int n = 1;; n++)
+	{
+		char	   *suffix = n == 1 ? "" : psprintf("_%d", n);
+		int			room = NAMEDATALEN - 1 - strlen(suffix);
+		int			len = pg_mbcliplen(base, strlen(base), room);
+		char	   *name = psprintf("%.*s%s", len, base, suffix);
+
+		if (!OidIsValid(get_trigger_oid(source, name, true)))
+			return name;
+	}
+}
+
+/* The names of attnums of source as a name[]. */
+static ArrayType *
+name_array(Oid source, const AttrNumber *attnums, int n)
+{
+	Datum	   *names = palloc(sizeof(Datum) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		names[i] = DirectFunctionCall1(namein,
+									   CStringGetDatum(get_attname(source, attnums[i],
+																   false)));
+	return construct_array(names, n, NAMEOID, NAMEDATALEN, false,
+						   TYPALIGN_CHAR);
+}
+
+/* The attribute number of column name of source; 42703 if none. */
+static AttrNumber
+column_of(Oid source, const char *name)
+{
+	AttrNumber	att = get_attnum(source, name);
+
+	if (att == InvalidAttrNumber)
 		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a table", get_rel_name(source))));
-	if (source == queue->relid)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a queue cannot capture its own changes")));
-	if (OidIsValid(get_trigger_oid(source, trigger_name(queue->relid), true)))
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("table \"%s\" is captured into queue \"%s\" already",
-						get_rel_name(source), get_rel_name(queue->relid)),
-				 errhint("Call dlsm_uncapture() first to capture it differently.")));
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of table \"%s\" does not exist",
+						name, get_rel_name(source))));
+	return att;
+}
+
+/* The entity's columns: entity_column, or the primary key. */
+static int
+entity_columns(Oid source, const char *entity_column, AttrNumber *entity)
+{
+	Relation	rel;
+	Bitmapset  *pk;
+	int			n = 0;
+	int			x = -1;
 
 	if (entity_column != NULL)
 	{
-		entity[0] = get_attnum(source, entity_column);
-		if (entity[0] == InvalidAttrNumber)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("column \"%s\" of table \"%s\" does not exist",
-							entity_column, get_rel_name(source))));
-		nentity = 1;
+		entity[0] = column_of(source, entity_column);
+		return 1;
 	}
-	else
-	{
-		Relation	rel = table_open(source, AccessShareLock);
-		Bitmapset  *pk = RelationGetIndexAttrBitmap(rel,
-												   INDEX_ATTR_BITMAP_PRIMARY_KEY);
-		int			x = -1;
-
-		while ((x = bms_next_member(pk, x)) >= 0)
-			entity[nentity++] = x + FirstLowInvalidHeapAttributeNumber;
-		table_close(rel, AccessShareLock);
-		if (nentity == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
-					 errmsg("table \"%s\" has no primary key",
-							get_rel_name(source)),
-					 errhint("Name the column that identifies the entity with entity_column.")));
-	}
-
-	if (columns != NULL)
-	{
-		Datum	   *names;
-		bool	   *nulls;
-		int			n;
-
-		deconstruct_array(columns, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR,
-						  &names, &nulls, &n);
-		for (int i = 0; i < n; i++)
-		{
-			char	   *name = nulls[i] ? "" : NameStr(*DatumGetName(names[i]));
-			AttrNumber	att = get_attnum(source, name);
-
-			if (att == InvalidAttrNumber)
-				ereport(ERROR,
-						(errcode(ERRCODE_UNDEFINED_COLUMN),
-						 errmsg("column \"%s\" of table \"%s\" does not exist",
-								name, get_rel_name(source))));
-			if (att < 1 || bms_is_member(att, seen))
-				continue;		/* a system column never changes; once each */
-			seen = bms_add_member(seen, att);
-			watched[nwatched++] = att;
-		}
-	}
-
-	args[0] = pstrdup(queue->relname);	/* qualified: survives a restore */
-	args[1] = pstrdup(kind);
-	args[2] = attnums_arg(entity, nentity);
-	args[3] = attnums_arg(watched, nwatched);
-	dlsm_plan_capture_trigger(source, trigger_name(queue->relid),
-							  (const char *const *) args, true);
+	rel = table_open(source, AccessShareLock);
+	pk = RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
+	while ((x = bms_next_member(pk, x)) >= 0)
+		entity[n++] = x + FirstLowInvalidHeapAttributeNumber;
+	table_close(rel, AccessShareLock);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+				 errmsg("table \"%s\" has no primary key",
+						get_rel_name(source)),
+				 errhint("Name the column that identifies the entity with entity_column.")));
+	return n;
 }
 
-/* dlsm_uncapture: remove the capture trigger of queue from source. */
+/* The watched columns, once each, system columns left out. */
+static int
+watched_columns(Oid source, ArrayType *columns, AttrNumber *watched)
+{
+	Datum	   *names;
+	bool	   *nulls;
+	int			n;
+	int			nwatched = 0;
+	Bitmapset  *seen = NULL;
+
+	if (columns == NULL)
+		return 0;
+	deconstruct_array(columns, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR,
+					  &names, &nulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		AttrNumber	att = column_of(source, nulls[i] ? "" :
+									NameStr(*DatumGetName(names[i])));
+
+		if (att < 1 || bms_is_member(att, seen))
+			continue;			/* a system column never changes; once each */
+		seen = bms_add_member(seen, att);
+		watched[nwatched++] = att;
+	}
+	return nwatched;
+}
+
+/* Can source be captured into queue by the caller?  Errors if not. */
+static void
+check_capture(Oid source, Oid queue)
+{
+	char		relkind = get_rel_relkind(source);
+
+	dlsm_queue_check_owner(source);
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a table", get_rel_name(source))));
+	if (source == queue)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a queue cannot capture its own changes")));
+	if (capture_trigger(source, queue) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("table \"%s\" is captured into queue \"%s\" already",
+						get_rel_name(source), get_rel_name(queue)),
+				 errhint("Call dlsm_uncapture() first to capture it differently.")));
+}
+
+/*
+ * dlsm_capture: attach a capture of source into queue.  The entity is
+ * entity_column, or the primary key; columns (may be NULL) are the watched
+ * columns.  The caller owns source, holds INSERT on queue, and holds an
+ * SPI connection.
+ */
+void
+dlsm_capture_attach(Oid source, Oid queue, const char *kind,
+					const char *entity_column, ArrayType *columns)
+{
+	AttrNumber	entity[INDEX_MAX_KEYS];
+	AttrNumber *watched = palloc(sizeof(AttrNumber) * MaxAttrNumber);
+	int			nentity;
+	int			nwatched;
+	char	   *trigger;
+	Datum		values[N_CAPTURE_ADD_PARAMS];
+
+	check_capture(source, queue);
+	nentity = entity_columns(source, entity_column, entity);
+	nwatched = watched_columns(source, columns, watched);
+	trigger = choose_trigger_name(source, queue);
+	dlsm_plan_capture_trigger(source, trigger, true);
+
+	values[P_CAPTURE_ADD_SOURCE] = ObjectIdGetDatum(source);
+	values[P_CAPTURE_ADD_QUEUE] = ObjectIdGetDatum(queue);
+	values[P_CAPTURE_ADD_TRIGGER] = DirectFunctionCall1(namein,
+														CStringGetDatum(trigger));
+	values[P_CAPTURE_ADD_KIND] = CStringGetTextDatum(kind);
+	values[P_CAPTURE_ADD_ENTITY_COLUMNS] =
+		PointerGetDatum(name_array(source, entity, nentity));
+	values[P_CAPTURE_ADD_COLUMNS] =
+		PointerGetDatum(name_array(source, watched, nwatched));
+	dlsm_plan_expect(dlsm_plan_execute_catalog(DLSM_C_CAPTURE_ADD, values,
+											   NULL, 0),
+					 SPI_OK_INSERT, 0, "registering a capture");
+	CacheInvalidateRelcacheByRelid(source);
+}
+
+/* dlsm_uncapture: remove the capture of source into queue. */
 void
 dlsm_capture_detach(Oid source, Oid queue)
 {
-	if (!pg_class_ownercheck(source, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(source));
-	if (!OidIsValid(get_trigger_oid(source, trigger_name(queue), true)))
+	char	   *trigger;
+	Datum		values[N_CAPTURE_KEY_PARAMS];
+
+	dlsm_queue_check_owner(source);
+	trigger = capture_trigger(source, queue);
+	if (trigger == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("table \"%s\" is not captured into queue \"%s\"",
 						get_rel_name(source), get_rel_name(queue))));
-	dlsm_plan_capture_trigger(source, trigger_name(queue), NULL, false);
+	if (OidIsValid(get_trigger_oid(source, trigger, true)))
+		dlsm_plan_capture_trigger(source, trigger, false);
+	values[P_CAPTURE_KEY_SOURCE] = ObjectIdGetDatum(source);
+	values[P_CAPTURE_KEY_TRIGGER] = DirectFunctionCall1(namein,
+														CStringGetDatum(trigger));
+	dlsm_plan_expect(dlsm_plan_execute_catalog(DLSM_C_CAPTURE_REMOVE, values,
+											   NULL, 0),
+					 SPI_OK_DELETE, 0, "unregistering a capture");
+	CacheInvalidateRelcacheByRelid(source);
+}
+
+/* ---------------------------------------------------------------------
+ * The trigger
+ * ---------------------------------------------------------------------
+ */
+
+/* The attribute numbers, in rel, of the names in a name[] column. */
+static int
+resolve_names(Relation rel, int attno, AttrNumber **out)
+{
+	bool		isnull;
+	Datum		d = dlsm_plan_value(0, attno, &isnull);
+	Datum	   *names;
+	int			n;
+
+	deconstruct_array(DatumGetArrayTypeP(d), NAMEOID, NAMEDATALEN, false,
+					  TYPALIGN_CHAR, &names, NULL, &n);
+	*out = MemoryContextAlloc(capture_context, sizeof(AttrNumber) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		const char *name = NameStr(*DatumGetName(names[i]));
+
+		(*out)[i] = get_attnum(RelationGetRelid(rel), name);
+		if ((*out)[i] == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("column \"%s\" captured from table \"%s\" does not exist",
+							name, RelationGetRelationName(rel)),
+					 errhint("Capture the table again with dlsm_uncapture() and dlsm_capture().")));
+	}
+	return n;
+}
+
+/* Read the capture of trigger on rel from dlsm_captures into desc. */
+static void
+load_capture(CaptureDesc *desc, Relation rel, Trigger *trigger)
+{
+	Datum		values[N_CAPTURE_KEY_PARAMS];
+	bool		isnull;
+
+	values[P_CAPTURE_KEY_SOURCE] = ObjectIdGetDatum(RelationGetRelid(rel));
+	values[P_CAPTURE_KEY_TRIGGER] = DirectFunctionCall1(namein,
+														CStringGetDatum(trigger->tgname));
+	dlsm_plan_expect(dlsm_plan_read_catalog(DLSM_C_CAPTURE_READ, values,
+											NULL, 1),
+					 SPI_OK_SELECT, N_CAPTURE_READ, "reading a capture");
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("trigger \"%s\" on table \"%s\" is not a dlsm capture",
+						trigger->tgname, RelationGetRelationName(rel)),
+				 errhint("Attach capture triggers with dlsm_capture().")));
+	if (desc->kind != NULL)
+	{
+		pfree(desc->kind);
+		pfree(desc->entity);
+		pfree(desc->watched);
+	}
+	desc->source = RelationGetRelid(rel);
+	desc->queue = DatumGetObjectId(dlsm_plan_value(0, A_CAPTURE_READ_QUEUE,
+												   &isnull));
+	desc->kind = MemoryContextStrdup(capture_context,
+									 dlsm_plan_text(0, A_CAPTURE_READ_KIND));
+	desc->nentity = resolve_names(rel, A_CAPTURE_READ_ENTITY_COLUMNS,
+								  &desc->entity);
+	desc->nwatched = resolve_names(rel, A_CAPTURE_READ_COLUMNS, &desc->watched);
+	desc->valid = true;
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/* The capture of the firing trigger, read once and cached. */
+static CaptureDesc *
+capture_of(TriggerData *trigdata)
+{
+	Trigger    *trigger = trigdata->tg_trigger;
+	CaptureDesc *desc;
+	bool		found;
+
+	if (capture_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		capture_context = AllocSetContextCreate(TopMemoryContext,
+												"dlsm captures",
+												ALLOCSET_SMALL_SIZES);
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(CaptureDesc);
+		ctl.hcxt = capture_context;
+		capture_cache = hash_create("dlsm captures", 16, &ctl,
+									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	desc = hash_search(capture_cache, &trigger->tgoid, HASH_ENTER, &found);
+	if (!found)
+	{
+		desc->valid = false;
+		desc->kind = NULL;
+	}
+	if (!desc->valid)
+		load_capture(desc, trigdata->tg_relation, trigger);
+	return desc;
 }
 
 /* The text of a column of tuple, or NULL. */
@@ -268,110 +486,117 @@ row_json(HeapTuple tuple, TupleDesc desc)
 							   heap_copy_tuple_as_datum(tuple, desc));
 }
 
-/*
- * The capture trigger: enqueue one request for this row change, unless
- * none of the watched columns changed.
- */
-void
-dlsm_capture_row(TriggerData *trigdata)
+/* One captured change, ready to enqueue. */
+typedef struct Change
 {
-	Trigger    *trigger = trigdata->tg_trigger;
+	Datum		values[N_CAPTURE_PARAMS];
+	char		nulls[N_CAPTURE_PARAMS];
+	char	   *old_entity;		/* NULL for an INSERT */
+	char	   *new_entity;		/* NULL for a DELETE */
+} Change;
+
+/* Describe the firing change; false when watched columns did not change. */
+static bool
+describe_change(TriggerData *trigdata, CaptureDesc *capture, Change *change)
+{
 	Relation	rel = trigdata->tg_relation;
 	TupleDesc	desc = RelationGetDescr(rel);
 	HeapTuple	oldtup = NULL;
 	HeapTuple	newtup = NULL;
-	AttrNumber	entity[INDEX_MAX_KEYS];
-	AttrNumber	watched[MaxAttrNumber];
-	int			nentity;
-	int			nwatched;
-	const char *op;
-	DlsmQueue  *queue;
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-	DlsmIdentity saved;
-	Oid			queue_relid;
-	char	   *old_entity;
-	char	   *new_entity;
-
-	if (trigger->tgnargs != 4)
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("trigger \"%s\" is not a dlsm capture trigger",
-						trigger->tgname),
-				 errhint("Attach capture triggers with dlsm_capture().")));
-	nentity = parse_attnums(trigger->tgargs[2], entity, INDEX_MAX_KEYS);
-	nwatched = parse_attnums(trigger->tgargs[3], watched, MaxAttrNumber);
-	for (int i = 0; i < nentity; i++)
-		if (entity[i] < 1 || entity[i] > desc->natts)
-			elog(ERROR, "dlsm capture trigger \"%s\" names column %d, which does not exist",
-				 trigger->tgname, entity[i]);
-	for (int i = 0; i < nwatched; i++)
-		if (watched[i] < 1 || watched[i] > desc->natts)
-			elog(ERROR, "dlsm capture trigger \"%s\" names column %d, which does not exist",
-				 trigger->tgname, watched[i]);
+	const char *op = "INSERT";
 
 	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
-	{
-		op = "INSERT";
 		newtup = trigdata->tg_trigtuple;
-	}
 	else if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
 	{
 		op = "UPDATE";
 		oldtup = trigdata->tg_trigtuple;
 		newtup = trigdata->tg_newtuple;
-		if (nwatched > 0 && unchanged(oldtup, newtup, desc, watched, nwatched))
-			return;
+		if (capture->nwatched > 0 &&
+			unchanged(oldtup, newtup, desc, capture->watched, capture->nwatched))
+			return false;
 	}
 	else
 	{
 		op = "DELETE";
 		oldtup = trigdata->tg_trigtuple;
 	}
+	memset(change->nulls, ' ', sizeof(change->nulls));
+	change->values[P_CAPTURE_KIND] = CStringGetTextDatum(capture->kind);
+	change->values[P_CAPTURE_OP] = CStringGetTextDatum(op);
+	change->values[P_CAPTURE_TABLE] =
+		CStringGetTextDatum(quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+													   RelationGetRelationName(rel)));
+	change->values[P_CAPTURE_OLD] = oldtup ? row_json(oldtup, desc) : (Datum) 0;
+	change->nulls[P_CAPTURE_OLD] = oldtup ? ' ' : 'n';
+	change->values[P_CAPTURE_NEW] = newtup ? row_json(newtup, desc) : (Datum) 0;
+	change->nulls[P_CAPTURE_NEW] = newtup ? ' ' : 'n';
+	change->old_entity = oldtup ?
+		entity_of(oldtup, desc, capture->entity, capture->nentity) : NULL;
+	change->new_entity = newtup ?
+		entity_of(newtup, desc, capture->entity, capture->nentity) : NULL;
+	return true;
+}
 
-	values[1] = CStringGetTextDatum(trigger->tgargs[1]);
-	values[2] = CStringGetTextDatum(op);
-	values[3] = CStringGetTextDatum(quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-															   RelationGetRelationName(rel)));
-	values[4] = oldtup ? row_json(oldtup, desc) : (Datum) 0;
-	nulls[4] = oldtup ? ' ' : 'n';
-	values[5] = newtup ? row_json(newtup, desc) : (Datum) 0;
-	nulls[5] = newtup ? ' ' : 'n';
+/*
+ * The source table's current owner must still hold INSERT on the queue:
+ * the capture writes there on its behalf.
+ */
+static void
+check_source_owner(Relation rel, Oid queue)
+{
+	Oid			owner = rel->rd_rel->relowner;
 
-	queue_relid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(trigger->tgargs[0])),
-								   NoLock, true);
-	queue = OidIsValid(queue_relid) ? dlsm_queue_find(queue_relid) : NULL;
-	if (queue == NULL)
+	if (pg_class_aclcheck(queue, owner, ACL_INSERT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to capture changes of table \"%s\" into queue \"%s\"",
+						RelationGetRelationName(rel), get_rel_name(queue)),
+				 errdetail("The owner of table \"%s\", role \"%s\", lacks INSERT on the queue.",
+						   RelationGetRelationName(rel),
+						   GetUserNameFromId(owner, false))));
+}
+
+/* Enqueue change into queue as the queue's owner. */
+static void
+enqueue_change(DlsmQueue *queue, Change *change)
+{
+	DlsmIdentity saved;
+	const char *entities[2] = {change->new_entity ? change->new_entity :
+	change->old_entity, NULL};
+
+	/* an UPDATE that moves the row to another entity changes both */
+	if (change->old_entity != NULL && change->new_entity != NULL &&
+		strcmp(change->old_entity, change->new_entity) != 0)
+		entities[1] = change->old_entity;
+	dlsm_identity_switch(queue->owner, &saved);
+	for (int i = 0; i < lengthof(entities) && entities[i] != NULL; i++)
 	{
-		/* the queue was dropped or unregistered: nothing to capture into */
-		ereport(WARNING,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("change of table \"%s\" not captured: its queue is no longer a dlsm queue",
-						RelationGetRelationName(rel)),
-				 errhint("Remove the capture with DROP TRIGGER %s ON %s.",
-						 quote_identifier(trigger->tgname),
-						 RelationGetRelationName(rel))));
-		return;
-	}
-	dlsm_identity_switch(rel->rd_rel->relowner, &saved);
-
-	/*
-	 * An UPDATE that moves the row to another entity changes both: each gets
-	 * the request.
-	 */
-	old_entity = oldtup ? entity_of(oldtup, desc, entity, nentity) : NULL;
-	new_entity = newtup ? entity_of(newtup, desc, entity, nentity) : NULL;
-	for (int i = 0; i < 2; i++)
-	{
-		char	   *e = i == 0 ? (new_entity ? new_entity : old_entity) : old_entity;
-
-		if (i == 1 && (old_entity == NULL || new_entity == NULL ||
-					   strcmp(old_entity, new_entity) == 0))
-			break;
-		values[0] = CStringGetTextDatum(e);
-		if (dlsm_plan_execute(queue, DLSM_Q_CAPTURE, values, nulls, 0) !=
-			SPI_OK_INSERT)
-			elog(ERROR, "unexpected result from a captured change");
+		change->values[P_CAPTURE_ENTITY] = CStringGetTextDatum(entities[i]);
+		dlsm_plan_expect(dlsm_plan_execute(&queue->plans, DLSM_Q_CAPTURE,
+										   change->values, change->nulls, 0),
+						 SPI_OK_INSERT, 0, "a captured change");
 	}
 	dlsm_identity_restore(&saved);
+}
+
+/*
+ * The capture trigger: enqueue one request for this row change, unless
+ * none of the watched columns changed.  The caller holds an SPI
+ * connection.
+ */
+void
+dlsm_capture_row(TriggerData *trigdata)
+{
+	CaptureDesc *capture = capture_of(trigdata);
+	Oid			queue_relid = capture->queue;
+	Change		change;
+	DlsmQueue  *queue;
+
+	if (!describe_change(trigdata, capture, &change))
+		return;
+	check_source_owner(trigdata->tg_relation, queue_relid);
+	queue = dlsm_queue_open(queue_relid, 0);
+	enqueue_change(queue, &change);
+	dlsm_queue_close(queue);
 }

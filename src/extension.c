@@ -5,10 +5,18 @@
  *
  * The C code finds the extension's schema through its pg_extension row,
  * never through search_path, and looks it up once per backend.  A relcache
- * invalidation of the registry table (DROP EXTENSION drops it) or a full
- * reset makes the next call look again, and bumps a generation number
- * that plans.c compares to know when its statements on dlsm's own tables
- * name objects that may be gone.
+ * invalidation of one of dlsm's tables (DROP EXTENSION drops them), a
+ * renamed schema, or a full reset makes the next call look again.  When
+ * what it finds differs from what it found before (another schema, new
+ * objects), a generation number is bumped: plans.c re-prepares its
+ * statements on dlsm's own tables only then, not at every invalidation.
+ *
+ * The library serves one version of the SQL objects, DLSM_SQL_VERSION:
+ * with another version installed every dlsm function stops with an error
+ * asking for ALTER EXTENSION dlsm UPDATE, rather than run statements
+ * against tables of another shape.
+ *
+ * Calls nothing of dlsm.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -24,44 +32,81 @@
 #include "access/table.h"
 #include "catalog/indexing.h"
 #include "catalog/pg_extension.h"
+#include "commands/extension.h"
+#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
 
-#include "dlsm.h"
+#include "extension.h"
 
-static char *ext_schema = NULL; /* NULL: look it up */
-static Oid	ext_schema_oid = InvalidOid;
-static Oid	ext_owner = InvalidOid;
-static Oid	registry_relid = InvalidOid;
-static Oid	fence_seq_relid = InvalidOid;
-static bool stale = false;		/* look again at the next call */
-static uint64 generation = 0;	/* lookups made so far */
+static const char *const object_names[DLSM_NUM_OBJECTS] = {
+	[DLSM_OBJ_QUEUES] = "dlsm_queues",
+	[DLSM_OBJ_CAPTURES] = "dlsm_captures",
+	[DLSM_OBJ_LEASES] = "dlsm_leases",
+	[DLSM_OBJ_FENCE_SEQ] = "dlsm_fence_seq",
+};
+
+/* What the last lookup found. */
+typedef struct Installed
+{
+	char		schema[NAMEDATALEN];
+	Oid			owner;
+	Oid			objects[DLSM_NUM_OBJECTS];
+} Installed;
+
+static Installed installed;
+static bool looked_up = false;	/* installed holds a lookup */
+static bool stale = true;		/* look again at the next call */
+static uint64 generation = 0;	/* changes of what was found */
 
 static void
-extension_invalidate(Datum arg, Oid relid)
+relcache_invalidate(Datum arg, Oid relid)
 {
-	if (relid == InvalidOid || relid == registry_relid)
+	if (relid == InvalidOid || dlsm_extension_is_registry(relid))
 		stale = true;
 }
 
-/* Register the invalidation callback; called once from _PG_init. */
+static void
+namespace_invalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	stale = true;
+}
+
+/* Register the invalidation callbacks; called once from _PG_init. */
 void
 dlsm_extension_init(void)
 {
-	CacheRegisterRelcacheCallback(extension_invalidate, (Datum) 0);
+	CacheRegisterRelcacheCallback(relcache_invalidate, (Datum) 0);
+	CacheRegisterSyscacheCallback(NAMESPACEOID, namespace_invalidate,
+								  (Datum) 0);
 }
 
-/* Read the extension's schema, owner and objects from the catalogs. */
-static void
-lookup_extension(void)
+/* Is the extension installed in this database?  The caller is in a transaction. */
+bool
+dlsm_extension_exists(void)
+{
+	return OidIsValid(get_extension_oid("dlsm", true));
+}
+
+/*
+ * Read the extension's row; its version must be the library's, unless
+ * any_version.  Returns whether it is.
+ */
+static bool
+lookup(Installed *found, bool any_version)
 {
 	Relation	rel;
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tuple;
 	Form_pg_extension ext;
+	bool		isnull;
+	char	   *version;
+	bool		current;
 
 	rel = table_open(ExtensionRelationId, AccessShareLock);
 	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
@@ -74,16 +119,55 @@ lookup_extension(void)
 				 errmsg("extension \"dlsm\" is not installed in this database"),
 				 errhint("Run CREATE EXTENSION dlsm.")));
 	ext = (Form_pg_extension) GETSTRUCT(tuple);
-	ext_schema_oid = ext->extnamespace;
-	ext_owner = ext->extowner;
+	version = TextDatumGetCString(heap_getattr(tuple, Anum_pg_extension_extversion,
+											   RelationGetDescr(rel), &isnull));
+	current = strcmp(version, DLSM_SQL_VERSION) == 0 || creating_extension;
+	if (!current && !any_version)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"dlsm\" is at version %s, but its library serves version %s",
+						version, DLSM_SQL_VERSION),
+				 errhint("Run ALTER EXTENSION dlsm UPDATE.")));
+	strlcpy(found->schema, get_namespace_name(ext->extnamespace), NAMEDATALEN);
+	found->owner = ext->extowner;
+	for (int i = 0; i < DLSM_NUM_OBJECTS; i++)
+		found->objects[i] = get_relname_relid(object_names[i], ext->extnamespace);
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
+	return current;
+}
 
-	ext_schema = MemoryContextStrdup(TopMemoryContext,
-									 get_namespace_name(ext_schema_oid));
-	registry_relid = get_relname_relid("dlsm_queues", ext_schema_oid);
-	fence_seq_relid = get_relname_relid("dlsm_fence_seq", ext_schema_oid);
-	generation++;
+/* Look the extension up again if an invalidation asked for it. */
+static void
+refresh(void)
+{
+	Installed	found;
+
+	if (!stale && looked_up)
+		return;
+	memset(&found, 0, sizeof(found));
+	(void) lookup(&found, false);
+	stale = false;				/* an invalidation from here on counts */
+	if (!looked_up || memcmp(&found, &installed, sizeof(found)) != 0)
+		generation++;
+	installed = found;
+	looked_up = true;
+}
+
+/*
+ * Are dlsm's SQL objects at the version this library serves?  For the
+ * wake trigger, which must not fail a producer's INSERT while an ALTER
+ * EXTENSION dlsm UPDATE is still to come.  The caller is in a transaction.
+ */
+bool
+dlsm_extension_current(void)
+{
+	Installed	found;
+
+	if (!stale && looked_up)
+		return true;
+	memset(&found, 0, sizeof(found));
+	return lookup(&found, true);
 }
 
 /*
@@ -93,47 +177,55 @@ lookup_extension(void)
 const char *
 dlsm_extension_schema(void)
 {
-	if (stale && ext_schema != NULL)
-	{
-		pfree(ext_schema);
-		ext_schema = NULL;
-	}
-	stale = false;
-	if (ext_schema == NULL)
-		lookup_extension();
-	return ext_schema;
+	refresh();
+	return installed.schema;
 }
 
 /* The owner of the extension. */
 Oid
 dlsm_extension_owner(void)
 {
-	(void) dlsm_extension_schema();
-	return ext_owner;
+	refresh();
+	return installed.owner;
 }
 
-/* The OID of the fence sequence. */
+/* The OID of one of dlsm's own relations. */
 Oid
-dlsm_fence_sequence(void)
+dlsm_extension_object(DlsmObject object)
 {
-	(void) dlsm_extension_schema();
-	return fence_seq_relid;
+	refresh();
+	return installed.objects[object];
+}
+
+/* The name of one of dlsm's own relations, unqualified. */
+const char *
+dlsm_extension_object_name(DlsmObject object)
+{
+	return object_names[object];
 }
 
 /*
- * The registry table's OID as last looked up, without looking: for
- * invalidation callbacks, which must not read the catalogs.
+ * A number that changes whenever the extension's schema or objects
+ * changed (DROP and CREATE EXTENSION, a renamed schema).
  */
-Oid
-dlsm_extension_registry_seen(void)
-{
-	return registry_relid;
-}
-
-/* How many times the extension was looked up in this backend. */
 uint64
 dlsm_extension_generation(void)
 {
-	(void) dlsm_extension_schema();
+	refresh();
 	return generation;
+}
+
+/*
+ * Is relid one of dlsm's own tables, as last looked up?  Does not look:
+ * safe in invalidation callbacks, which must not read the catalogs.
+ */
+bool
+dlsm_extension_is_registry(Oid relid)
+{
+	if (!looked_up)
+		return false;
+	for (int i = 0; i < DLSM_NUM_OBJECTS; i++)
+		if (installed.objects[i] == relid)
+			return true;
+	return false;
 }

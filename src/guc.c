@@ -7,6 +7,8 @@
  * reserved so that a misspelt dlsm setting is reported, not kept.  The
  * worker's settings are PGC_SIGHUP: a reload applies them.
  *
+ * Calls nothing of dlsm.
+ *
  * Copyright (c) 2026, dlsm developers
  *
  * IDENTIFICATION
@@ -22,7 +24,7 @@
 #include "utils/guc.h"
 #include "utils/varlena.h"
 
-#include "dlsm.h"
+#include "guc.h"
 
 /* Lease of a claim made without one, in seconds. */
 int			dlsm_default_lease = 300;
@@ -38,6 +40,15 @@ int			dlsm_retention_batch = 1000;
 
 /* Units a worker's handlers run before it looks at its other duties. */
 int			dlsm_handler_batch = 100;
+
+/* Statement timeout of each handler call, in milliseconds. */
+int			dlsm_handler_timeout = 10000;
+
+/* How long the worker waits for a lock on a queue, in milliseconds. */
+int			dlsm_lock_timeout = 1000;
+
+/* This server's number, in the last byte of the process ids it makes. */
+int			dlsm_node_id = 0;
 
 static bool
 check_databases(char **newval, void **extra, GucSource source)
@@ -106,6 +117,39 @@ dlsm_guc_init(void)
 							100,
 							1,
 							1000000,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlsm.handler_timeout",
+							"Sets the longest a dlsm worker lets one handler call run.",
+							"A call still running after this is cancelled, and its unit settled as a retry; a queue's own handler_timeout overrides it.",
+							&dlsm_handler_timeout,
+							10000,
+							1,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlsm.lock_timeout",
+							"Sets how long a dlsm worker waits for a lock on a queue.",
+							"A queue whose table stays locked longer is skipped until the next pass, and named in dlsm_worker_status.",
+							&dlsm_lock_timeout,
+							1000,
+							1,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlsm.node_id",
+							"Sets the number of this server in a sharded layout.",
+							"It becomes the last byte of every process id dlsm makes, so that a router can tell which server holds a claim; 0 leaves process ids wholly random.",
+							&dlsm_node_id,
+							0,
+							0,
+							255,
 							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);

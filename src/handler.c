@@ -5,12 +5,22 @@
  *
  * The claim, the handler's effects and the settle share one transaction,
  * the worker's: a unit's effects commit exactly once, together with its
- * 'complete'.  The handler runs in a subtransaction; when it raises an
- * error its effects are rolled back and the unit is settled 'retry' (or
- * 'error' once its attempts are spent) with the error message as detail.
- * Everything runs as the role that set the handler, so that role's
- * privileges and row-level security apply, as a security-restricted
- * operation whose setting changes are undone afterwards (identity.c).
+ * 'complete'.  The handler runs in a subtransaction, under the queue's
+ * handler_timeout (or dlsm.handler_timeout) as a statement timeout; when
+ * it raises an error or runs out of time its effects are rolled back and
+ * the unit is settled 'retry' (or 'error' once its attempts are spent)
+ * with the error message as detail.
+ *
+ * Everything runs as the queue table's current owner, as a
+ * security-restricted operation (identity.c): the claim and the settle run
+ * the owner's triggers on the owner's table, and the handler runs with the
+ * owner's rights, which must include EXECUTE on it.  The handler is found
+ * by its qualified name and signature at every run, so that a redeployed
+ * function (DROP and CREATE) is the one called; a handler that does not
+ * exist stops the queue's handling, with an error, before anything is
+ * claimed.
+ *
+ * Calls claim.c, state.c, queue.c, subxact.c and identity.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -22,21 +32,46 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "parser/parse_func.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
+#include "utils/regproc.h"
+#include "utils/timeout.h"
+#include "utils/varlena.h"
 
-#include "dlsm.h"
+#include "claim.h"
+#include "guc.h"
+#include "handler.h"
+#include "identity.h"
+#include "state.h"
+#include "subxact.h"
 
-/* The unit being handled, as dlsm_state_claim emits it. */
+/* The arguments of every handler. */
+enum
+{
+	HANDLER_ARG_ENTITY, HANDLER_ARG_KIND, HANDLER_ARG_IDS,
+	HANDLER_ARG_PAYLOADS, HANDLER_NARGS
+};
+
+static const Oid handler_argtypes[HANDLER_NARGS] = {
+	[HANDLER_ARG_ENTITY] = TEXTOID,
+	[HANDLER_ARG_KIND] = TEXTOID,
+	[HANDLER_ARG_IDS] = INT8ARRAYOID,
+	[HANDLER_ARG_PAYLOADS] = JSONBARRAYOID,
+};
+
+/* The unit being handled, as dlsm_claim_units emits it. */
 typedef struct HandlerUnit
 {
 	MemoryContext context;		/* where the fields live */
+	Oid			handler;		/* the function */
+	int			timeout_ms;		/* its statement timeout */
 	char	   *entity;
 	char	   *kind;
 	pg_uuid_t	process_id;
@@ -49,108 +84,133 @@ static void
 collect_row(void *arg, HeapTuple tuple, TupleDesc desc)
 {
 	HandlerUnit *unit = (HandlerUnit *) arg;
-	Datum		values[7];
-	bool		nulls[7];
+	Datum		values[N_CLAIM - 1];
+	bool		nulls[N_CLAIM - 1];
 	MemoryContext old;
 
+	Assert(desc->natts == N_CLAIM - 1);
 	heap_deform_tuple(tuple, desc, values, nulls);
 	old = MemoryContextSwitchTo(unit->context);
 	if (unit->rows++ == 0)
 	{
-		unit->kind = TextDatumGetCString(values[1]);
-		unit->entity = TextDatumGetCString(values[2]);
-		memcpy(&unit->process_id, DatumGetUUIDP(values[4]), UUID_LEN);
+		unit->kind = TextDatumGetCString(values[A_CLAIM_KIND - 1]);
+		unit->entity = TextDatumGetCString(values[A_CLAIM_ENTITY - 1]);
+		memcpy(&unit->process_id,
+			   DatumGetUUIDP(values[A_CLAIM_PROCESS_ID - 1]), UUID_LEN);
 	}
-	unit->ids = accumArrayResult(unit->ids, values[0], false, INT8OID,
-								 unit->context);
-	unit->payloads = accumArrayResult(unit->payloads, values[3], nulls[3],
+	unit->ids = accumArrayResult(unit->ids, values[A_CLAIM_ID - 1], false,
+								 INT8OID, unit->context);
+	unit->payloads = accumArrayResult(unit->payloads,
+									  values[A_CLAIM_PAYLOAD - 1],
+									  nulls[A_CLAIM_PAYLOAD - 1],
 									  JSONBOID, unit->context);
 	MemoryContextSwitchTo(old);
 }
 
-/* Call the handler; on error return its message, its effects undone. */
-static char *
-call_handler(Oid handler, HandlerUnit *unit)
+/* The call itself, a step of dlsm_subxact_run. */
+static void
+call_step(void *arg)
 {
-	MemoryContext oldcontext = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	char	   *volatile message = NULL;
+	HandlerUnit *unit = (HandlerUnit *) arg;
+	LOCAL_FCINFO(fcinfo, HANDLER_NARGS);
+	FmgrInfo	flinfo;
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcontext);
+	fmgr_info(unit->handler, &flinfo);
+	InitFunctionCallInfoData(*fcinfo, &flinfo, HANDLER_NARGS, InvalidOid,
+							 NULL, NULL);
+	fcinfo->args[HANDLER_ARG_ENTITY].value = CStringGetTextDatum(unit->entity);
+	fcinfo->args[HANDLER_ARG_KIND].value = CStringGetTextDatum(unit->kind);
+	fcinfo->args[HANDLER_ARG_IDS].value = makeArrayResult(unit->ids,
+														  CurrentMemoryContext);
+	fcinfo->args[HANDLER_ARG_PAYLOADS].value =
+		makeArrayResult(unit->payloads, CurrentMemoryContext);
+	for (int i = 0; i < HANDLER_NARGS; i++)
+		fcinfo->args[i].isnull = false;
+	enable_timeout_after(STATEMENT_TIMEOUT, unit->timeout_ms);
 	PG_TRY();
 	{
-		LOCAL_FCINFO(fcinfo, 4);
-		FmgrInfo	flinfo;
-
-		fmgr_info(handler, &flinfo);
-		InitFunctionCallInfoData(*fcinfo, &flinfo, 4, InvalidOid, NULL, NULL);
-		fcinfo->args[0].value = CStringGetTextDatum(unit->entity);
-		fcinfo->args[0].isnull = false;
-		fcinfo->args[1].value = CStringGetTextDatum(unit->kind);
-		fcinfo->args[1].isnull = false;
-		fcinfo->args[2].value = makeArrayResult(unit->ids, oldcontext);
-		fcinfo->args[2].isnull = false;
-		fcinfo->args[3].value = makeArrayResult(unit->payloads, oldcontext);
-		fcinfo->args[3].isnull = false;
 		(void) FunctionCallInvoke(fcinfo);
-
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
 	}
-	PG_CATCH();
+	PG_FINALLY();
 	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcontext);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
-		message = pstrdup(edata->message);
-		FreeErrorData(edata);
+		disable_timeout(STATEMENT_TIMEOUT, false);
 	}
 	PG_END_TRY();
+}
+
+/* Call the handler; on error return its message, its effects undone. */
+static char *
+call_handler(HandlerUnit *unit)
+{
+	ErrorData  *edata = dlsm_subxact_run(call_step, unit);
+	char	   *message;
+
+	if (edata == NULL)
+		return NULL;
+	message = pstrdup(edata->message);
+	FreeErrorData(edata);
 	return message;
 }
 
 /*
+ * The queue's handler function, found by name; the current user (the
+ * queue's owner) must be allowed to execute it.
+ */
+static Oid
+find_handler(DlsmQueue *queue)
+{
+	List	   *names = stringToQualifiedNameList(queue->handler);
+	Oid			handler = LookupFuncName(names, HANDLER_NARGS, handler_argtypes,
+										 true);
+
+	if (!OidIsValid(handler))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("handler %s(text, text, bigint[], jsonb[]) of queue \"%s\" does not exist",
+						queue->handler, get_rel_name(queue->relid)),
+				 errhint("Create the function again, or set another handler with dlsm_set_handler().")));
+	if (pg_proc_aclcheck(handler, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_FUNCTION,
+					   get_func_name(handler));
+	return handler;
+}
+
+/*
  * Claim one unit of the queue and run its handler on it, in the current
- * transaction.  Returns false when there was nothing to claim; *failure
- * is the handler's error message, or NULL when it succeeded.  The caller holds an SPI
- * connection and an active snapshot.
+ * transaction, as the queue's owner.  Returns false when there was nothing
+ * to claim; *failure is the handler's error message, or NULL when it
+ * succeeded.  The caller holds an SPI connection, an active snapshot and
+ * a pin on queue, whose handler is set.
  */
 bool
 dlsm_handler_run_one(DlsmQueue *queue, char **failure)
 {
-	DlsmClaimArgs args;
-	HandlerUnit unit;
+	DlsmClaimArgs args = {0};
+	HandlerUnit unit = {0};
+	DlsmSettle settle = {DLSM_OUTCOME_COMPLETE, NULL, NULL};
 	DlsmIdentity saved;
-	Oid			handler = queue->handler;
-	char	   *message;
 
-	memset(&unit, 0, sizeof(unit));
 	unit.context = CurrentMemoryContext;
+	unit.timeout_ms = queue->handler_timeout_ms > 0 ?
+		queue->handler_timeout_ms : dlsm_handler_timeout;
 	args.queue = queue;
 	args.lease_us = (int64) dlsm_default_lease * USECS_PER_SEC;
-	args.process_id = NULL;
-	args.after = 0;
-	args.wait_us = 0;
 	args.units = 1;
 
-	dlsm_identity_switch(queue->handler_role, &saved);
-	if (dlsm_state_claim(&args, collect_row, &unit) == 0)
+	dlsm_identity_switch(queue->owner, &saved);
+	unit.handler = find_handler(queue);
+	if (dlsm_claim_units(&args, collect_row, &unit) == 0)
 	{
 		dlsm_identity_restore(&saved);
 		return false;
 	}
-	message = call_handler(handler, &unit);
-	*failure = message;
-	(void) dlsm_state_settle(queue, &unit.process_id,
-							 message ? DLSM_OUTCOME_RETRY : DLSM_OUTCOME_COMPLETE,
-							 message, NULL);
+	*failure = call_handler(&unit);
+	if (*failure != NULL)
+	{
+		settle.outcome = DLSM_OUTCOME_RETRY;
+		settle.detail = *failure;
+	}
+	(void) dlsm_state_settle(queue, &unit.process_id, &settle);
 	dlsm_identity_restore(&saved);
 	return true;
 }

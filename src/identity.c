@@ -4,14 +4,16 @@
  *	  Running a stretch of dlsm's work as another role, safely.
  *
  * dlsm acts as other roles in a few places: as the extension's owner to
- * write its own tables, as a queue table's owner when the worker reaps or
- * purges it, as a handler's role when it runs a handler, as a source
- * table's owner when a capture trigger enqueues.  Each switch is a
+ * read and write its own tables, and as a queue table's owner whenever it
+ * works on the queue for no caller (the worker's reaping, retention and
+ * handlers, monitoring, a capture trigger's insert).  Each switch is a
  * security-restricted operation (no SET ROLE, no temporary tables, as for
  * autovacuum and REFRESH MATERIALIZED VIEW) and opens a GUC nest level:
  * settings the code run as that role changes are undone when dlsm switches
  * back, so they cannot leak into later work done as someone else.  An
  * error undoes both with the (sub)transaction.
+ *
+ * Calls nothing of dlsm.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -25,7 +27,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-#include "dlsm.h"
+#include "identity.h"
 
 /* Act as role from now on; saved is what dlsm_identity_restore needs. */
 void

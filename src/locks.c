@@ -25,6 +25,13 @@
  * the lock manager's queue (first come, first served), with a bound taken
  * from lock_timeout's machinery; the deadlock detector covers them.
  *
+ * The fence floor (fence.c) is raised under a third key, field4 0x2000,
+ * held as a session lock for a moment: it is the only lock of dlsm that is
+ * waited for without a bound, and it is never held while waiting for
+ * another lock, so it cannot deadlock either.
+ *
+ * Calls subxact.c.
+ *
  * Copyright (c) 2026, dlsm developers
  *
  * IDENTIFICATION
@@ -42,10 +49,12 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
-#include "dlsm.h"
+#include "locks.h"
+#include "subxact.h"
 
 #define DLSM_LOCKTAG_ENTITY		0x8000	/* field4 mark of entity locks */
 #define DLSM_LOCKTAG_NAMED		0x4000	/* field4 of named locks */
+#define DLSM_LOCKTAG_FENCE		0x2000	/* field4 of the fence floor */
 
 static void
 entity_tag(LOCKTAG *tag, Oid queue, const char *entity)
@@ -91,81 +100,102 @@ named_tag(LOCKTAG *tag, const char *name)
 						 DLSM_LOCKTAG_NAMED);
 }
 
+/* A bounded wait for a named lock's lock-manager lock (a step). */
+typedef struct NamedWait
+{
+	LOCKTAG		tag;
+	long		wait_ms;		/* -1: without end */
+} NamedWait;
+
+static void
+named_wait_step(void *arg)
+{
+	NamedWait  *wait = (NamedWait *) arg;
+
+	LockTimeout = wait->wait_ms < 0 ? 0 : (int) Min(wait->wait_ms, INT_MAX);
+	(void) LockAcquire(&wait->tag, ExclusiveLock, false, false);
+	/* a timeout that fired as the lock came must be served here */
+	CHECK_FOR_INTERRUPTS();
+}
+
 /*
  * Take the lock-manager lock of a named lock for this transaction, waiting
  * in line up to wait_ms (0: not at all, -1: without end).  True when
  * granted.  A bounded wait runs in a subtransaction: the lock timeout it
- * uses is an error, caught here and nowhere else.
+ * uses is an error, caught there.
  */
 bool
 dlsm_lock_named_acquire(const char *name, long wait_ms)
 {
-	LOCKTAG		tag;
-	MemoryContext oldcontext = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
 	int			save_timeout = LockTimeout;
-	volatile bool granted = false;
+	NamedWait	wait;
+	ErrorData  *edata;
 
-	named_tag(&tag, name);
+	named_tag(&wait.tag, name);
 	if (wait_ms == 0)
 	{
 		LockAcquireResult result;
 
 		/* held by the (sub)transaction, not by the calling portal */
 		CurrentResourceOwner = CurTransactionResourceOwner;
-		result = LockAcquire(&tag, ExclusiveLock, false, true);
+		result = LockAcquire(&wait.tag, ExclusiveLock, false, true);
 		CurrentResourceOwner = oldowner;
 		return result != LOCKACQUIRE_NOT_AVAIL;
 	}
 
 	/* the subtransaction hands the lock to this (sub)transaction's owner */
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcontext);
+	wait.wait_ms = wait_ms;
 	PG_TRY();
 	{
-		LockTimeout = wait_ms < 0 ? 0 : (int) Min(wait_ms, INT_MAX);
-		(void) LockAcquire(&tag, ExclusiveLock, false, false);
-		/* a timeout that fired as the lock came must be served here */
-		CHECK_FOR_INTERRUPTS();
-		LockTimeout = save_timeout;
-		granted = true;
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
+		edata = dlsm_subxact_run(named_wait_step, &wait);
 	}
-	PG_CATCH();
+	PG_FINALLY();
 	{
-		ErrorData  *edata;
-
 		LockTimeout = save_timeout;
-		MemoryContextSwitchTo(oldcontext);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-			ReThrowError(edata);
-		FreeErrorData(edata);
 	}
 	PG_END_TRY();
-	return granted;
+	if (edata == NULL)
+		return true;
+	if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+		ReThrowError(edata);
+	FreeErrorData(edata);
+	return false;
 }
 
 /*
  * Give back a named lock's lock-manager lock before the transaction ends;
- * call it in the (sub)transaction that took it.  False if it holds none.
+ * owner is the resource owner that holds it (the (sub)transaction that
+ * took it, or the one it was handed to).  False if it holds none.
  */
 bool
-dlsm_lock_named_release(const char *name)
+dlsm_lock_named_release(const char *name, ResourceOwner owner)
 {
 	LOCKTAG		tag;
 	ResourceOwner oldowner = CurrentResourceOwner;
 	bool		released;
 
 	named_tag(&tag, name);
-	CurrentResourceOwner = CurTransactionResourceOwner;
+	CurrentResourceOwner = owner;
 	released = LockRelease(&tag, ExclusiveLock, false);
 	CurrentResourceOwner = oldowner;
 	return released;
+}
+
+/*
+ * Serialize the raising of this database's fence floor between backends:
+ * a session lock, taken (waiting) and released around a non-transactional
+ * setval, so it never waits for another transaction to end.  Call with
+ * release false to take it, true to give it back.
+ */
+void
+dlsm_lock_fence_floor(bool release)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, 0, DLSM_LOCKTAG_FENCE);
+	if (release)
+		LockRelease(&tag, ExclusiveLock, true);
+	else
+		(void) LockAcquire(&tag, ExclusiveLock, true, false);
 }

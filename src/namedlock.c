@@ -12,16 +12,19 @@
  * unlocking commit) or expires.
  *
  *	transaction scope (lease NULL): the grant is the lock-manager lock
- *		itself, held until the transaction ends; nothing is written.
+ *		itself, held until the transaction ends (or dlsm_unlock, at any
+ *		savepoint level); nothing is written.
  *	lease scope: the grant is a row of dlsm_leases, written as the
- *		extension's owner; it outlives the transaction and the session.
- *		The lock-manager lock goes at the end of the granting transaction.
+ *		extension's owner, naming the role that took it; it outlives the
+ *		transaction and the session.  Only that role, its members and
+ *		superusers release or extend it.  The lock-manager lock goes at
+ *		the end of the granting transaction.
  *
- * A grant's fence comes from the sequence the claims use: fences rise
- * across every claim and lock grant, also across restarts.
- *
+ * A grant's fence comes from the sequence the claims use (fence.c).
  * Holders and waiters of the current transaction have an entry in shared
  * memory (shmem.c) for the dlsm_locks view, freed when it ends.
+ *
+ * Calls plans.c, locks.c, fence.c, wake.c and shmem.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -33,15 +36,20 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include "dlsm.h"
+#include "fence.h"
+#include "locks.h"
+#include "namedlock.h"
+#include "plans.h"
+#include "shmem.h"
+#include "wake.h"
 
 /* A transaction-scope grant of this transaction, which dlsm_unlock ends. */
 typedef struct NamedGrant
@@ -49,6 +57,7 @@ typedef struct NamedGrant
 	char	   *name;
 	int64		fence;
 	int			entry;			/* shared entry, or -1 */
+	int			level;			/* nest level whose owner holds the lock */
 } NamedGrant;
 
 static List *grants = NIL;		/* of NamedGrant, in TopTransactionContext */
@@ -69,11 +78,51 @@ named_release_callback(ResourceReleasePhase phase, bool isCommit,
 	grants = NIL;
 }
 
-/* Register the transaction-end hook; called once from _PG_init. */
+/* Free a shared entry this transaction stopped using. */
+static void
+forget_entry(int entry)
+{
+	if (entry < 0)
+		return;
+	dlsm_shmem_named_leave(entry);
+	entries = list_delete_int(entries, entry);
+}
+
+/*
+ * A subtransaction ended: its grants pass to its parent when it commits,
+ * and end with its locks when it aborts.
+ */
+static void
+named_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	ListCell   *lc;
+
+	if (event != SUBXACT_EVENT_COMMIT_SUB && event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	foreach(lc, grants)
+	{
+		NamedGrant *grant = lfirst(lc);
+
+		if (grant->level < level)
+			continue;
+		if (event == SUBXACT_EVENT_COMMIT_SUB)
+			grant->level = level - 1;
+		else
+		{
+			forget_entry(grant->entry);
+			grants = foreach_delete_current(grants, lc);
+		}
+	}
+}
+
+/* Register the transaction-end hooks; called once from _PG_init. */
 void
 dlsm_named_init(void)
 {
 	RegisterResourceReleaseCallback(named_release_callback, NULL);
+	RegisterSubXactCallback(named_subxact_callback, NULL);
 }
 
 static void
@@ -88,81 +137,77 @@ remember_entry(int entry)
 	MemoryContextSwitchTo(old);
 }
 
-/*
- * The lease on name: *until when it holds, false when there is none or it
- * expired.
- */
-static bool
-lease_holds(const char *name, TimestampTz *until)
+/* The lease on name, as DLSM_C_LEASE_READ reads it; false if none. */
+typedef struct Lease
 {
-	Datum		value = CStringGetTextDatum(name);
-	bool		holds = false;
-	bool		isnull;
+	int64		fence;
+	TimestampTz until;
+	bool		expired;
+	Oid			role;			/* who took it */
+} Lease;
 
-	if (dlsm_plan_read_catalog_latest(DLSM_C_LEASE_READ, &value, NULL, 1)
-		!= SPI_OK_SELECT)
-		elog(ERROR, "unexpected result from reading a lease");
-	if (SPI_processed == 1 &&
-		!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-									SPI_tuptable->tupdesc, 3, &isnull)))
+static bool
+read_lease(const char *name, Lease *lease)
+{
+	Datum		values[N_LEASE_READ_PARAMS];
+	bool		isnull;
+	bool		found;
+
+	values[P_LEASE_READ_NAME] = CStringGetTextDatum(name);
+	dlsm_plan_expect(dlsm_plan_read_catalog(DLSM_C_LEASE_READ, values, NULL, 1),
+					 SPI_OK_SELECT, N_LEASE_READ, "reading a lease");
+	found = SPI_processed == 1;
+	if (found)
 	{
-		holds = true;
-		*until = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
-												   SPI_tuptable->tupdesc, 2,
-												   &isnull));
+		lease->fence = DatumGetInt64(dlsm_plan_value(0, A_LEASE_FENCE, &isnull));
+		lease->until = DatumGetTimestampTz(dlsm_plan_value(0, A_LEASE_UNTIL,
+														   &isnull));
+		lease->expired = DatumGetBool(dlsm_plan_value(0, A_LEASE_EXPIRED,
+													  &isnull));
+		lease->role = DatumGetObjectId(dlsm_plan_value(0, A_LEASE_ROLE, &isnull));
+		if (isnull)
+			lease->role = InvalidOid;
 	}
 	SPI_freetuptable(SPI_tuptable);
-	return holds;
+	return found;
 }
 
-/* Free a shared entry this transaction stopped using. */
-static void
-forget_entry(int entry)
+/* The single bigint a statement returned. */
+static int64
+single_int8(int attno)
 {
-	if (entry < 0)
-		return;
-	dlsm_shmem_named_leave(entry);
-	entries = list_delete_int(entries, entry);
-}
+	bool		isnull;
+	int64		v = DatumGetInt64(dlsm_plan_value(0, attno, &isnull));
 
-static int64 single_int8(void);
+	SPI_freetuptable(SPI_tuptable);
+	return v;
+}
 
 /*
- * Write name's lease, unless a live lease holds it (refreshed after we saw
- * it expire): false then.
+ * Write name's lease for the calling role, unless a live lease holds it
+ * (refreshed after we saw it expire): false then.
  */
 static bool
 take_lease(const char *name, int64 lease_us, int64 *fence)
 {
 	Interval   *lease = palloc0(sizeof(Interval));
-	Datum		values[3];
+	Datum		values[N_LEASE_TAKE_PARAMS];
 
 	lease->time = lease_us;
-	values[0] = CStringGetTextDatum(name);
-	values[1] = CStringGetTextDatum(psprintf("%s (pid %d)",
-											 GetUserNameFromId(GetUserId(), false),
-											 MyProcPid));
-	values[2] = IntervalPGetDatum(lease);
-	if (dlsm_plan_execute_catalog_as_owner(DLSM_C_LEASE_TAKE, values, NULL)
-		!= SPI_OK_INSERT_RETURNING)
-		elog(ERROR, "unexpected result from taking the lease of lock \"%s\"",
-			 name);
+	values[P_LEASE_TAKE_NAME] = CStringGetTextDatum(name);
+	values[P_LEASE_TAKE_LEASE] = IntervalPGetDatum(lease);
+	values[P_LEASE_TAKE_HOLDER] =
+		CStringGetTextDatum(psprintf("%s (pid %d)",
+									 GetUserNameFromId(GetUserId(), false),
+									 MyProcPid));
+	values[P_LEASE_TAKE_ROLE] = ObjectIdGetDatum(GetUserId());
+	dlsm_plan_expect(dlsm_plan_execute_catalog(DLSM_C_LEASE_TAKE, values,
+											   NULL, 0),
+					 SPI_OK_INSERT_RETURNING, N_FENCE, "taking a lease");
 	if (SPI_processed == 0)
 		return false;
-	*fence = single_int8();
+	*fence = single_int8(A_FENCE_VALUE);
 	return true;
-}
-
-static int64
-single_int8(void)
-{
-	bool		isnull;
-	int64		v = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-												SPI_tuptable->tupdesc, 1,
-												&isnull));
-
-	SPI_freetuptable(SPI_tuptable);
-	return v;
 }
 
 /*
@@ -172,7 +217,7 @@ single_int8(void)
 static bool
 wait_for_lease(const char *name, TimestampTz deadline)
 {
-	TimestampTz until;
+	Lease		lease;
 	bool		free = false;
 
 	dlsm_shmem_prepare_wait();
@@ -181,7 +226,7 @@ wait_for_lease(const char *name, TimestampTz deadline)
 		TimestampTz now;
 		TimestampTz wake;
 
-		if (!lease_holds(name, &until))
+		if (!read_lease(name, &lease) || lease.expired)
 		{
 			free = true;
 			break;
@@ -189,7 +234,8 @@ wait_for_lease(const char *name, TimestampTz deadline)
 		now = GetCurrentTimestamp();
 		if (deadline != DT_NOEND && now >= deadline)
 			break;
-		wake = (deadline == DT_NOEND || until < deadline) ? until : deadline;
+		wake = (deadline == DT_NOEND || lease.until < deadline) ?
+			lease.until : deadline;
 		/* an expiry needs no wake-up: sleep until it, a release wakes us */
 		dlsm_shmem_wait(Max(TimestampDifferenceMilliseconds(now, wake), 1));
 	}
@@ -197,62 +243,89 @@ wait_for_lease(const char *name, TimestampTz deadline)
 	return free;
 }
 
+/* Remember a transaction-scope grant, for dlsm_unlock. */
+static void
+remember_grant(const char *name, int64 fence, int entry)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	NamedGrant *grant = palloc(sizeof(NamedGrant));
+
+	grant->name = pstrdup(name);
+	grant->fence = fence;
+	grant->entry = entry;
+	grant->level = GetCurrentTransactionNestLevel();
+	grants = lappend(grants, grant);
+	MemoryContextSwitchTo(old);
+}
+
 /*
  * dlsm_try_lock: grant name to the caller, waiting up to wait_us (0: not
  * at all, -1: without end), for the transaction (lease_us 0) or with a
- * lease.  Returns the fence; *granted false when not granted in time.
- * The caller holds an SPI connection.
+ * lease.  True, with the fence, when granted in time.  The caller holds
+ * an SPI connection.
  */
-Datum
-dlsm_named_try(const char *name, int64 wait_us, int64 lease_us, bool *granted)
+bool
+dlsm_named_try(const char *name, int64 wait_us, int64 lease_us, int64 *fence)
 {
 	TimestampTz deadline = wait_us < 0 ? DT_NOEND :
 		GetCurrentTimestamp() + wait_us;
 	int			entry = dlsm_shmem_named_enter(name, lease_us > 0);
 	long		wait_ms = wait_us < 0 ? -1 : (wait_us + 999) / 1000;
-	int64		fence;
 
 	remember_entry(entry);
-	*granted = false;
+	dlsm_fence_prepare();
 	if (!dlsm_lock_named_acquire(name, wait_ms))
 	{
 		forget_entry(entry);
-		return (Datum) 0;
+		return false;
 	}
-
 	for (;;)
 	{
 		if (!wait_for_lease(name, wait_us == 0 ? 0 : deadline))
 		{
-			dlsm_lock_named_release(name);
+			dlsm_lock_named_release(name, CurTransactionResourceOwner);
 			forget_entry(entry);
-			return (Datum) 0;
+			return false;
 		}
-		if (lease_us == 0 || take_lease(name, lease_us, &fence))
+		if (lease_us == 0 || take_lease(name, lease_us, fence))
 			break;
 		/* the lease we saw expire was refreshed meanwhile: still held */
 	}
-
 	if (lease_us == 0)
 	{
-		MemoryContext old;
-		NamedGrant *grant;
-
-		if (dlsm_plan_execute_catalog(DLSM_C_FENCE, NULL, NULL, false, 1) !=
-			SPI_OK_SELECT || SPI_processed != 1)
-			elog(ERROR, "unexpected result from the fence sequence");
-		fence = single_int8();
-		old = MemoryContextSwitchTo(TopTransactionContext);
-		grant = palloc(sizeof(NamedGrant));
-		grant->name = pstrdup(name);
-		grant->fence = fence;
-		grant->entry = entry;
-		grants = lappend(grants, grant);
-		MemoryContextSwitchTo(old);
+		dlsm_plan_expect(dlsm_plan_execute_catalog(DLSM_C_FENCE, NULL, NULL, 1),
+						 SPI_OK_SELECT, N_FENCE, "the fence sequence");
+		*fence = single_int8(A_FENCE_VALUE);
+		remember_grant(name, *fence, entry);
 	}
-	dlsm_shmem_named_granted(entry, fence);
-	*granted = true;
-	return Int64GetDatum(fence);
+	dlsm_shmem_named_granted(entry, *fence);
+	return true;
+}
+
+/* The resource owner of the transaction at nest level, an ancestor's. */
+static ResourceOwner
+owner_at_level(int level)
+{
+	ResourceOwner owner = CurTransactionResourceOwner;
+
+	for (int l = GetCurrentTransactionNestLevel(); l > level; l--)
+		owner = ResourceOwnerGetParent(owner);
+	return owner;
+}
+
+/*
+ * The caller may act on a lease that role took: the same role, a member of
+ * it, or a superuser.  Raises 42501 otherwise.
+ */
+static void
+check_lease_role(const char *name, Oid role, const char *action)
+{
+	if (OidIsValid(role) && !has_privs_of_role(GetUserId(), role))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to %s lock \"%s\"", action, name),
+				 errdetail("Its lease is held by role \"%s\".",
+						   GetUserNameFromId(role, false))));
 }
 
 /*
@@ -264,30 +337,31 @@ bool
 dlsm_named_unlock(const char *name, int64 fence)
 {
 	ListCell   *lc;
-	Datum		values[2];
+	Datum		values[N_LEASE_RELEASE_PARAMS];
+	Lease		lease;
 
 	foreach(lc, grants)
 	{
 		NamedGrant *grant = lfirst(lc);
 
-		if (grant->fence == fence && strcmp(grant->name, name) == 0)
-		{
-			if (!dlsm_lock_named_release(name))
-				return false;	/* taken at another savepoint level */
-			forget_entry(grant->entry);
-			grants = foreach_delete_current(grants, lc);
-			return true;
-		}
+		if (grant->fence != fence || strcmp(grant->name, name) != 0)
+			continue;
+		if (!dlsm_lock_named_release(name, owner_at_level(grant->level)))
+			return false;
+		forget_entry(grant->entry);
+		grants = foreach_delete_current(grants, lc);
+		return true;
 	}
-
-	values[0] = CStringGetTextDatum(name);
-	values[1] = Int64GetDatum(fence);
-	if (dlsm_plan_execute_catalog_as_owner(DLSM_C_LEASE_RELEASE, values, NULL)
-		!= SPI_OK_DELETE)
-		elog(ERROR, "unexpected result from releasing a lease");
+	if (read_lease(name, &lease) && lease.fence == fence)
+		check_lease_role(name, lease.role, "release");
+	values[P_LEASE_NAME] = CStringGetTextDatum(name);
+	values[P_LEASE_FENCE] = Int64GetDatum(fence);
+	dlsm_plan_expect(dlsm_plan_execute_catalog(DLSM_C_LEASE_RELEASE, values,
+											   NULL, 0),
+					 SPI_OK_DELETE, 0, "releasing a lease");
 	if (SPI_processed == 0)
 		return false;
-	dlsm_state_wake_at_commit();
+	dlsm_wake_claimers_at_commit();
 	return true;
 }
 
@@ -296,26 +370,27 @@ TimestampTz
 dlsm_named_refresh(const char *name, int64 fence, int64 lease_us)
 {
 	Interval   *lease = palloc0(sizeof(Interval));
-	Datum		values[3];
+	Datum		values[N_LEASE_REFRESH_PARAMS];
 	bool		isnull;
 	TimestampTz until;
+	Lease		held;
 
+	if (read_lease(name, &held) && held.fence == fence)
+		check_lease_role(name, held.role, "refresh");
 	lease->time = lease_us;
-	values[0] = CStringGetTextDatum(name);
-	values[1] = Int64GetDatum(fence);
-	values[2] = IntervalPGetDatum(lease);
-	if (dlsm_plan_execute_catalog_as_owner(DLSM_C_LEASE_REFRESH, values, NULL)
-		!= SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "unexpected result from refreshing a lease");
+	values[P_REFRESH_NAME] = CStringGetTextDatum(name);
+	values[P_REFRESH_FENCE] = Int64GetDatum(fence);
+	values[P_REFRESH_LEASE] = IntervalPGetDatum(lease);
+	dlsm_plan_expect(dlsm_plan_execute_catalog(DLSM_C_LEASE_REFRESH, values,
+											   NULL, 0),
+					 SPI_OK_UPDATE_RETURNING, N_REFRESH, "refreshing a lease");
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("lock \"%s\" is not held with fence " INT64_FORMAT,
 						name, fence),
 				 errhint("Its lease was released, or it expired and the lock was granted again or cleaned up.")));
-	until = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
-											  SPI_tuptable->tupdesc, 1,
-											  &isnull));
+	until = DatumGetTimestampTz(dlsm_plan_value(0, A_REFRESH_UNTIL, &isnull));
 	SPI_freetuptable(SPI_tuptable);
 	return until;
 }
@@ -324,8 +399,8 @@ dlsm_named_refresh(const char *name, int64 fence, int64 lease_us)
 int64
 dlsm_named_purge(void)
 {
-	if (dlsm_plan_execute_catalog_as_owner(DLSM_C_LEASE_PURGE, NULL, NULL) !=
-		SPI_OK_DELETE)
-		elog(ERROR, "unexpected result from deleting expired leases");
+	dlsm_plan_expect(dlsm_plan_execute_catalog(DLSM_C_LEASE_PURGE, NULL,
+											   NULL, 0),
+					 SPI_OK_DELETE, 0, "deleting expired leases");
 	return (int64) SPI_processed;
 }

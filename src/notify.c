@@ -17,10 +17,14 @@
  * core swaps PqCommMethods the same way for parallel workers (pqmq.c).
  *
  * The other way round, dlsm's own NOTIFYs (a queue's channel, at the
- * commit of an enqueue or a reap) take a cluster-wide lock at commit; they
- * are sent only while some client backend of the database has run LISTEN
- * (counted by the utility hook, uncounted at UNLISTEN * or exit).  dlsm's
- * workers do not need them: enqueues set their latch directly.
+ * commit of an enqueue or a reap, wake.c) take a cluster-wide lock at
+ * commit; they are sent only while some client backend of the database
+ * listens.  Backends are counted as listeners (shmem.c) as a LISTEN they
+ * ran commits, and uncounted when an UNLISTEN * committed or they exit: a
+ * LISTEN or UNLISTEN rolled back changes nothing.  dlsm's workers do not
+ * need the NOTIFYs: enqueues set their latch directly.
+ *
+ * Calls shmem.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -40,7 +44,8 @@
 #include "tcop/dest.h"
 #include "tcop/tcopprot.h"
 
-#include "dlsm.h"
+#include "notify.h"
+#include "shmem.h"
 
 /* Where the notifications of the current drain go. */
 static DlsmNotifySink current_sink = NULL;
@@ -113,6 +118,14 @@ dlsm_notify_listen(const char *channel)
 	Async_Listen(channel);
 }
 
+/* Stop listening on every channel when the current transaction commits. */
+void
+dlsm_notify_unlisten_all(void)
+{
+	Assert(IsTransactionState());
+	Async_UnlistenAll();
+}
+
 /*
  * Read every notification waiting for this process and hand each to sink.
  * Call outside any transaction, when notifyInterruptPending is set.
@@ -143,7 +156,13 @@ dlsm_notify_drain(DlsmNotifySink sink, void *arg)
 	PG_END_TRY();
 }
 
+/* This backend's standing as a listener, and the change its transaction makes. */
 static bool counted_as_listener = false;
+static bool exit_callback_registered = false;
+static enum
+{
+	LISTEN_UNCHANGED, LISTEN_START, LISTEN_STOP
+}			pending = LISTEN_UNCHANGED;
 
 static void
 uncount_listener(int code, Datum arg)
@@ -154,30 +173,56 @@ uncount_listener(int code, Datum arg)
 }
 
 /*
- * The utility hook saw stmt: count this backend as a listener at its first
- * LISTEN, uncount it at UNLISTEN * (and when it exits).
+ * Apply a LISTEN of the transaction just before it commits (before
+ * PostgreSQL registers the listener: a producer committing meanwhile then
+ * counts it), an UNLISTEN * once it committed.  Counting too early or too
+ * long only costs a NOTIFY nobody reads.
+ */
+static void
+xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_PRE_COMMIT && pending == LISTEN_START &&
+		!counted_as_listener)
+	{
+		if (!exit_callback_registered)
+			before_shmem_exit(uncount_listener, (Datum) 0);
+		exit_callback_registered = true;
+		counted_as_listener = true;
+		dlsm_shmem_count_listener(MyDatabaseId, 1);
+	}
+	else if (event == XACT_EVENT_COMMIT && pending == LISTEN_STOP)
+		uncount_listener(0, (Datum) 0);
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		pending = LISTEN_UNCHANGED;
+}
+
+/* Register the transaction-end hook; called once from _PG_init. */
+void
+dlsm_notify_init(void)
+{
+	RegisterXactCallback(xact_callback, NULL);
+}
+
+/*
+ * The utility hook saw stmt: a LISTEN counts this backend as a listener,
+ * an UNLISTEN * uncounts it, both when the transaction commits.  (An
+ * UNLISTEN of one channel keeps it counted: dlsm may notify once too
+ * often, never too rarely.)
  */
 void
 dlsm_notify_client_listens(Node *stmt)
 {
-	static bool callback_registered = false;
-
-	if (IsA(stmt, ListenStmt) && !counted_as_listener)
-	{
-		if (!callback_registered)
-			before_shmem_exit(uncount_listener, (Datum) 0);
-		callback_registered = true;
-		counted_as_listener = true;
-		dlsm_shmem_count_listener(MyDatabaseId, 1);
-	}
+	if (IsA(stmt, ListenStmt))
+		pending = LISTEN_START;
 	else if (IsA(stmt, UnlistenStmt) &&
 			 ((UnlistenStmt *) stmt)->conditionname == NULL)
-		uncount_listener(0, (Datum) 0);
+		pending = LISTEN_STOP;
 }
 
-/* NOTIFY a queue's channel at commit, if anyone may be listening. */
+/* NOTIFY channel when the transaction commits, if anyone may listen. */
 void
-dlsm_notify_queue(const char *channel)
+dlsm_notify_send(const char *channel)
 {
 	if (dlsm_shmem_anyone_listens(MyDatabaseId))
 		Async_Notify(channel, "");

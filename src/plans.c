@@ -6,9 +6,15 @@
  * Statements against a queue are written as templates with placeholders
  * for the queue's quoted name, its mapped column names and dlsm's own
  * objects; each is expanded, prepared and kept (SPI_keepplan) the first
- * time a backend runs it for that queue, and stays until the queue's
- * descriptor is invalidated (queue.c).  Between invalidations the plan
- * cache revalidates the kept plans by itself.
+ * time a backend runs it for that queue, in the queue's DlsmPlanSet, and
+ * freed with it (queue.c frees a set only when nothing runs its plans).
+ * Between those, the plan cache revalidates the kept plans by itself.
+ *
+ * Statements on dlsm's own tables are kept here, and prepared again only
+ * when the extension's schema or objects changed (extension.c's
+ * generation); the replaced plans are freed when the transaction ends, as
+ * one of them may be running in an outer call until then.  They run as
+ * the extension's owner: dlsm's functions check the caller's rights first.
  *
  * Every template is search_path proof: the queue is schema-qualified,
  * dlsm's objects carry the extension's schema, functions carry pg_catalog
@@ -19,8 +25,11 @@
  *
  * Placeholders: {q} queue, {id} {status} {kind} {entity} {pid} mapped
  * columns, {pidin} {pidarr} {pidout} the casts between a process id
- * column of type text (an adopted table) and uuid values (empty for uuid), {fence_seq} the fence sequence's OID, {registry} the registry table,
- * and the operators {=} {<>} {<} {<=} {>} {>=} {+} {-} {*}.
+ * column of type text (an adopted table) and uuid values (empty for uuid),
+ * {fence_seq} the fence sequence's OID, {queues} {captures} {leases}
+ * dlsm's tables, and the operators {=} {<>} {<} {<=} {>} {>=} {+} {-} {*}.
+ *
+ * Calls extension.c and identity.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -31,22 +40,40 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
-#include "utils/snapmgr.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
-#include "dlsm.h"
+#include "extension.h"
+#include "identity.h"
+#include "plans.h"
+
+/* The most parameters of one statement. */
+#define MAX_PARAMS 10
 
 /* The claim's process id, fence and clock, computed once per statement. */
 #define CLAIM_UNIT \
 	"WITH u AS MATERIALIZED (" \
-	" SELECT COALESCE($2, pg_catalog.gen_random_uuid()) AS pid," \
+	" SELECT COALESCE($2, " NEW_PROCESS_ID("$4") ") AS pid," \
 	"  pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass)" \
 	"   AS fence," \
 	"  pg_catalog.clock_timestamp() AS now) "
+
+/*
+ * A fresh process id; its last byte is the node id n (dlsm.node_id) unless
+ * that is 0, so that a router can tell which server holds a claim.
+ */
+#define NEW_PROCESS_ID(n) \
+	"CASE WHEN " n " {=} 0 THEN pg_catalog.gen_random_uuid() ELSE" \
+	" pg_catalog.encode(pg_catalog.overlay(pg_catalog.uuid_send(" \
+	"  pg_catalog.gen_random_uuid()), pg_catalog.set_byte(" \
+	"  '\\x00'::pg_catalog.bytea, 0, " n "), 16), 'hex')::pg_catalog.uuid" \
+	" END"
 
 #define CLAIM_SET \
 	" SET {status} = 'in-progress', {pid} = u.pid{pidin}, fence = u.fence," \
@@ -59,20 +86,15 @@
 	" t.lease_until"
 
 /*
- * The entity ($4) of a candidate ($1) has no request in progress and no
- * open request older than the candidate (rules 3 and 5 of DESIGN.md).
+ * Request o of candidate c's entity keeps c waiting: it is in progress, or
+ * it is an older open request, unless c is a create and o an update (an
+ * update enqueued before its create waits for the create, not the other
+ * way round).
  */
-#define ENTITY_FREE \
-	"NOT EXISTS (SELECT 1 FROM {q} o WHERE o.{entity} {=} $4" \
-	"   AND o.{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])" \
-	"   AND (o.{status} {=} 'in-progress' OR o.{id} {<} $1))"
-
-/* Ready rows after the line in the sand ($1), oldest first, up to a limit. */
-#define SCAN_READY \
-	"SELECT {id}, {kind}, {entity} FROM {q}" \
-	" WHERE {status} {=} 'new' AND {id} {>} $1" \
-	" AND run_at {<=} pg_catalog.clock_timestamp()" \
-	" ORDER BY {id} LIMIT "
+#define BLOCKS(o, c, ckind) \
+	o ".{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])" \
+	" AND (" o ".{status} {=} 'in-progress' OR (" o ".{id} {<} " c \
+	"  AND NOT (" ckind " {=} 'create' AND " o ".{kind} {=} 'update')))"
 
 /* Exponential backoff for retries: 1 s, 2 s, 4 s ... at most an hour. */
 #define RETRY_BACKOFF \
@@ -81,47 +103,44 @@
 	"  LEAST(t.attempts {-} 1, 12)::pg_catalog.float8)," \
 	" '1 hour'::pg_catalog.interval)"
 
+/* The clock of a statement, read once. */
+#define ONE_CLOCK \
+	"WITH u AS MATERIALIZED (SELECT pg_catalog.clock_timestamp() AS now)"
+
 typedef struct DlsmQueryDef
 {
 	const char *text;
 	int			nargs;
-	Oid			argtypes[10];
+	Oid			argtypes[MAX_PARAMS];
 } DlsmQueryDef;
 
 static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	[DLSM_Q_SCAN] = {
-		/* $1 line in the sand */
-		SCAN_READY "16",
-		1, {INT8OID}
-	},
-	[DLSM_Q_SCAN_WIDE] = {
-		/* $1 line in the sand: for many units, or past busy rows */
-		SCAN_READY "128",
-		1, {INT8OID}
+		"SELECT {id}, {kind}, {entity} FROM {q}"
+		" WHERE {status} {=} 'new' AND {id} {>} $1"
+		" AND run_at {<=} pg_catalog.clock_timestamp()"
+		" ORDER BY {id} LIMIT $2",
+		N_SCAN_PARAMS, {INT8OID, INT8OID}
 	},
 	[DLSM_Q_ENTITY_STATE] = {
-		/* $1 entity, $2 candidate id: its create, and is it blocked? */
 		"SELECT c.st, c.cid, EXISTS (SELECT 1 FROM {q} o"
-		"  WHERE o.{entity} {=} $1"
-		"  AND o.{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])"
-		"  AND (o.{status} {=} 'in-progress' OR o.{id} {<} $2))"
+		"  WHERE o.{entity} {=} $1 AND " BLOCKS("o", "$2", "'update'") ")"
 		" FROM (VALUES (1)) v LEFT JOIN LATERAL ("
 		"  SELECT {status} AS st, {id} AS cid FROM {q}"
 		"  WHERE {entity} {=} $1 AND {kind} {=} 'create'"
 		"  ORDER BY {id} LIMIT 1) c ON true",
-		2, {TEXTOID, INT8OID}
+		N_ENTITY_STATE_PARAMS, {TEXTOID, INT8OID}
 	},
-	[DLSM_Q_CLAIM_MANY] = {
+	[DLSM_Q_CLAIM_SINGLES] = {
 		/*
-		 * $1 ids, $2 process id or NULL, $3 lease: single-request units, one
-		 * per row, each with its own process id (unless $2) and fence.  Read
-		 * after the entity locks were granted: each candidate is still new
-		 * and due, its entity has nothing in progress and no older open
-		 * request.
+		 * Single-request units, one per row, each with its own process id
+		 * (unless given) and fence.  Read after the entity locks were
+		 * granted: each candidate is still new and due, and its entity has
+		 * nothing in progress and no older open request blocking it.
 		 */
-		"WITH u AS MATERIALIZED (SELECT pg_catalog.clock_timestamp() AS now)"
+		ONE_CLOCK
 		" UPDATE {q} t SET {status} = 'in-progress',"
-		" {pid} = (COALESCE($2, pg_catalog.gen_random_uuid())){pidin},"
+		" {pid} = (COALESCE($2, " NEW_PROCESS_ID("$4") ")){pidin},"
 		" fence = pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass),"
 		" attempts = t.attempts {+} 1, claimed_at = u.now,"
 		" lease_until = u.now {+} $3, settled_at = NULL, detail = NULL"
@@ -130,17 +149,15 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  WHERE c.{id} {=} ANY ($1) AND c.{status} {=} 'new'"
 		"  AND c.run_at {<=} u.now"
 		"  AND NOT EXISTS (SELECT 1 FROM {q} o WHERE o.{entity} {=} c.{entity}"
-		"   AND o.{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])"
-		"   AND (o.{status} {=} 'in-progress' OR o.{id} {<} c.{id}))"
+		"   AND " BLOCKS("o", "c.{id}", "c.{kind}") ")"
 		"  FOR UPDATE OF c SKIP LOCKED)"
 		" RETURNING t.{id}, t.{kind}, t.{entity}, t.payload, t.{pid}{pidout},"
 		" t.fence, t.lease_until",
-		3, {INT8ARRAYOID, UUIDOID, INTERVALOID}
+		N_CLAIM_SINGLES_PARAMS, {INT8ARRAYOID, UUIDOID, INTERVALOID, INT4OID}
 	},
 	[DLSM_Q_CLAIM_GROUP] = {
 		/*
-		 * $1 first update's id, $2 process id or NULL, $3 lease, $4 entity.
-		 * As DLSM_Q_CLAIM_MANY, and the entity's create, if any, is complete.
+		 * As CLAIM_SINGLES, and the entity's create, if any, is complete.
 		 * The first update is locked first: when another transaction holds
 		 * it, nothing is claimed.  The group is the updates from the first
 		 * up to the entity's next new request that is not a due update.
@@ -148,37 +165,33 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		CLAIM_UNIT
 		", first AS MATERIALIZED (SELECT f.{id} FROM {q} f, u"
 		"  WHERE f.{id} {=} $1 AND f.{status} {=} 'new' AND f.run_at {<=} u.now"
-		"  AND " ENTITY_FREE
-		"  AND NOT EXISTS (SELECT 1 FROM {q} c WHERE c.{entity} {=} $4"
+		"  AND NOT EXISTS (SELECT 1 FROM {q} o WHERE o.{entity} {=} $5"
+		"   AND " BLOCKS("o", "$1", "'update'") ")"
+		"  AND NOT EXISTS (SELECT 1 FROM {q} c WHERE c.{entity} {=} $5"
 		"   AND c.{kind} {=} 'create' AND c.{status} {<>} 'complete')"
 		"  FOR UPDATE OF f SKIP LOCKED) "
 		"UPDATE {q} t" CLAIM_SET
 		" WHERE EXISTS (SELECT 1 FROM first) AND t.{id} {=} ANY ("
 		"  SELECT {id} FROM {q}"
-		"  WHERE {entity} {=} $4 AND {kind} {=} 'update'"
+		"  WHERE {entity} {=} $5 AND {kind} {=} 'update'"
 		"  AND {status} {=} 'new' AND {id} {>=} $1"
 		"  AND {id} {<} COALESCE((SELECT pg_catalog.min(n.{id}) FROM {q} n, u"
-		"   WHERE n.{entity} {=} $4 AND n.{status} {=} 'new' AND n.{id} {>} $1"
+		"   WHERE n.{entity} {=} $5 AND n.{status} {=} 'new' AND n.{id} {>} $1"
 		"   AND (n.{kind} {<>} 'update' OR n.run_at {>} u.now)),"
 		"   9223372036854775807)"
 		"  ORDER BY {id} FOR UPDATE SKIP LOCKED)"
 		CLAIM_RETURNING,
-		4, {INT8OID, UUIDOID, INTERVALOID, TEXTOID}
+		N_CLAIM_GROUP_PARAMS, {INT8OID, UUIDOID, INTERVALOID, INT4OID, TEXTOID}
 	},
 	[DLSM_Q_FAIL_UPDATES] = {
-		/* $1 entity, $2 detail */
 		"UPDATE {q} SET {status} = 'error',"
 		" settled_at = pg_catalog.clock_timestamp(), detail = $2"
 		" WHERE {id} {=} ANY (SELECT {id} FROM {q}"
 		"  WHERE {entity} {=} $1 AND {kind} {=} 'update'"
 		"  AND {status} {=} 'new' FOR UPDATE SKIP LOCKED)",
-		2, {TEXTOID, TEXTOID}
+		N_FAIL_UPDATES_PARAMS, {TEXTOID, TEXTOID}
 	},
 	[DLSM_Q_GROUP_BUSY] = {
-		/*
-		 * $1 entity, $2 process id: why the entity's updates cannot be
-		 * grouped under $2 now, or NULL.
-		 */
 		"SELECT CASE"
 		" WHEN EXISTS (SELECT 1 FROM {q} WHERE {entity} {=} $1"
 		"  AND {status} {=} 'in-progress' AND {pid} {<>} $2{pidin})"
@@ -187,14 +200,17 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  AND {kind} {=} 'create' AND {status} {<>} 'complete')"
 		" THEN 'The create request of this entity is not complete.'"
 		" END",
-		2, {TEXTOID, UUIDOID}
+		N_GROUP_BUSY_PARAMS, {TEXTOID, UUIDOID}
 	},
 	[DLSM_Q_GROUP] = {
 		/*
-		 * $1 entity, $2 process id, $3 lease: the entity's new updates, and
-		 * those $2 holds already, up to its next new request of another kind.
+		 * The entity's new updates, and those $2 holds already, up to its
+		 * next new request of another kind.  $2 is given, so the node id of
+		 * CLAIM_UNIT is never read; it is passed as 0.
 		 */
-		CLAIM_UNIT
+		"WITH u AS MATERIALIZED (SELECT $2 AS pid,"
+		"  pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass)"
+		"   AS fence, pg_catalog.clock_timestamp() AS now) "
 		"UPDATE {q} t SET {status} = 'in-progress', {pid} = u.pid{pidin},"
 		" fence = u.fence, attempts = t.attempts {+}"
 		"  CASE WHEN t.{status} {=} 'new' THEN 1 ELSE 0 END,"
@@ -209,22 +225,18 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"   WHERE {entity} {=} $1 AND {status} {=} 'new'"
 		"   AND {kind} {<>} 'update'), 9223372036854775807)"
 		"  ORDER BY {id} FOR UPDATE NOWAIT)",
-		3, {TEXTOID, UUIDOID, INTERVALOID}
+		N_GROUP_PARAMS, {TEXTOID, UUIDOID, INTERVALOID}
 	},
 	[DLSM_Q_SETTLE_FINAL] = {
-		/* $1 process ids, $2 final status, $3 detail */
 		"UPDATE {q} t SET {status} = $2,"
 		" settled_at = pg_catalog.clock_timestamp(), detail = $3"
 		" WHERE {pid} {=} ANY ($1{pidarr}) AND {status} {=} 'in-progress'"
 		" RETURNING {pid}{pidout}",
-		3, {UUIDARRAYOID, TEXTOID, TEXTOID}
+		N_SETTLE_FINAL_PARAMS, {UUIDARRAYOID, TEXTOID, TEXTOID}
 	},
 	[DLSM_Q_SETTLE_RETRY] = {
-		/*
-		 * $1 process ids, $2 detail, $3 retry_after or NULL, $4 max attempts.
-		 * One clock for the statement: a unit comes back as one unit.
-		 */
-		"WITH u AS MATERIALIZED (SELECT pg_catalog.clock_timestamp() AS now)"
+		/* one clock for the statement: a unit comes back as one unit */
+		ONE_CLOCK
 		" UPDATE {q} t SET"
 		" {status} = CASE WHEN t.attempts {>=} $4 THEN 'error' ELSE 'new' END,"
 		" settled_at = CASE WHEN t.attempts {>=} $4 THEN u.now END,"
@@ -235,24 +247,23 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" FROM u"
 		" WHERE {pid} {=} ANY ($1{pidarr}) AND {status} {=} 'in-progress'"
 		" RETURNING {pid}{pidout}",
-		4, {UUIDARRAYOID, TEXTOID, INTERVALOID, INT4OID}
+		N_SETTLE_RETRY_PARAMS, {UUIDARRAYOID, TEXTOID, INTERVALOID, INT4OID}
 	},
 	[DLSM_Q_HEARTBEAT] = {
-		/* $1 process id, $2 lease */
 		"WITH u AS MATERIALIZED"
 		" (SELECT pg_catalog.clock_timestamp() {+} $2 AS until)"
 		" UPDATE {q} SET lease_until = u.until FROM u"
 		" WHERE {pid} {=} $1{pidin} AND {status} {=} 'in-progress'"
 		" RETURNING u.until",
-		2, {UUIDOID, INTERVALOID}
+		N_HEARTBEAT_PARAMS, {UUIDOID, INTERVALOID}
 	},
 	[DLSM_Q_REAP] = {
 		/*
-		 * $1 max attempts.  Whole units only: a process id whose rows are
-		 * all expired and none held by a live transaction (a late settle
-		 * in progress keeps its whole unit).  One clock for the statement.
+		 * Whole units only: a process id whose rows are all expired and
+		 * none held by a live transaction (a late settle in progress keeps
+		 * its whole unit).  One clock for the statement.
 		 */
-		"WITH u AS MATERIALIZED (SELECT pg_catalog.clock_timestamp() AS now),"
+		ONE_CLOCK ","
 		" expired AS MATERIALIZED (SELECT e.{id}, e.{pid} FROM {q} e, u"
 		"  WHERE e.{status} {=} 'in-progress' AND e.lease_until {<} u.now"
 		"  FOR UPDATE OF e SKIP LOCKED),"
@@ -271,18 +282,17 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" WHERE t.{id} {=} ANY (SELECT {id} FROM expired"
 		"  WHERE {pid} {=} ANY (SELECT {pid} FROM whole))"
 		" RETURNING t.{status}",
-		1, {INT4OID}
+		N_REAP_PARAMS, {INT4OID}
 	},
 	[DLSM_Q_PURGE] = {
-		/* $1 retention, $2 batch: oldest settled rows first */
+		/* oldest settled rows first */
 		"DELETE FROM {q} WHERE {id} {=} ANY (ARRAY(SELECT {id} FROM {q}"
 		" WHERE {status} {=} ANY ('{complete,error}'::pg_catalog.text[])"
 		" AND settled_at {<} (pg_catalog.clock_timestamp() {-} $1)"
 		" ORDER BY {id} LIMIT $2 FOR UPDATE SKIP LOCKED))",
-		2, {INTERVALOID, INT4OID}
+		N_PURGE_PARAMS, {INTERVALOID, INT4OID}
 	},
 	[DLSM_Q_STATS] = {
-		/* $1 the queue's OID: the row of dlsm_queue_stats */
 		"SELECT"
 		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'new'),"
 		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'in-progress'),"
@@ -305,108 +315,139 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" pg_catalog.now() {-} pg_catalog.min(claimed_at)"
 		"  FILTER (WHERE {status} {=} 'in-progress')"
 		" FROM {q} t",
-		1, {OIDOID}
+		N_STATS_PARAMS, {OIDOID}
 	},
 	[DLSM_Q_CAPTURE] = {
-		/* $1 entity, $2 kind, $3 operation, $4 table, $5 old row, $6 new row */
 		"INSERT INTO {q} ({entity}, {kind}, payload)"
 		" VALUES ($1, $2, pg_catalog.jsonb_build_object('op', $3, 'table', $4,"
 		"  'old', $5::pg_catalog.jsonb, 'new', $6::pg_catalog.jsonb))",
-		6, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONOID, JSONOID}
+		N_CAPTURE_PARAMS, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONOID, JSONOID}
 	},
 	[DLSM_Q_ENQUEUE] = {
-		/* $1 entity, $2 kind, $3 payload, $4 run_at */
 		"INSERT INTO {q} ({entity}, {kind}, payload, run_at)"
 		" VALUES ($1, $2, $3, COALESCE($4, pg_catalog.now()))"
 		" RETURNING {id}",
-		4, {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
+		N_ENQUEUE_PARAMS, {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
 	},
 };
 
 static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 	[DLSM_C_LOOKUP] = {
-		/* $1 queue */
 		"SELECT channel, max_attempts, id_column, status_column, kind_column,"
-		" entity_column, process_id_column, retention, handler, handler_role"
-		" FROM {registry} WHERE queue {=} $1",
-		1, {REGCLASSOID}
+		" entity_column, process_id_column, retention, handler,"
+		" handler_timeout"
+		" FROM {queues} WHERE queue {=} $1",
+		N_LOOKUP_PARAMS, {REGCLASSOID}
 	},
 	[DLSM_C_REGISTER] = {
-		/*
-		 * $1 queue, $2 channel, $3 max attempts, $4 retention, $5 role,
-		 * $6 .. $10 the id, status, kind, entity and process id columns
-		 */
-		"INSERT INTO {registry}"
+		"INSERT INTO {queues}"
 		" (queue, channel, max_attempts, retention, registered_by,"
 		"  id_column, status_column, kind_column, entity_column,"
 		"  process_id_column)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-		10, {REGCLASSOID, TEXTOID, INT4OID, INTERVALOID, REGROLEOID,
-		NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID}
+		N_REGISTER_PARAMS, {REGCLASSOID, TEXTOID, INT4OID, INTERVALOID,
+		REGROLEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID}
 	},
 	[DLSM_C_UNREGISTER] = {
-		/* $1 queue */
-		"DELETE FROM {registry} WHERE queue {=} $1",
-		1, {REGCLASSOID}
+		"DELETE FROM {queues} WHERE queue {=} $1",
+		N_UNREGISTER_PARAMS, {REGCLASSOID}
 	},
 	[DLSM_C_SET_HANDLER] = {
-		/* $1 queue, $2 handler or NULL, $3 its role or NULL */
-		"UPDATE {registry} SET handler = $2, handler_role = $3"
+		"UPDATE {queues} SET handler = $2 WHERE queue {=} $1",
+		N_SET_HANDLER_PARAMS, {REGCLASSOID, TEXTOID}
+	},
+	[DLSM_C_ALTER] = {
+		/* NULL leaves a setting as it is; a zero retention clears it */
+		"UPDATE {queues} SET channel = COALESCE($2, channel),"
+		" max_attempts = COALESCE($3, max_attempts),"
+		" retention = CASE WHEN $4 IS NULL THEN retention"
+		"  WHEN $4 {=} '0'::pg_catalog.interval THEN NULL ELSE $4 END,"
+		" handler_timeout = COALESCE($5, handler_timeout)"
 		" WHERE queue {=} $1",
-		3, {REGCLASSOID, REGPROCOID, REGROLEOID}
+		N_ALTER_PARAMS, {REGCLASSOID, TEXTOID, INT4OID, INTERVALOID,
+		INTERVALOID}
+	},
+	[DLSM_C_LIST] = {
+		"SELECT queue FROM {queues} ORDER BY queue",
+		0, {InvalidOid}
+	},
+	[DLSM_C_CAPTURE_ADD] = {
+		"INSERT INTO {captures}"
+		" (source, queue, trigger_name, kind, entity_columns, columns)"
+		" VALUES ($1, $2, $3, $4, $5, $6)",
+		N_CAPTURE_ADD_PARAMS, {REGCLASSOID, REGCLASSOID, NAMEOID, TEXTOID,
+		NAMEARRAYOID, NAMEARRAYOID}
+	},
+	[DLSM_C_CAPTURE_REMOVE] = {
+		"DELETE FROM {captures} WHERE source {=} $1 AND trigger_name {=} $2",
+		N_CAPTURE_KEY_PARAMS, {REGCLASSOID, NAMEOID}
+	},
+	[DLSM_C_CAPTURE_READ] = {
+		"SELECT queue, kind, entity_columns, columns FROM {captures}"
+		" WHERE source {=} $1 AND trigger_name {=} $2",
+		N_CAPTURE_KEY_PARAMS, {REGCLASSOID, NAMEOID}
+	},
+	[DLSM_C_CAPTURE_TRIGGER] = {
+		"SELECT trigger_name FROM {captures}"
+		" WHERE source {=} $1 AND queue {=} $2",
+		N_CAPTURE_TRIGGER_PARAMS, {REGCLASSOID, REGCLASSOID}
+	},
+	[DLSM_C_CAPTURED_INTO] = {
+		"SELECT source FROM {captures} WHERE queue {=} $1 LIMIT 1",
+		N_CAPTURED_INTO_PARAMS, {REGCLASSOID}
 	},
 	[DLSM_C_LEASE_READ] = {
-		/* $1 name: its lease, and has it expired? */
 		"SELECT fence, lease_until,"
-		" lease_until {<} pg_catalog.clock_timestamp()"
+		" lease_until {<} pg_catalog.clock_timestamp(), holder_role"
 		" FROM {leases} WHERE name {=} $1",
-		1, {TEXTOID}
+		N_LEASE_READ_PARAMS, {TEXTOID}
 	},
 	[DLSM_C_LEASE_TAKE] = {
-		/* $1 name, $2 holder, $3 lease: take it unless a live lease holds it */
-		"WITH u AS MATERIALIZED (SELECT pg_catalog.clock_timestamp() AS now)"
-		" INSERT INTO {leases} AS l (name, fence, holder, acquired_at, lease_until)"
+		/* take it unless a live lease holds it */
+		ONE_CLOCK
+		" INSERT INTO {leases} AS l"
+		"  (name, fence, holder, holder_role, acquired_at, lease_until)"
 		" SELECT $1, pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass),"
-		"  $2, u.now, u.now {+} $3 FROM u"
+		"  $3, $4, u.now, u.now {+} $2 FROM u"
 		" ON CONFLICT (name) DO UPDATE SET fence = excluded.fence,"
-		"  holder = excluded.holder, acquired_at = excluded.acquired_at,"
+		"  holder = excluded.holder, holder_role = excluded.holder_role,"
+		"  acquired_at = excluded.acquired_at,"
 		"  lease_until = excluded.lease_until"
 		"  WHERE l.lease_until {<} excluded.acquired_at"
 		" RETURNING fence",
-		3, {TEXTOID, TEXTOID, INTERVALOID}
+		N_LEASE_TAKE_PARAMS, {TEXTOID, INTERVALOID, TEXTOID, REGROLEOID}
 	},
 	[DLSM_C_LEASE_RELEASE] = {
-		/* $1 name, $2 fence */
 		"DELETE FROM {leases} WHERE name {=} $1 AND fence {=} $2",
-		2, {TEXTOID, INT8OID}
+		N_LEASE_RELEASE_PARAMS, {TEXTOID, INT8OID}
 	},
 	[DLSM_C_LEASE_REFRESH] = {
-		/* $1 name, $2 fence, $3 lease */
-		"WITH u AS MATERIALIZED (SELECT pg_catalog.clock_timestamp() AS now)"
+		ONE_CLOCK
 		" UPDATE {leases} SET lease_until = u.now {+} $3 FROM u"
 		" WHERE name {=} $1 AND fence {=} $2 RETURNING lease_until",
-		3, {TEXTOID, INT8OID, INTERVALOID}
+		N_LEASE_REFRESH_PARAMS, {TEXTOID, INT8OID, INTERVALOID}
 	},
 	[DLSM_C_LEASE_PURGE] = {
-		/* the worker: expired leases go */
 		"DELETE FROM {leases} WHERE lease_until {<} pg_catalog.clock_timestamp()",
 		0, {InvalidOid}
 	},
 	[DLSM_C_LEASE_LIST] = {
-		/* every lease, for dlsm_locks */
 		"SELECT name, fence, holder, acquired_at, lease_until FROM {leases}"
 		" ORDER BY name",
 		0, {InvalidOid}
 	},
 	[DLSM_C_FENCE] = {
-		/* a fence for a transaction-scope grant */
 		"SELECT pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass)",
 		0, {InvalidOid}
 	},
-	[DLSM_C_LIST] = {
-		/* every queue of this database */
-		"SELECT queue FROM {registry} ORDER BY queue",
-		0, {InvalidOid}
+	[DLSM_C_FENCE_FLOOR] = {
+		/* the sequence's value after raising it to $1 if it was below */
+		"SELECT CASE WHEN COALESCE(pg_catalog.pg_sequence_last_value("
+		"  {fence_seq}::pg_catalog.oid::pg_catalog.regclass), 0) {<} $1"
+		" THEN pg_catalog.setval({fence_seq}::pg_catalog.oid::pg_catalog.regclass, $1)"
+		" ELSE pg_catalog.pg_sequence_last_value("
+		"  {fence_seq}::pg_catalog.oid::pg_catalog.regclass) END",
+		N_FENCE_FLOOR_PARAMS, {INT8OID}
 	},
 };
 
@@ -471,18 +512,46 @@ static const char *const register_table_text =
 "CREATE INDEX {held} ON {q} ({pid}) WHERE {status} {=} 'in-progress';"
 "{creates_index}"
 "CREATE TRIGGER dlsm_wake AFTER INSERT ON {q}"
-" FOR EACH STATEMENT EXECUTE FUNCTION {ext}.dlsm_wake();";
+" FOR EACH STATEMENT EXECUTE FUNCTION {ext}.dlsm_wake();"
+"{drop_duplicates}";
 
 static const char *const creates_index_text =
 "CREATE INDEX {creates} ON {q} ({entity}) WHERE {kind} {=} 'create';";
 
 /*
+ * Re-registering a table that was a queue before (dlsm_create_queue, or an
+ * earlier registration) finds dlsm's indexes there already: the indexes
+ * just made ({new_indexes}, a regclass[] literal) that repeat an older one
+ * (same access method, keys, operator classes, uniqueness, expressions and
+ * predicate) are dropped again.
+ */
+static const char *const drop_duplicates_text =
+"DO $dlsm$ DECLARE r pg_catalog.regclass; BEGIN"
+" FOR r IN SELECT n.indexrelid::pg_catalog.regclass"
+"  FROM pg_catalog.pg_index n"
+"  JOIN pg_catalog.pg_class nc ON nc.oid {=} n.indexrelid"
+"  WHERE n.indexrelid {=} ANY ({new_indexes}::pg_catalog.regclass[])"
+"  AND EXISTS (SELECT 1 FROM pg_catalog.pg_index o"
+"   JOIN pg_catalog.pg_class oc ON oc.oid {=} o.indexrelid"
+"   WHERE o.indrelid {=} n.indrelid AND o.indexrelid {<>} n.indexrelid"
+"   AND o.indexrelid {<>} ALL ({new_indexes}::pg_catalog.regclass[])"
+"   AND oc.relam {=} nc.relam"
+"   AND o.indkey::pg_catalog.text {=} n.indkey::pg_catalog.text"
+"   AND o.indclass::pg_catalog.text {=} n.indclass::pg_catalog.text"
+"   AND o.indisunique {=} n.indisunique"
+"   AND pg_catalog.pg_get_expr(o.indpred, o.indrelid) IS NOT DISTINCT FROM"
+"    pg_catalog.pg_get_expr(n.indpred, n.indrelid)"
+"   AND pg_catalog.pg_get_expr(o.indexprs, o.indrelid) IS NOT DISTINCT FROM"
+"    pg_catalog.pg_get_expr(n.indexprs, n.indrelid))"
+" LOOP EXECUTE pg_catalog.format('DROP INDEX %s', r); END LOOP; END $dlsm$;";
+
+/*
  * Change capture: {src} the source, {trigger} the trigger's name, {ext}
- * the extension's schema, {args} its quoted arguments.
+ * the extension's schema.
  */
 static const char *const capture_text =
 "CREATE TRIGGER {trigger} AFTER INSERT OR UPDATE OR DELETE ON {src}"
-" FOR EACH ROW EXECUTE FUNCTION {ext}.dlsm_capture_trigger({args})";
+" FOR EACH ROW EXECUTE FUNCTION {ext}.dlsm_capture_trigger()";
 static const char *const uncapture_text = "DROP TRIGGER {trigger} ON {src}";
 
 /* Unregistering a queue: {q} the table. */
@@ -490,57 +559,74 @@ static const char *const drop_table_text = "DROP TABLE {q}";
 static const char *const drop_trigger_text =
 "DROP TRIGGER IF EXISTS dlsm_wake ON {q}";
 
-static SPIPlanPtr catalog_plans[DLSM_NUM_CATALOG_QUERIES];
-static uint64 catalog_generation = 0;	/* dlsm_extension_generation() seen */
-
-/*
- * Append template to buf, replacing each {name} by the value paired with it
- * in subst (a NULL-terminated list of name, value pairs).  Unknown names
- * are left as they are, so literals such as '{new,in-progress}' pass.
+/* ---------------------------------------------------------------------
+ * Templates
+ * ---------------------------------------------------------------------
  */
-static void
-expand_template(StringInfo buf, const char *template, const char *const *subst)
+
+/* One placeholder of a template and what replaces it. */
+typedef struct Subst
 {
-	const char *p = template;
+	const char *name;
+	const char *value;
+} Subst;
 
-	while (*p)
-	{
-		const char *close;
-		bool		done = false;
+static const Subst operators[] = {
+	{"=", "OPERATOR(pg_catalog.=)"},
+	{"<>", "OPERATOR(pg_catalog.<>)"},
+	{"<", "OPERATOR(pg_catalog.<)"},
+	{"<=", "OPERATOR(pg_catalog.<=)"},
+	{">", "OPERATOR(pg_catalog.>)"},
+	{">=", "OPERATOR(pg_catalog.>=)"},
+	{"+", "OPERATOR(pg_catalog.+)"},
+	{"-", "OPERATOR(pg_catalog.-)"},
+	{"*", "OPERATOR(pg_catalog.*)"},
+};
 
-		if (*p != '{' || (close = strchr(p, '}')) == NULL)
-		{
-			appendStringInfoChar(buf, *p++);
-			continue;
-		}
-		for (int i = 0; subst[i] != NULL; i += 2)
-		{
-			size_t		len = strlen(subst[i]);
-
-			if (close - p - 1 == len && strncmp(p + 1, subst[i], len) == 0)
-			{
-				appendStringInfoString(buf, subst[i + 1]);
-				p = close + 1;
-				done = true;
-				break;
-			}
-		}
-		if (!done)
-			appendStringInfoChar(buf, *p++);
-	}
+/* The value of placeholder p (len bytes) in subst (n entries), or NULL. */
+static const char *
+lookup_subst(const char *p, size_t len, const Subst *subst, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (strlen(subst[i].name) == len && strncmp(p, subst[i].name, len) == 0)
+			return subst[i].value;
+	for (int i = 0; i < lengthof(operators); i++)
+		if (strlen(operators[i].name) == len &&
+			strncmp(p, operators[i].name, len) == 0)
+			return operators[i].value;
+	return NULL;
 }
 
-#define OPERATOR_SUBSTITUTIONS \
-	"=", "OPERATOR(pg_catalog.=)", \
-	"<>", "OPERATOR(pg_catalog.<>)", \
-	"<", "OPERATOR(pg_catalog.<)", \
-	"<=", "OPERATOR(pg_catalog.<=)", \
-	">", "OPERATOR(pg_catalog.>)", \
-	">=", "OPERATOR(pg_catalog.>=)", \
-	"+", "OPERATOR(pg_catalog.+)", \
-	"-", "OPERATOR(pg_catalog.-)", \
-	"*", "OPERATOR(pg_catalog.*)"
+/*
+ * The template with each {name} replaced by its value in subst (n entries)
+ * or operators, in the current memory context.  Unknown names are left as
+ * they are, so that literals such as '{new,in-progress}' pass.
+ */
+static char *
+expand(const char *template, const Subst *subst, int n)
+{
+	StringInfoData buf;
+	const char *p = template;
 
+	initStringInfo(&buf);
+	while (*p)
+	{
+		const char *close = *p == '{' ? strchr(p, '}') : NULL;
+		const char *value = close ?
+			lookup_subst(p + 1, close - p - 1, subst, n) : NULL;
+
+		if (value == NULL)
+			appendStringInfoChar(&buf, *p++);
+		else
+		{
+			appendStringInfoString(&buf, value);
+			p = close + 1;
+		}
+	}
+	return buf.data;
+}
+
+/* Prepare text (whose parameters def describes) and keep the plan. */
 static SPIPlanPtr
 prepare_kept(const char *text, const DlsmQueryDef *def)
 {
@@ -556,47 +642,18 @@ prepare_kept(const char *text, const DlsmQueryDef *def)
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
 			 text, SPI_result_code_string(SPI_result));
+	Assert(SPI_getargcount(plan) == def->nargs);
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "SPI_keepplan failed");
 	return plan;
-}
-
-static SPIPlanPtr
-queue_plan(DlsmQueue *queue, DlsmQueryId query)
-{
-	if (queue->plans[query] == NULL)
-	{
-		StringInfoData buf;
-		const char *subst[] = {
-			"q", queue->relname,
-			"id", queue->col_id,
-			"status", queue->col_status,
-			"kind", queue->col_kind,
-			"entity", queue->col_entity,
-			"pid", queue->col_process_id,
-			"pidin", queue->pid_is_text ? "::pg_catalog.text" : "",
-			"pidarr", queue->pid_is_text ? "::pg_catalog.text[]" : "",
-			"pidout", queue->pid_is_text ? "::pg_catalog.uuid" : "",
-			"fence_seq", psprintf("%u", dlsm_fence_sequence()),
-			OPERATOR_SUBSTITUTIONS,
-			NULL
-		};
-
-		initStringInfo(&buf);
-		expand_template(&buf, queue_queries[query].text, subst);
-		queue->plans[query] = prepare_kept(buf.data, &queue_queries[query]);
-		pfree(buf.data);
-	}
-	return queue->plans[query];
 }
 
 static int
 execute(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only,
 		long count)
 {
-	int			rc;
+	int			rc = SPI_execute_plan(plan, values, nulls, read_only, count);
 
-	rc = SPI_execute_plan(plan, values, nulls, read_only, count);
 	if (rc < 0)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
 	return rc;
@@ -604,17 +661,52 @@ execute(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only,
 
 /* Run DDL built from a template; not kept, it runs once. */
 static void
-execute_utility(const char *text)
+execute_utility(const char *template, const Subst *subst, int n)
 {
+	char	   *text = expand(template, subst, n);
 	int			rc = SPI_execute(text, false, 0);
 
 	if (rc != SPI_OK_UTILITY)
 		elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(rc));
+	pfree(text);
+}
+
+/* ---------------------------------------------------------------------
+ * A queue's statements
+ * ---------------------------------------------------------------------
+ */
+
+static SPIPlanPtr
+queue_plan(DlsmPlanSet *set, DlsmQueryId query)
+{
+	if (set->plans[query] == NULL)
+	{
+		const DlsmQueueNames *names = &set->names;
+		Subst		subst[] = {
+			{"q", names->relname},
+			{"id", names->id},
+			{"status", names->status},
+			{"kind", names->kind},
+			{"entity", names->entity},
+			{"pid", names->process_id},
+			{"pidin", names->pid_is_text ? "::pg_catalog.text" : ""},
+			{"pidarr", names->pid_is_text ? "::pg_catalog.text[]" : ""},
+			{"pidout", names->pid_is_text ? "::pg_catalog.uuid" : ""},
+			{"fence_seq", psprintf("%u", dlsm_extension_object(DLSM_OBJ_FENCE_SEQ))},
+		};
+		char	   *text = expand(queue_queries[query].text, subst,
+								  lengthof(subst));
+
+		set->plans[query] = prepare_kept(text, &queue_queries[query]);
+		pfree(text);
+	}
+	return set->plans[query];
 }
 
 /*
- * Run one of a queue's statements; the caller holds an SPI connection.
- * Returns the SPI result code; rows are in SPI_tuptable.
+ * Run one of a queue's statements as the current user; the caller holds
+ * an SPI connection.  Returns the SPI result code; rows are in
+ * SPI_tuptable.
  *
  * NB: even the pure reads run with read_only = false, which gives each
  * statement a fresh snapshot in READ COMMITTED: a claim must see what
@@ -622,39 +714,64 @@ execute_utility(const char *text)
  * rows enqueued while it slept.
  */
 int
-dlsm_plan_execute(DlsmQueue *queue, DlsmQueryId query, Datum *values,
+dlsm_plan_execute(DlsmPlanSet *set, DlsmQueryId query, Datum *values,
 				  const char *nulls, long count)
 {
-	return execute(queue_plan(queue, query), values, nulls, false, count);
+	return execute(queue_plan(set, query), values, nulls, false, count);
 }
 
-static SPIPlanPtr catalog_plan(DlsmCatalogQueryId query);
-
-/* Run one of the statements on dlsm's own tables. */
-int
-dlsm_plan_execute_catalog(DlsmCatalogQueryId query, Datum *values,
-						  const char *nulls, bool read_only, long count)
+/* Free a queue's kept plans; none of them may be running. */
+void
+dlsm_plan_free(DlsmPlanSet *set)
 {
-	return execute(catalog_plan(query), values, nulls, read_only, count);
+	for (int i = 0; i < DLSM_NUM_QUERIES; i++)
+	{
+		if (set->plans[i] != NULL)
+			SPI_freeplan(set->plans[i]);
+		set->plans[i] = NULL;
+	}
 }
 
-/*
- * Run a read of dlsm's own tables with the latest snapshot, whatever the
- * transaction's isolation: it must see what committed a moment ago.
+/* ---------------------------------------------------------------------
+ * Statements on dlsm's own tables
+ * ---------------------------------------------------------------------
  */
-int
-dlsm_plan_read_catalog_latest(DlsmCatalogQueryId query, Datum *values,
-							  const char *nulls, long count)
-{
-	int			rc;
 
-	rc = SPI_execute_snapshot(catalog_plan(query), values, nulls,
-							  GetLatestSnapshot(), InvalidSnapshot,
-							  true, false, count);
-	if (rc < 0)
-		elog(ERROR, "SPI_execute_snapshot failed: %s",
-			 SPI_result_code_string(rc));
-	return rc;
+static SPIPlanPtr catalog_plans[DLSM_NUM_CATALOG_QUERIES];
+static uint64 catalog_generation = 0;	/* dlsm_extension_generation() seen */
+static List *retired_plans = NIL;	/* replaced, freed at transaction end */
+static bool callback_registered = false;
+
+static void
+free_retired_plans(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PREPARE)
+		return;
+	foreach(lc, retired_plans)
+		SPI_freeplan((SPIPlanPtr) lfirst(lc));
+	list_free(retired_plans);
+	retired_plans = NIL;
+}
+
+/* The extension was created again: set the old plans aside. */
+static void
+retire_catalog_plans(void)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	if (!callback_registered)
+		RegisterXactCallback(free_retired_plans, NULL);
+	callback_registered = true;
+	for (int i = 0; i < DLSM_NUM_CATALOG_QUERIES; i++)
+	{
+		if (catalog_plans[i] != NULL)
+			retired_plans = lappend(retired_plans, catalog_plans[i]);
+		catalog_plans[i] = NULL;
+	}
+	MemoryContextSwitchTo(old);
 }
 
 static SPIPlanPtr
@@ -662,119 +779,190 @@ catalog_plan(DlsmCatalogQueryId query)
 {
 	uint64		current = dlsm_extension_generation();
 
-	/*
-	 * The extension was created again: its objects are new ones.  NB: the
-	 * old plans are dropped, not freed, as one may be running in an outer
-	 * call; a few plans per re-creation of the extension stay behind.
-	 */
 	if (current != catalog_generation)
 	{
-		memset(catalog_plans, 0, sizeof(catalog_plans));
+		retire_catalog_plans();
 		catalog_generation = current;
 	}
 	if (catalog_plans[query] == NULL)
 	{
-		StringInfoData buf;
-		const char *subst[] = {
-			"registry", quote_qualified_identifier(dlsm_extension_schema(),
-												   "dlsm_queues"),
-			"leases", quote_qualified_identifier(dlsm_extension_schema(),
-												 "dlsm_leases"),
-			"fence_seq", psprintf("%u", dlsm_fence_sequence()),
-			OPERATOR_SUBSTITUTIONS,
-			NULL
+		const char *schema = dlsm_extension_schema();
+		Subst		subst[] = {
+			{"queues", quote_qualified_identifier(schema, dlsm_extension_object_name(DLSM_OBJ_QUEUES))},
+			{"captures", quote_qualified_identifier(schema, dlsm_extension_object_name(DLSM_OBJ_CAPTURES))},
+			{"leases", quote_qualified_identifier(schema, dlsm_extension_object_name(DLSM_OBJ_LEASES))},
+			{"fence_seq", psprintf("%u", dlsm_extension_object(DLSM_OBJ_FENCE_SEQ))},
 		};
+		char	   *text = expand(catalog_queries[query].text, subst,
+								  lengthof(subst));
 
-		initStringInfo(&buf);
-		expand_template(&buf, catalog_queries[query].text, subst);
-		catalog_plans[query] = prepare_kept(buf.data, &catalog_queries[query]);
-		pfree(buf.data);
+		catalog_plans[query] = prepare_kept(text, &catalog_queries[query]);
+		pfree(text);
 	}
 	return catalog_plans[query];
 }
 
 /*
- * Run one of the statements on dlsm's own tables as the extension's owner:
- * they are written only through dlsm's functions, which checked the
- * caller's rights first.
+ * Run one of the statements on dlsm's own tables as the extension's
+ * owner, with a fresh snapshot (latest, when latest): it must see what
+ * committed a moment ago, whatever the transaction's isolation.  The
+ * caller holds an SPI connection and checked the caller's rights.
  */
-int
-dlsm_plan_execute_catalog_as_owner(DlsmCatalogQueryId query, Datum *values,
-								   const char *nulls)
+static int
+execute_catalog(DlsmCatalogQueryId query, Datum *values, const char *nulls,
+				long count, bool latest)
 {
+	SPIPlanPtr	plan = catalog_plan(query);
 	DlsmIdentity saved;
 	int			rc;
 
 	dlsm_identity_switch(dlsm_extension_owner(), &saved);
-	rc = dlsm_plan_execute_catalog(query, values, nulls, false, 0);
+	if (latest)
+		rc = SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(),
+								  InvalidSnapshot, true, false, count);
+	else
+		rc = SPI_execute_plan(plan, values, nulls, false, count);
 	dlsm_identity_restore(&saved);
+	if (rc < 0)
+		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
 	return rc;
 }
 
+/* Run a statement that writes dlsm's own tables, as their owner. */
+int
+dlsm_plan_execute_catalog(DlsmCatalogQueryId query, Datum *values,
+						  const char *nulls, long count)
+{
+	return execute_catalog(query, values, nulls, count, false);
+}
+
+/* Read dlsm's own tables as their owner, with the latest snapshot. */
+int
+dlsm_plan_read_catalog(DlsmCatalogQueryId query, Datum *values,
+					   const char *nulls, long count)
+{
+	return execute_catalog(query, values, nulls, count, true);
+}
+
+/* ---------------------------------------------------------------------
+ * Results
+ * ---------------------------------------------------------------------
+ */
+
 /*
- * Create a queue table named relname (already quoted and qualified) with its
- * indexes and wake trigger.  index_names are the four index names, quoted,
- * in the order ready, creates, open, held.  Runs as the caller.
+ * Check a statement's result: SPI code expected and, when it returned
+ * rows, the columns its enum ends with (end, its N_ value; 0: no check).
+ * what names the statement in the error.
+ */
+void
+dlsm_plan_expect(int rc, int expected, int end, const char *what)
+{
+	if (rc != expected)
+		elog(ERROR, "unexpected result from %s: %s", what,
+			 SPI_result_code_string(rc));
+	Assert(SPI_tuptable == NULL || end == 0 ||
+		   SPI_tuptable->tupdesc->natts == end - 1);
+}
+
+/* Column attno of row of the last result. */
+Datum
+dlsm_plan_value(uint64 row, int attno, bool *isnull)
+{
+	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+						 attno, isnull);
+}
+
+/* Column attno of row of the last result as text, NULL for NULL. */
+char *
+dlsm_plan_text(uint64 row, int attno)
+{
+	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+						attno);
+}
+
+/* ---------------------------------------------------------------------
+ * DDL
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Create a queue table named relname (quoted and qualified) with its
+ * indexes (index_names, quoted, by DLSM_INDEX_*) and wake trigger.  Runs
+ * as the caller.
  */
 void
 dlsm_plan_create_table(const char *relname, const char *const *index_names)
 {
-	StringInfoData buf;
-	const char *subst[] = {
-		"q", relname,
-		"ready", index_names[0],
-		"creates", index_names[1],
-		"open", index_names[2],
-		"held", index_names[3],
-		"ext", quote_identifier(dlsm_extension_schema()),
-		OPERATOR_SUBSTITUTIONS,
-		NULL
+	Subst		subst[] = {
+		{"q", relname},
+		{"ready", index_names[DLSM_INDEX_READY]},
+		{"creates", index_names[DLSM_INDEX_CREATES]},
+		{"open", index_names[DLSM_INDEX_OPEN]},
+		{"held", index_names[DLSM_INDEX_HELD]},
+		{"ext", quote_identifier(dlsm_extension_schema())},
 	};
 
+	execute_utility(create_table_text, subst, lengthof(subst));
+}
+
+/* A regclass[] literal of the index names just made, in schema. */
+static char *
+new_indexes_literal(const char *schema, const char *const *index_names,
+					bool creates_index)
+{
+	StringInfoData buf;
+	bool		first = true;
+
 	initStringInfo(&buf);
-	expand_template(&buf, create_table_text, subst);
-	execute_utility(buf.data);
-	pfree(buf.data);
+	appendStringInfoString(&buf, "ARRAY[");
+	for (int i = 0; i < DLSM_NUM_INDEXES; i++)
+	{
+		if (i == DLSM_INDEX_CREATES && !creates_index)
+			continue;
+		appendStringInfo(&buf, "%s%s", first ? "" : ", ",
+						 quote_literal_cstr(psprintf("%s.%s", schema,
+													 index_names[i])));
+		first = false;
+	}
+	appendStringInfoChar(&buf, ']');
+	return buf.data;
 }
 
 /*
- * Add to an adopted table what dlsm needs and it lacks.  columns are the
- * quoted id, status, kind, entity and process id columns; index_names the
- * quoted ready, open, held and creates index names; creates_index whether
- * to build the last.  Runs as the caller.
+ * Add to an adopted table what dlsm needs and it lacks: names are its
+ * quoted names, schema its quoted schema, index_names the quoted index
+ * names (DLSM_INDEX_*), and creates_index whether to build the creates
+ * index.  Indexes that repeat ones the table has are dropped again.  Runs
+ * as the caller.
  */
 void
-dlsm_plan_adopt_table(const char *relname, const char *const *columns,
+dlsm_plan_adopt_table(const DlsmQueueNames *names, const char *schema,
 					  const char *const *index_names, bool creates_index)
 {
-	StringInfoData creates;
-	StringInfoData buf;
-	const char *subst[] = {
-		"q", relname,
-		"id", columns[0],
-		"status", columns[1],
-		"kind", columns[2],
-		"entity", columns[3],
-		"pid", columns[4],
-		"ready", index_names[0],
-		"open", index_names[1],
-		"held", index_names[2],
-		"creates", index_names[3],
-		"creates_index", "",
-		"ext", quote_identifier(dlsm_extension_schema()),
-		OPERATOR_SUBSTITUTIONS,
-		NULL
+	Subst		subst[] = {
+		{"q", names->relname},
+		{"id", names->id},
+		{"status", names->status},
+		{"kind", names->kind},
+		{"entity", names->entity},
+		{"pid", names->process_id},
+		{"ready", index_names[DLSM_INDEX_READY]},
+		{"open", index_names[DLSM_INDEX_OPEN]},
+		{"held", index_names[DLSM_INDEX_HELD]},
+		{"creates", index_names[DLSM_INDEX_CREATES]},
+		{"ext", quote_identifier(dlsm_extension_schema())},
+		{"new_indexes", new_indexes_literal(schema, index_names,
+											creates_index)},
+		{"creates_index", ""},
+		{"drop_duplicates", ""},
 	};
 
-	initStringInfo(&creates);
-	if (creates_index)
-		expand_template(&creates, creates_index_text, subst);
-	subst[21] = creates.data;
-	initStringInfo(&buf);
-	expand_template(&buf, register_table_text, subst);
-	execute_utility(buf.data);
-	pfree(buf.data);
-	pfree(creates.data);
+	/* the last two are built from the template with the others */
+	subst[lengthof(subst) - 2].value = creates_index ?
+		expand(creates_index_text, subst, lengthof(subst) - 2) : "";
+	subst[lengthof(subst) - 1].value =
+		expand(drop_duplicates_text, subst, lengthof(subst) - 2);
+	execute_utility(register_table_text, subst, lengthof(subst));
 }
 
 /*
@@ -784,42 +972,23 @@ dlsm_plan_adopt_table(const char *relname, const char *const *columns,
 void
 dlsm_plan_drop_table(const char *relname, bool drop_table)
 {
-	StringInfoData buf;
-	const char *subst[] = {"q", relname, NULL};
+	Subst		subst[] = {{"q", relname}};
 
-	initStringInfo(&buf);
-	expand_template(&buf, drop_table ? drop_table_text : drop_trigger_text,
-					subst);
-	execute_utility(buf.data);
-	pfree(buf.data);
+	execute_utility(drop_table ? drop_table_text : drop_trigger_text,
+					subst, lengthof(subst));
 }
 
-/*
- * Attach (attach) or remove the capture trigger named trigger on source; args
- * are its four arguments.  Runs as the caller.
- */
+/* Attach (attach) or remove the capture trigger named trigger on source. */
 void
-dlsm_plan_capture_trigger(Oid source, const char *trigger,
-						  const char *const *args, bool attach)
+dlsm_plan_capture_trigger(Oid source, const char *trigger, bool attach)
 {
-	StringInfoData buf;
-	StringInfoData arglist;
-	const char *subst[] = {
-		"src", quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
-										  get_rel_name(source)),
-		"trigger", quote_identifier(trigger),
-		"ext", quote_identifier(dlsm_extension_schema()),
-		"args", NULL,
-		NULL
+	Subst		subst[] = {
+		{"src", quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
+										   get_rel_name(source))},
+		{"trigger", quote_identifier(trigger)},
+		{"ext", quote_identifier(dlsm_extension_schema())},
 	};
 
-	initStringInfo(&arglist);
-	for (int i = 0; attach && i < 4; i++)
-		appendStringInfo(&arglist, "%s%s", i ? ", " : "",
-						 quote_literal_cstr(args[i]));
-	subst[7] = arglist.data;
-	initStringInfo(&buf);
-	expand_template(&buf, attach ? capture_text : uncapture_text, subst);
-	execute_utility(buf.data);
-	pfree(buf.data);
+	execute_utility(attach ? capture_text : uncapture_text, subst,
+					lengthof(subst));
 }

@@ -4,16 +4,24 @@
  *	  The registry of queues and the per-backend cache of their descriptors.
  *
  * A queue is a table with a row in the extension's dlsm_queues table.  Each
- * backend keeps a DlsmQueue per queue it has used, with the registry row
- * and the statements prepared for it (plans.c), in a hash keyed by the
- * table's OID.  Any relcache invalidation of the table (ALTER, DROP, and the
- * invalidation dlsm sends itself whenever it changes the registry) marks the
- * descriptor stale; it is rebuilt, plans freed, on its next use.  An
- * invalidation of the registry table itself, or a full reset, marks all of
- * them stale, so that DROP and CREATE EXTENSION are followed.
+ * backend keeps a DlsmQueue per queue it uses, with the registry row and
+ * the statements prepared for it (plans.c), in a hash keyed by the table's
+ * OID.  The rule for holding a descriptor is stated in queue.h: a pinned
+ * descriptor never changes and never goes away.  Any relcache invalidation
+ * of the table (ALTER, GRANT, DROP, and the one dlsm sends whenever it
+ * changes the registry), of dlsm's own tables, a renamed schema or a full
+ * reset only marks descriptors stale; the next dlsm_queue_open reads the
+ * registry again and, when nothing changed and nobody holds the old one,
+ * keeps it and its plans.  A stale descriptor is freed, plans and all,
+ * once its last pin is gone; pins left at the end of a transaction (an
+ * error between open and close) are dropped then.
  *
- * The registry is written only here, as the extension's owner, after the
- * caller's right to the table has been checked; it is readable by all.
+ * The registry is read and written as the extension's owner (plans.c),
+ * after the caller's right to the table has been checked here, so that
+ * nobody needs privileges on dlsm's schema to use a queue.
+ *
+ * Calls plans.c (and so extension.c); sends the worker a notification
+ * when the registry changes.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -24,24 +32,19 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
-#include "catalog/indexing.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_extension.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "commands/defrem.h"
-#include "commands/extension.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -51,52 +54,90 @@
 #include "utils/relcache.h"
 #include "utils/syscache.h"
 
-#include "dlsm.h"
+#include "compat.h"
+#include "extension.h"
+#include "queue.h"
+
+/* The hash entry of a queue: its current descriptor. */
+typedef struct QueueEntry
+{
+	Oid			relid;			/* hash key */
+	DlsmQueue  *current;		/* NULL: look it up */
+} QueueEntry;
+
+/* A pin, held by the (sub)transaction that took it. */
+typedef struct QueuePin
+{
+	DlsmQueue  *queue;
+	SubTransactionId subid;
+} QueuePin;
 
 static HTAB *queue_cache = NULL;
-static MemoryContext queue_context = NULL;
+static MemoryContext cache_context = NULL;
+static List *descriptors = NIL;	/* every live DlsmQueue, current or not */
+static List *pins = NIL;		/* of QueuePin, newest last */
 
-/*
- * Descriptions replaced while a statement may still run one of their plans
- * (a trigger can rebuild a queue's descriptor in the middle of that queue's
- * INSERT): freed at the end of the transaction, never earlier.
- */
-typedef struct RetiredQueue
+/* The columns of a queue dlsm created, by role. */
+static const char *const default_columns[DLSM_NUM_COLUMNS] = {
+	[DLSM_COL_ID] = "id",
+	[DLSM_COL_STATUS] = "status",
+	[DLSM_COL_KIND] = "kind",
+	[DLSM_COL_ENTITY] = "entity",
+	[DLSM_COL_PROCESS_ID] = "process_id",
+};
+
+/* Free a descriptor nobody holds, and forget it. */
+static void
+free_descriptor(DlsmQueue *queue)
 {
-	MemoryContext context;		/* the strings */
-	SPIPlanPtr *plans;			/* DLSM_NUM_QUERIES slots */
-} RetiredQueue;
+	QueueEntry *entry = hash_search(queue_cache, &queue->relid, HASH_FIND,
+									NULL);
 
-static List *retired = NIL;		/* of RetiredQueue, in queue_context */
+	Assert(queue->pins == 0);
+	if (entry != NULL && entry->current == queue)
+		entry->current = NULL;
+	descriptors = list_delete_ptr(descriptors, queue);
+	dlsm_plan_free(&queue->plans);
+	MemoryContextDelete(queue->context);
+}
+
+/* Mark a descriptor stale; free it when nobody holds it. */
+static void
+retire(DlsmQueue *queue)
+{
+	queue->stale = true;
+	if (queue->pins == 0)
+		free_descriptor(queue);
+}
 
 static void
 invalidate_all(void)
 {
-	HASH_SEQ_STATUS status;
-	DlsmQueue  *queue;
+	ListCell   *lc;
+
+	foreach(lc, descriptors)
+		((DlsmQueue *) lfirst(lc))->stale = true;
+}
+
+/*
+ * Invalidation callbacks only mark: they run inside catalog access, where
+ * freeing plans or reading the registry is not allowed.
+ */
+static void
+relcache_invalidate(Datum arg, Oid relid)
+{
+	QueueEntry *entry;
 
 	if (queue_cache == NULL)
 		return;
-	hash_seq_init(&status, queue_cache);
-	while ((queue = hash_seq_search(&status)) != NULL)
-		queue->valid = false;
-}
-
-static void
-queue_invalidate(Datum arg, Oid relid)
-{
-	DlsmQueue  *queue;
-
-	if (relid == InvalidOid || relid == dlsm_extension_registry_seen())
+	if (relid == InvalidOid || dlsm_extension_is_registry(relid))
 	{
 		invalidate_all();
 		return;
 	}
-	if (queue_cache == NULL)
-		return;
-	queue = hash_search(queue_cache, &relid, HASH_FIND, NULL);
-	if (queue != NULL)
-		queue->valid = false;
+	entry = hash_search(queue_cache, &relid, HASH_FIND, NULL);
+	if (entry != NULL && entry->current != NULL)
+		entry->current->stale = true;
 }
 
 /* A schema was renamed: the qualified names of queues may have changed. */
@@ -106,307 +147,459 @@ namespace_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 	invalidate_all();
 }
 
-/* Free the descriptions retired during the transaction that just ended. */
+/* Drop the pins for which drop(pin, subid) says so; free what is stale. */
 static void
-free_retired(XactEvent event, void *arg)
+drop_pins(bool (*drop) (QueuePin *pin, SubTransactionId subid),
+		  SubTransactionId subid)
 {
+	List	   *stale = NIL;
+	ListCell   *lc;
+
+	foreach(lc, pins)
+	{
+		QueuePin   *pin = lfirst(lc);
+
+		if (!drop(pin, subid))
+			continue;
+		if (--pin->queue->pins == 0 && pin->queue->stale)
+			stale = lappend(stale, pin->queue);
+		pfree(pin);
+		pins = foreach_delete_current(pins, lc);
+	}
+	foreach(lc, stale)
+		free_descriptor(lfirst(lc));
+	list_free(stale);
+}
+
+static bool
+any_pin(QueuePin *pin, SubTransactionId subid)
+{
+	return true;
+}
+
+static bool
+pin_of(QueuePin *pin, SubTransactionId subid)
+{
+	return pin->subid == subid;
+}
+
+/*
+ * The transaction ended: drop the pins left (an error between open and
+ * close), and free what is stale.
+ */
+static void
+end_of_transaction(XactEvent event, void *arg)
+{
+	List	   *stale = NIL;
 	ListCell   *lc;
 
 	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
 		event != XACT_EVENT_PREPARE)
 		return;
-	foreach(lc, retired)
-	{
-		RetiredQueue *r = lfirst(lc);
-
-		for (int i = 0; i < DLSM_NUM_QUERIES; i++)
-			if (r->plans[i] != NULL)
-				SPI_freeplan(r->plans[i]);
-		pfree(r->plans);
-		MemoryContextDelete(r->context);
-	}
-	list_free_deep(retired);
-	retired = NIL;
+	if (pins != NIL && event == XACT_EVENT_COMMIT)
+		elog(WARNING, "dlsm queue reference leak: %d pins left",
+			 list_length(pins));
+	drop_pins(any_pin, InvalidSubTransactionId);
+	foreach(lc, descriptors)
+		if (((DlsmQueue *) lfirst(lc))->stale)
+			stale = lappend(stale, lfirst(lc));
+	foreach(lc, stale)
+		free_descriptor(lfirst(lc));
+	list_free(stale);
 }
 
-/* Register the invalidation callback; called once from _PG_init. */
+/*
+ * A subtransaction ended: its pins pass to its parent when it commits, and
+ * are dropped when it aborts.
+ */
+static void
+end_of_subtransaction(SubXactEvent event, SubTransactionId mySubid,
+					  SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		drop_pins(pin_of, mySubid);
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+		foreach(lc, pins)
+			if (((QueuePin *) lfirst(lc))->subid == mySubid)
+				((QueuePin *) lfirst(lc))->subid = parentSubid;
+}
+
+/* Register the callbacks; called once from _PG_init. */
 void
 dlsm_queue_init(void)
 {
-	CacheRegisterRelcacheCallback(queue_invalidate, (Datum) 0);
+	CacheRegisterRelcacheCallback(relcache_invalidate, (Datum) 0);
 	CacheRegisterSyscacheCallback(NAMESPACEOID, namespace_invalidate, (Datum) 0);
-	RegisterXactCallback(free_retired, NULL);
+	RegisterXactCallback(end_of_transaction, NULL);
+	RegisterSubXactCallback(end_of_subtransaction, NULL);
 }
 
+/* ---------------------------------------------------------------------
+ * Reading the registry
+ * ---------------------------------------------------------------------
+ */
+
+/* A name column of the registry row, quoted, in the current context. */
 static char *
-column_name(HeapTuple tuple, TupleDesc desc, int attno)
+column_name(int attno)
 {
 	bool		isnull;
-	Datum		d = SPI_getbinval(tuple, desc, attno, &isnull);
+	Datum		d = dlsm_plan_value(0, attno, &isnull);
 
 	return pstrdup(quote_identifier(NameStr(*DatumGetName(d))));
 }
 
-/* The owner of table relid. */
-static Oid
-table_owner(Oid relid)
-{
-	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	ReleaseSysCache(tuple);
-	return owner;
-}
-
-/* The type of the column named in attno of a registry row. */
-static Oid
-column_type(Oid relid, HeapTuple tuple, TupleDesc desc, int attno)
+/* Is the column named in registry column attno of type uuid in relid? */
+static bool
+column_is_uuid(Oid relid, int attno)
 {
 	bool		isnull;
-	Datum		d = SPI_getbinval(tuple, desc, attno, &isnull);
+	Datum		d = dlsm_plan_value(0, attno, &isnull);
 	AttrNumber	att = get_attnum(relid, NameStr(*DatumGetName(d)));
 
-	return att == InvalidAttrNumber ? InvalidOid :
-		get_atttype(relid, att);
+	return att != InvalidAttrNumber && get_atttype(relid, att) == UUIDOID;
 }
 
+/* An interval of the registry row in microseconds, 0 when NULL. */
+static int64
+interval_ms(int attno)
+{
+	bool		isnull;
+	Datum		d = dlsm_plan_value(0, attno, &isnull);
+	Interval   *iv;
+
+	if (isnull)
+		return 0;
+	iv = DatumGetIntervalP(d);
+	return (iv->time + (int64) iv->day * USECS_PER_DAY +
+			(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY) / 1000;
+}
+
+/* Fill queue from the registry row just read, in its own memory context. */
+static void
+fill_from_row(DlsmQueue *queue, Form_pg_class form)
+{
+	DlsmQueueNames *names = &queue->plans.names;
+	bool		isnull;
+	Datum		d;
+
+	names->relname = quote_qualified_identifier(get_namespace_name(form->relnamespace),
+												NameStr(form->relname));
+	names->id = column_name(A_LOOKUP_ID_COLUMN);
+	names->status = column_name(A_LOOKUP_STATUS_COLUMN);
+	names->kind = column_name(A_LOOKUP_KIND_COLUMN);
+	names->entity = column_name(A_LOOKUP_ENTITY_COLUMN);
+	names->process_id = column_name(A_LOOKUP_PROCESS_ID_COLUMN);
+	names->pid_is_text = !column_is_uuid(queue->relid,
+										 A_LOOKUP_PROCESS_ID_COLUMN);
+	queue->owner = form->relowner;
+	queue->channel = dlsm_plan_text(0, A_LOOKUP_CHANNEL);
+	queue->max_attempts = DatumGetInt32(dlsm_plan_value(0, A_LOOKUP_MAX_ATTEMPTS,
+														&isnull));
+	d = dlsm_plan_value(0, A_LOOKUP_RETENTION, &isnull);
+	queue->has_retention = !isnull;
+	if (!isnull)
+		queue->retention = *DatumGetIntervalP(d);
+	queue->handler = dlsm_plan_text(0, A_LOOKUP_HANDLER);
+	queue->handler_timeout_ms = (int) Min(interval_ms(A_LOOKUP_HANDLER_TIMEOUT),
+										  INT_MAX);
+	queue->row_security = form->relrowsecurity;
+}
+
+/* Do two descriptors say the same? */
 static bool
 same_description(DlsmQueue *a, DlsmQueue *b)
 {
-	return strcmp(a->relname, b->relname) == 0 &&
-		strcmp(a->channel, b->channel) == 0 &&
+	DlsmQueueNames *x = &a->plans.names;
+	DlsmQueueNames *y = &b->plans.names;
+
+	return strcmp(x->relname, y->relname) == 0 &&
+		strcmp(x->id, y->id) == 0 && strcmp(x->status, y->status) == 0 &&
+		strcmp(x->kind, y->kind) == 0 && strcmp(x->entity, y->entity) == 0 &&
+		strcmp(x->process_id, y->process_id) == 0 &&
+		x->pid_is_text == y->pid_is_text &&
+		a->owner == b->owner && strcmp(a->channel, b->channel) == 0 &&
 		a->max_attempts == b->max_attempts &&
 		a->has_retention == b->has_retention &&
 		(!a->has_retention ||
 		 memcmp(&a->retention, &b->retention, sizeof(Interval)) == 0) &&
-		a->handler == b->handler && a->handler_role == b->handler_role &&
-		a->owner == b->owner &&
-		strcmp(a->col_id, b->col_id) == 0 &&
-		strcmp(a->col_status, b->col_status) == 0 &&
-		strcmp(a->col_kind, b->col_kind) == 0 &&
-		strcmp(a->col_entity, b->col_entity) == 0 &&
-		strcmp(a->col_process_id, b->col_process_id) == 0 &&
-		a->pid_is_text == b->pid_is_text;
-}
-
-/* Set aside a queue's description until the transaction ends. */
-static void
-retire(DlsmQueue *queue)
-{
-	MemoryContext old = MemoryContextSwitchTo(queue_context);
-	RetiredQueue *r = palloc(sizeof(RetiredQueue));
-
-	r->context = queue->context;
-	r->plans = queue->plans;
-	retired = lappend(retired, r);
-	MemoryContextSwitchTo(old);
-	queue->context = NULL;
-	queue->plans = NULL;
+		((a->handler == NULL && b->handler == NULL) ||
+		 (a->handler != NULL && b->handler != NULL &&
+		  strcmp(a->handler, b->handler) == 0)) &&
+		a->handler_timeout_ms == b->handler_timeout_ms &&
+		a->row_security == b->row_security;
 }
 
 /*
- * Read a queue's description from the registry into a stale or new
- * descriptor; false if it is not registered (any more).  The plans of an
- * unchanged description are kept: the plan cache revalidates them itself.
- */
-static bool
-load_queue(DlsmQueue *queue)
-{
-	Datum		values[1] = {ObjectIdGetDatum(queue->relid)};
-	HeapTuple	tuple;
-	TupleDesc	desc;
-	bool		isnull;
-	char	   *nspname;
-	char	   *relname;
-	DlsmQueue	fresh;
-	Datum		d;
-	MemoryContext context;
-	MemoryContext old;
-
-	/* an invalidation arriving from here on makes it stale again */
-	queue->valid = true;
-	if (dlsm_plan_read_catalog_latest(DLSM_C_LOOKUP, values, NULL, 1) !=
-		SPI_OK_SELECT)
-		elog(ERROR, "unexpected result from the dlsm registry lookup");
-	nspname = get_namespace_name(get_rel_namespace(queue->relid));
-	relname = get_rel_name(queue->relid);
-	if (SPI_processed == 0 || nspname == NULL || relname == NULL)
-		return false;
-
-	tuple = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	context = AllocSetContextCreate(queue_context, "dlsm queue",
-									ALLOCSET_SMALL_SIZES);
-	old = MemoryContextSwitchTo(context);
-	fresh.relname = quote_qualified_identifier(nspname, relname);
-	fresh.channel = TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull));
-	fresh.max_attempts = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
-	fresh.col_id = column_name(tuple, desc, 3);
-	fresh.col_status = column_name(tuple, desc, 4);
-	fresh.col_kind = column_name(tuple, desc, 5);
-	fresh.col_entity = column_name(tuple, desc, 6);
-	fresh.col_process_id = column_name(tuple, desc, 7);
-	fresh.pid_is_text = column_type(queue->relid, tuple, desc, 7) != UUIDOID;
-	d = SPI_getbinval(tuple, desc, 8, &isnull);
-	fresh.has_retention = !isnull;
-	if (!isnull)
-		fresh.retention = *DatumGetIntervalP(d);
-	d = SPI_getbinval(tuple, desc, 9, &isnull);
-	fresh.handler = isnull ? InvalidOid : DatumGetObjectId(d);
-	d = SPI_getbinval(tuple, desc, 10, &isnull);
-	fresh.handler_role = isnull ? InvalidOid : DatumGetObjectId(d);
-	fresh.owner = table_owner(queue->relid);
-	MemoryContextSwitchTo(old);
-	SPI_freetuptable(SPI_tuptable);
-
-	if (queue->context != NULL && same_description(queue, &fresh))
-	{
-		MemoryContextDelete(context);
-		return true;
-	}
-	if (queue->context != NULL)
-		retire(queue);
-	queue->context = context;
-	queue->relname = fresh.relname;
-	queue->channel = fresh.channel;
-	queue->max_attempts = fresh.max_attempts;
-	queue->has_retention = fresh.has_retention;
-	queue->retention = fresh.retention;
-	queue->handler = fresh.handler;
-	queue->handler_role = fresh.handler_role;
-	queue->owner = fresh.owner;
-	queue->col_id = fresh.col_id;
-	queue->col_status = fresh.col_status;
-	queue->col_kind = fresh.col_kind;
-	queue->col_entity = fresh.col_entity;
-	queue->col_process_id = fresh.col_process_id;
-	queue->pid_is_text = fresh.pid_is_text;
-	queue->plans = MemoryContextAllocZero(queue_context,
-										  sizeof(SPIPlanPtr) * DLSM_NUM_QUERIES);
-	return true;
-}
-
-/*
- * The descriptor of a registered queue, or NULL when relid is not one.
- * The caller holds an SPI connection.
+ * A new descriptor of relid read from the registry, or NULL when relid is
+ * not registered.  The caller holds an SPI connection.
  */
 static DlsmQueue *
-find_queue(Oid relid)
+load(Oid relid)
 {
+	Datum		values[N_LOOKUP_PARAMS];
+	HeapTuple	classtup;
+	MemoryContext context;
+	MemoryContext old;
 	DlsmQueue  *queue;
-	bool		found;
 
-	(void) dlsm_extension_schema();		/* follows a re-created extension */
-	if (queue_cache == NULL)
+	values[P_LOOKUP_QUEUE] = ObjectIdGetDatum(relid);
+	dlsm_plan_expect(dlsm_plan_read_catalog(DLSM_C_LOOKUP, values, NULL, 1),
+					 SPI_OK_SELECT, N_LOOKUP, "the dlsm registry lookup");
+	classtup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (SPI_processed == 0 || !HeapTupleIsValid(classtup))
 	{
-		HASHCTL		ctl;
-
-		queue_context = AllocSetContextCreate(TopMemoryContext,
-											  "dlsm queues",
-											  ALLOCSET_SMALL_SIZES);
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(DlsmQueue);
-		ctl.hcxt = queue_context;
-		queue_cache = hash_create("dlsm queues", 16, &ctl,
-								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		if (HeapTupleIsValid(classtup))
+			ReleaseSysCache(classtup);
+		return NULL;
 	}
-
-	queue = hash_search(queue_cache, &relid, HASH_ENTER, &found);
-	if (!found)
-	{
-		queue->valid = false;
-		queue->context = NULL;
-		queue->plans = NULL;
-	}
-	if (!queue->valid || queue->context == NULL)
-	{
-		volatile bool loaded = false;
-
-		PG_TRY();
-		{
-			loaded = load_queue(queue);
-		}
-		PG_CATCH();
-		{
-			queue->valid = false;	/* look again next time */
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-		if (!loaded)
-		{
-			if (queue->context != NULL)
-				retire(queue);
-			hash_search(queue_cache, &relid, HASH_REMOVE, NULL);
-			return NULL;
-		}
-	}
+	context = AllocSetContextCreate(cache_context, "dlsm queue",
+									ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(context);
+	queue = palloc0(sizeof(DlsmQueue));
+	queue->relid = relid;
+	queue->context = context;
+	fill_from_row(queue, (Form_pg_class) GETSTRUCT(classtup));
+	MemoryContextSwitchTo(old);
+	ReleaseSysCache(classtup);
+	SPI_freetuptable(SPI_tuptable);
 	return queue;
 }
 
+static void
+create_cache(void)
+{
+	HASHCTL		ctl;
+
+	cache_context = AllocSetContextCreate(TopMemoryContext, "dlsm queues",
+										  ALLOCSET_SMALL_SIZES);
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(QueueEntry);
+	ctl.hcxt = cache_context;
+	queue_cache = hash_create("dlsm queues", 16, &ctl,
+							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
 /*
- * The descriptor of a registered queue; raises 42704 when relid is not one.
- * The caller holds an SPI connection.
+ * Make entry's descriptor current: read the registry again; keep the old
+ * descriptor (and its plans) when nothing changed and nobody holds it.
+ */
+static DlsmQueue *
+refresh(QueueEntry *entry)
+{
+	DlsmQueue  *old = entry->current;
+	DlsmQueue  *fresh = load(entry->relid);
+
+	if (old != NULL && fresh != NULL && old->pins == 0 &&
+		same_description(old, fresh))
+	{
+		MemoryContextDelete(fresh->context);
+		old->stale = false;
+		return old;
+	}
+	if (old != NULL)
+		retire(old);
+	entry->current = fresh;
+	if (fresh != NULL)
+	{
+		MemoryContext context = MemoryContextSwitchTo(cache_context);
+
+		descriptors = lappend(descriptors, fresh);
+		MemoryContextSwitchTo(context);
+	}
+	return fresh;
+}
+
+/*
+ * Pin and return the descriptor of queue relid.  When relid is not a
+ * queue: NULL with DLSM_QUEUE_MISSING_OK, else error 42704.  A queue with
+ * row-level security enabled is refused (0A000) unless
+ * DLSM_QUEUE_ANY_SECURITY.  The caller holds an SPI connection, and closes
+ * the descriptor with dlsm_queue_close.
  */
 DlsmQueue *
-dlsm_queue_get(Oid relid)
+dlsm_queue_open(Oid relid, int flags)
 {
-	DlsmQueue  *queue = find_queue(relid);
+	QueueEntry *entry;
+	DlsmQueue  *queue;
+	QueuePin   *pin;
+	MemoryContext oldcontext;
+	bool		found;
 
+	if (queue_cache == NULL)
+		create_cache();
+	(void) dlsm_extension_schema(); /* follows a re-created extension */
+	entry = hash_search(queue_cache, &relid, HASH_ENTER, &found);
+	if (!found)
+		entry->current = NULL;
+	queue = entry->current;
+	if (queue == NULL || queue->stale)
+		queue = refresh(entry);
 	if (queue == NULL)
+	{
+		hash_search(queue_cache, &relid, HASH_REMOVE, NULL);
+		if (flags & DLSM_QUEUE_MISSING_OK)
+			return NULL;
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("table \"%s\" is not a dlsm queue",
 						get_rel_name(relid) ? get_rel_name(relid) : "?"),
 				 errhint("Create a queue with dlsm_create_queue().")));
+	}
+	if (queue->row_security && !(flags & DLSM_QUEUE_ANY_SECURITY))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("dlsm queue \"%s\" has row-level security enabled",
+						get_rel_name(relid)),
+				 errdetail("dlsm keeps one unit per entity in progress only when it sees every row of the queue."),
+				 errhint("Disable row-level security on the table.")));
+	pin = MemoryContextAlloc(cache_context, sizeof(QueuePin));
+	pin->queue = queue;
+	pin->subid = GetCurrentSubTransactionId();
+	oldcontext = MemoryContextSwitchTo(cache_context);
+	pins = lappend(pins, pin);
+	MemoryContextSwitchTo(oldcontext);
+	queue->pins++;
 	return queue;
 }
 
-/* Like dlsm_queue_get, but NULL instead of an error. */
-DlsmQueue *
-dlsm_queue_find(Oid relid)
+/* Unpin a descriptor dlsm_queue_open returned. */
+void
+dlsm_queue_close(DlsmQueue *queue)
 {
-	return find_queue(relid);
+	/* the newest pin of the queue: it belongs to the innermost subtransaction */
+	for (int i = list_length(pins) - 1; i >= 0; i--)
+	{
+		QueuePin   *pin = list_nth(pins, i);
+
+		if (pin->queue != queue)
+			continue;
+		pfree(pin);
+		pins = list_delete_nth_cell(pins, i);
+		break;
+	}
+	Assert(queue->pins > 0);
+	if (--queue->pins == 0 && queue->stale)
+		free_descriptor(queue);
 }
 
-/* Run one registry statement as the extension's owner. */
-static void
-write_registry(DlsmCatalogQueryId query, Datum *values, const char *nulls)
+/*
+ * Refuse to change the registration of relid (action, e.g. "unregister")
+ * while this backend works on it: an outer dlsm call holds its descriptor.
+ */
+void
+dlsm_queue_check_unused(Oid relid, const char *action)
 {
-	int			rc = dlsm_plan_execute_catalog_as_owner(query, values, nulls);
+	ListCell   *lc;
+
+	foreach(lc, descriptors)
+	{
+		DlsmQueue  *queue = lfirst(lc);
+
+		if (queue->relid == relid && queue->pins > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("cannot %s queue \"%s\" because it is being used by active queries in this session",
+							action, get_rel_name(relid))));
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Privileges
+ * ---------------------------------------------------------------------
+ */
+
+/* The caller must own table relid (42501 otherwise). */
+void
+dlsm_queue_check_owner(Oid relid)
+{
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+}
+
+/* The caller must hold every privilege in modes on table relid (42501). */
+void
+dlsm_queue_check_privileges(Oid relid, AclMode modes)
+{
+	/* pg_class_aclcheck passes when any bit is held: ask for each */
+	for (AclMode mode = 1; mode != 0 && mode <= modes; mode <<= 1)
+	{
+		if ((modes & mode) &&
+			pg_class_aclcheck(relid, GetUserId(), mode) != ACLCHECK_OK)
+			aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Writing the registry
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Run one registry statement as the extension's owner; the worker reads
+ * the registry again when the transaction commits, and other backends
+ * drop their descriptor of relid.
+ */
+static void
+write_registry(DlsmCatalogQueryId query, Oid relid, Datum *values,
+			   const char *nulls)
+{
+	int			rc = dlsm_plan_execute_catalog(query, values, nulls, 0);
 
 	if (rc != SPI_OK_INSERT && rc != SPI_OK_DELETE && rc != SPI_OK_UPDATE)
 		elog(ERROR, "unexpected result from a dlsm registry change: %s",
 			 SPI_result_code_string(rc));
-	/* at commit, the worker reads the registry again */
 	Async_Notify("dlsm", "queues");
+	CacheInvalidateRelcacheByRelid(relid);
 }
-
-/* The columns of a queue dlsm created, by role. */
-static const char *const default_columns[5] = {
-	"id", "status", "kind", "entity", "process_id"
-};
 
 /* Write a queue's registry row; columns name the mapped columns. */
 static void
 register_queue(Oid relid, const char *const *columns, const char *channel,
-			   int max_attempts, Interval *retention)
+			   DlsmQueueOptions *opts)
 {
-	Datum		values[10];
-	char		nulls[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		values[N_REGISTER_PARAMS];
+	char		nulls[N_REGISTER_PARAMS];
+	static const int column_params[DLSM_NUM_COLUMNS] = {
+		[DLSM_COL_ID] = P_REGISTER_ID_COLUMN,
+		[DLSM_COL_STATUS] = P_REGISTER_STATUS_COLUMN,
+		[DLSM_COL_KIND] = P_REGISTER_KIND_COLUMN,
+		[DLSM_COL_ENTITY] = P_REGISTER_ENTITY_COLUMN,
+		[DLSM_COL_PROCESS_ID] = P_REGISTER_PROCESS_ID_COLUMN,
+	};
 
-	values[0] = ObjectIdGetDatum(relid);
-	values[1] = CStringGetTextDatum(channel);
-	values[2] = Int32GetDatum(max_attempts);
-	values[3] = retention ? IntervalPGetDatum(retention) : (Datum) 0;
-	nulls[3] = retention ? ' ' : 'n';
-	values[4] = ObjectIdGetDatum(GetUserId());
-	for (int i = 0; i < 5; i++)
-		values[5 + i] = DirectFunctionCall1(namein, CStringGetDatum(columns[i]));
-	write_registry(DLSM_C_REGISTER, values, nulls);
-	CacheInvalidateRelcacheByRelid(relid);
+	memset(nulls, ' ', sizeof(nulls));
+	values[P_REGISTER_QUEUE] = ObjectIdGetDatum(relid);
+	values[P_REGISTER_CHANNEL] = CStringGetTextDatum(opts->channel ?
+													 opts->channel : channel);
+	values[P_REGISTER_MAX_ATTEMPTS] = Int32GetDatum(opts->max_attempts);
+	values[P_REGISTER_RETENTION] = PointerGetDatum(opts->retention);
+	nulls[P_REGISTER_RETENTION] = opts->retention ? ' ' : 'n';
+	values[P_REGISTER_BY] = ObjectIdGetDatum(GetUserId());
+	for (int i = 0; i < DLSM_NUM_COLUMNS; i++)
+		values[column_params[i]] = DirectFunctionCall1(namein,
+													   CStringGetDatum(columns[i]));
+	write_registry(DLSM_C_REGISTER, relid, values, nulls);
+}
+
+/* Quoted names of a queue's indexes, chosen free in nspid. */
+static void
+choose_index_names(const char *relname, Oid nspid, const char *prefix,
+				   const char **index_names)
+{
+	static const char *const labels[DLSM_NUM_INDEXES] = {
+		[DLSM_INDEX_READY] = "ready",
+		[DLSM_INDEX_CREATES] = "creates",
+		[DLSM_INDEX_OPEN] = "open",
+		[DLSM_INDEX_HELD] = "held",
+	};
+
+	for (int i = 0; i < DLSM_NUM_INDEXES; i++)
+		index_names[i] = quote_identifier(ChooseRelationName(relname, NULL,
+															 psprintf("%s%s", prefix, labels[i]),
+															 nspid, false));
 }
 
 /*
@@ -414,15 +607,11 @@ register_queue(Oid relid, const char *const *columns, const char *channel,
  * and register it.  The caller holds an SPI connection.
  */
 Oid
-dlsm_queue_create(const char *name, const char *channel, int max_attempts,
-				  Interval *retention)
+dlsm_queue_create(const char *name, DlsmQueueOptions *opts)
 {
 	RangeVar   *rv;
 	Oid			nspid;
-	char	   *nspname;
-	char	   *relname;
-	const char *index_names[4];
-	const char *labels[4] = {"ready", "creates", "open", "held"};
+	const char *index_names[DLSM_NUM_INDEXES];
 	Oid			relid;
 
 	rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
@@ -431,117 +620,15 @@ dlsm_queue_create(const char *name, const char *channel, int max_attempts,
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a dlsm queue cannot be a temporary table")));
-	nspname = get_namespace_name(nspid);
-	relname = quote_qualified_identifier(nspname, rv->relname);
-	for (int i = 0; i < lengthof(labels); i++)
-		index_names[i] = quote_identifier(ChooseRelationName(rv->relname, NULL,
-															 labels[i], nspid,
-															 false));
-
-	dlsm_plan_create_table(relname, index_names);
+	choose_index_names(rv->relname, nspid, "", index_names);
+	dlsm_plan_create_table(quote_qualified_identifier(get_namespace_name(nspid),
+													  rv->relname),
+						   index_names);
 	relid = get_relname_relid(rv->relname, nspid);
 	if (!OidIsValid(relid))
-		elog(ERROR, "queue table \"%s\" was not created", relname);
-
-	register_queue(relid, default_columns,
-				   channel ? channel : rv->relname, max_attempts, retention);
+		elog(ERROR, "queue table \"%s\" was not created", rv->relname);
+	register_queue(relid, default_columns, rv->relname, opts);
 	return relid;
-}
-
-/*
- * Unregister a queue, and drop its table when drop_table; the caller must
- * own the table and holds an SPI connection.
- */
-void
-dlsm_queue_drop(Oid relid, bool drop_table)
-{
-	DlsmQueue  *queue = dlsm_queue_get(relid);
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	char	   *relname = pstrdup(queue->relname);
-
-	if (!pg_class_ownercheck(relid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
-
-	write_registry(DLSM_C_UNREGISTER, values, NULL);
-	CacheInvalidateRelcacheByRelid(relid);
-	dlsm_plan_drop_table(relname, drop_table);
-}
-
-/*
- * Make the worker run handler (InvalidOid: no handler) for the queue's
- * units, as the calling role.  The caller must own the table; the handler
- * must take (text, text, bigint[], jsonb[]) and the caller must be allowed
- * to execute it.  The caller holds an SPI connection.
- */
-void
-dlsm_queue_set_handler(Oid relid, Oid handler)
-{
-	Datum		values[3];
-	char		nulls[3] = {' ', ' ', ' '};
-
-	(void) dlsm_queue_get(relid);
-	if (!pg_class_ownercheck(relid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
-	if (OidIsValid(handler))
-	{
-		Oid			argtypes[4] = {TEXTOID, TEXTOID, INT8ARRAYOID, JSONBARRAYOID};
-		HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(handler));
-		Form_pg_proc proc;
-		bool		ok;
-
-		if (!HeapTupleIsValid(tuple))
-			elog(ERROR, "cache lookup failed for function %u", handler);
-		proc = (Form_pg_proc) GETSTRUCT(tuple);
-		ok = proc->pronargs == 4 && proc->prokind == PROKIND_FUNCTION &&
-			!proc->proretset &&
-			memcmp(proc->proargtypes.values, argtypes, sizeof(argtypes)) == 0;
-		ReleaseSysCache(tuple);
-		if (!ok)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("function %s cannot be a dlsm handler",
-							format_procedure(handler)),
-					 errhint("A handler is a function taking (entity text, kind text, ids bigint[], payloads jsonb[]).")));
-		if (pg_proc_aclcheck(handler, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
-			aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_FUNCTION,
-						   get_func_name(handler));
-	}
-	values[0] = ObjectIdGetDatum(relid);
-	values[1] = ObjectIdGetDatum(handler);
-	nulls[1] = OidIsValid(handler) ? ' ' : 'n';
-	values[2] = ObjectIdGetDatum(GetUserId());
-	nulls[2] = nulls[1];
-	write_registry(DLSM_C_SET_HANDLER, values, nulls);
-	CacheInvalidateRelcacheByRelid(relid);
-	dlsm_shmem_wake_worker(MyDatabaseId);
-}
-
-/*
- * The OIDs of every queue of this database, in the caller's memory
- * context.  The caller holds an SPI connection.
- */
-List *
-dlsm_queue_list(void)
-{
-	List	   *queues = NIL;
-	MemoryContext caller = CurrentMemoryContext;
-
-	if (dlsm_plan_execute_catalog(DLSM_C_LIST, NULL, NULL, true, 0) !=
-		SPI_OK_SELECT)
-		elog(ERROR, "unexpected result from the dlsm registry list");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		Oid			relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-														   SPI_tuptable->tupdesc,
-														   1, &isnull));
-		MemoryContext old = MemoryContextSwitchTo(caller);
-
-		queues = lappend_oid(queues, relid);
-		MemoryContextSwitchTo(old);
-	}
-	SPI_freetuptable(SPI_tuptable);
-	return queues;
 }
 
 /* Check that column name of relid exists with one of the types (0-ended). */
@@ -610,16 +697,9 @@ has_index_led_by(Oid relid, AttrNumber attno)
 	return found;
 }
 
-/*
- * Adopt the existing table relid as a queue, through the column map
- * columns (id, status, kind, entity, process id): add the columns, indexes
- * and trigger dlsm needs and the table lacks, and register it.  The caller
- * must own the table and holds an SPI connection.
- */
-void
-dlsm_queue_register(Oid relid, const char *const *columns,
-					const char *channel, int max_attempts,
-					Interval *retention)
+/* Check the columns of a table to adopt: the mapped ones and dlsm's own. */
+static void
+check_adopted_columns(Oid relid, const char *const *columns)
 {
 	static const Oid ints[] = {INT8OID, INT4OID, INT2OID, InvalidOid};
 	static const Oid texts[] = {TEXTOID, VARCHAROID, InvalidOid};
@@ -627,65 +707,250 @@ dlsm_queue_register(Oid relid, const char *const *columns,
 	static const struct
 	{
 		const char *name;
-		Oid			type;
+		Oid			types[2];
 	}			own[] = {
-		{"payload", JSONBOID}, {"fence", INT8OID}, {"attempts", INT4OID},
-		{"run_at", TIMESTAMPTZOID}, {"enqueued_at", TIMESTAMPTZOID},
-		{"claimed_at", TIMESTAMPTZOID}, {"lease_until", TIMESTAMPTZOID},
-		{"settled_at", TIMESTAMPTZOID}, {"detail", TEXTOID}
+		{"payload", {JSONBOID}}, {"fence", {INT8OID}},
+		{"attempts", {INT4OID}}, {"run_at", {TIMESTAMPTZOID}},
+		{"enqueued_at", {TIMESTAMPTZOID}}, {"claimed_at", {TIMESTAMPTZOID}},
+		{"lease_until", {TIMESTAMPTZOID}}, {"settled_at", {TIMESTAMPTZOID}},
+		{"detail", {TEXTOID}}
 	};
-	const char *labels[4] = {"dlsm_ready", "dlsm_open", "dlsm_held",
-	"dlsm_creates"};
-	const char *quoted[5];
-	const char *index_names[4];
-	Oid			nspid = get_rel_namespace(relid);
-	char	   *relname;
 
-	if (get_rel_relkind(relid) != RELKIND_RELATION &&
-		get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+	check_column(relid, columns[DLSM_COL_ID], ints, true);
+	if (!has_default(relid, columns[DLSM_COL_ID]))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+				 errmsg("column \"%s\" of table \"%s\" has no default",
+						columns[DLSM_COL_ID], get_rel_name(relid)),
+				 errhint("The id column of a queue needs an identity or a default from a sequence.")));
+	check_column(relid, columns[DLSM_COL_STATUS], texts, true);
+	check_column(relid, columns[DLSM_COL_KIND], texts, true);
+	check_column(relid, columns[DLSM_COL_ENTITY], texts, true);
+	check_column(relid, columns[DLSM_COL_PROCESS_ID], pids, true);
+	for (int i = 0; i < lengthof(own); i++)
+		check_column(relid, own[i].name, own[i].types, false);
+}
+
+/* Has table relid row-level security enabled? */
+static bool
+has_row_security(Oid relid)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	bool		result;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	result = ((Form_pg_class) GETSTRUCT(tuple))->relrowsecurity;
+	ReleaseSysCache(tuple);
+	return result;
+}
+
+/* Can relid become a queue at all?  Errors if not. */
+static void
+check_adoptable(Oid relid)
+{
+	char		relkind = get_rel_relkind(relid);
+
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a table", get_rel_name(relid))));
-	if (!pg_class_ownercheck(relid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
-	if (isAnyTempNamespace(nspid))
+	dlsm_queue_check_owner(relid);
+	if (isAnyTempNamespace(get_rel_namespace(relid)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a dlsm queue cannot be a temporary table")));
-	if (find_queue(relid) != NULL)
+	if (dlsm_queue_open(relid, DLSM_QUEUE_MISSING_OK | DLSM_QUEUE_ANY_SECURITY) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("table \"%s\" is a dlsm queue already",
 						get_rel_name(relid))));
-
-	check_column(relid, columns[0], ints, true);
-	if (!has_default(relid, columns[0]))
+	if (has_row_security(relid))
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
-				 errmsg("column \"%s\" of table \"%s\" has no default",
-						columns[0], get_rel_name(relid)),
-				 errhint("The id column of a queue needs an identity or a default from a sequence.")));
-	check_column(relid, columns[1], texts, true);
-	check_column(relid, columns[2], texts, true);
-	check_column(relid, columns[3], texts, true);
-	check_column(relid, columns[4], pids, true);
-	for (int i = 0; i < lengthof(own); i++)
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("table \"%s\" has row-level security enabled",
+						get_rel_name(relid)),
+				 errdetail("dlsm keeps one unit per entity in progress only when it sees every row of the queue."),
+				 errhint("Disable row-level security on the table.")));
+}
+
+/*
+ * Adopt the existing table relid as a queue, through the column map
+ * columns (DLSM_COL_*): add the columns, indexes and trigger dlsm needs
+ * and the table lacks, and register it.  The caller must own the table and
+ * holds an SPI connection.
+ */
+void
+dlsm_queue_register(Oid relid, const char *const *columns,
+					DlsmQueueOptions *opts)
+{
+	Oid			nspid = get_rel_namespace(relid);
+	char	   *schema = get_namespace_name(nspid);
+	DlsmQueueNames names;
+	const char *index_names[DLSM_NUM_INDEXES];
+
+	check_adoptable(relid);
+	check_adopted_columns(relid, columns);
+	names.relname = quote_qualified_identifier(schema, get_rel_name(relid));
+	names.id = (char *) quote_identifier(columns[DLSM_COL_ID]);
+	names.status = (char *) quote_identifier(columns[DLSM_COL_STATUS]);
+	names.kind = (char *) quote_identifier(columns[DLSM_COL_KIND]);
+	names.entity = (char *) quote_identifier(columns[DLSM_COL_ENTITY]);
+	names.process_id = (char *) quote_identifier(columns[DLSM_COL_PROCESS_ID]);
+	choose_index_names(get_rel_name(relid), nspid, "dlsm_", index_names);
+	dlsm_plan_adopt_table(&names, quote_identifier(schema), index_names,
+						  !has_index_led_by(relid,
+											get_attnum(relid, columns[DLSM_COL_ENTITY])));
+	register_queue(relid, columns, get_rel_name(relid), opts);
+}
+
+/*
+ * Change a queue's settings (NULL or 0 in opts: unchanged); the caller
+ * must own the table and holds an SPI connection.
+ */
+void
+dlsm_queue_alter(Oid relid, DlsmQueueOptions *opts)
+{
+	Datum		values[N_ALTER_PARAMS];
+	char		nulls[N_ALTER_PARAMS];
+	DlsmQueue  *queue = dlsm_queue_open(relid, DLSM_QUEUE_ANY_SECURITY);
+
+	dlsm_queue_close(queue);
+	dlsm_queue_check_owner(relid);
+	memset(nulls, ' ', sizeof(nulls));
+	values[P_ALTER_QUEUE] = ObjectIdGetDatum(relid);
+	values[P_ALTER_CHANNEL] = opts->channel ?
+		CStringGetTextDatum(opts->channel) : (Datum) 0;
+	nulls[P_ALTER_CHANNEL] = opts->channel ? ' ' : 'n';
+	values[P_ALTER_MAX_ATTEMPTS] = Int32GetDatum(opts->max_attempts);
+	nulls[P_ALTER_MAX_ATTEMPTS] = opts->max_attempts > 0 ? ' ' : 'n';
+	values[P_ALTER_RETENTION] = PointerGetDatum(opts->retention);
+	nulls[P_ALTER_RETENTION] = opts->retention ? ' ' : 'n';
+	values[P_ALTER_HANDLER_TIMEOUT] = PointerGetDatum(opts->handler_timeout);
+	nulls[P_ALTER_HANDLER_TIMEOUT] = opts->handler_timeout ? ' ' : 'n';
+	write_registry(DLSM_C_ALTER, relid, values, nulls);
+}
+
+/* No table may capture into queue relid (2BP01 otherwise). */
+static void
+check_not_captured_into(Oid relid)
+{
+	Datum		values[N_CAPTURED_INTO_PARAMS];
+	bool		isnull;
+	Oid			source = InvalidOid;
+
+	values[P_CAPTURED_INTO_QUEUE] = ObjectIdGetDatum(relid);
+	dlsm_plan_expect(dlsm_plan_read_catalog(DLSM_C_CAPTURED_INTO, values,
+											NULL, 1),
+					 SPI_OK_SELECT, N_CAPTURED_INTO, "a capture lookup");
+	if (SPI_processed == 1)
+		source = DatumGetObjectId(dlsm_plan_value(0, A_CAPTURED_INTO_SOURCE,
+												  &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	if (OidIsValid(source))
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot unregister queue \"%s\" because table \"%s\" is captured into it",
+						get_rel_name(relid), get_rel_name(source)),
+				 errhint("Remove the capture with dlsm_uncapture() first.")));
+}
+
+/*
+ * Unregister a queue, and drop its table when drop_table; the caller must
+ * own the table and holds an SPI connection.
+ */
+void
+dlsm_queue_drop(Oid relid, bool drop_table)
+{
+	Datum		values[N_UNREGISTER_PARAMS];
+	DlsmQueue  *queue = dlsm_queue_open(relid, DLSM_QUEUE_ANY_SECURITY);
+	char	   *relname = pstrdup(queue->plans.names.relname);
+
+	dlsm_queue_close(queue);
+	dlsm_queue_check_owner(relid);
+	dlsm_queue_check_unused(relid, "unregister");
+	check_not_captured_into(relid);
+	values[P_UNREGISTER_QUEUE] = ObjectIdGetDatum(relid);
+	write_registry(DLSM_C_UNREGISTER, relid, values, NULL);
+	dlsm_plan_drop_table(relname, drop_table);
+}
+
+/* Can handler be a queue's handler, run by the caller?  Errors if not. */
+static void
+check_handler(Oid handler)
+{
+	Oid			argtypes[4] = {TEXTOID, TEXTOID, INT8ARRAYOID, JSONBARRAYOID};
+	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(handler));
+	Form_pg_proc proc;
+	bool		ok;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for function %u", handler);
+	proc = (Form_pg_proc) GETSTRUCT(tuple);
+	ok = proc->pronargs == lengthof(argtypes) &&
+		proc->prokind == PROKIND_FUNCTION && !proc->proretset &&
+		memcmp(proc->proargtypes.values, argtypes, sizeof(argtypes)) == 0;
+	ReleaseSysCache(tuple);
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("function %s cannot be a dlsm handler",
+						format_procedure(handler)),
+				 errhint("A handler is a function taking (entity text, kind text, ids bigint[], payloads jsonb[]).")));
+	if (pg_proc_aclcheck(handler, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_FUNCTION,
+					   get_func_name(handler));
+}
+
+/*
+ * Make the worker run handler (InvalidOid: no handler) for the queue's
+ * units.  The handler is kept by its qualified name and found again by
+ * name at every run, so that it survives a dump and restore and a
+ * redeploy (DROP and CREATE FUNCTION).  The caller must own the table and
+ * holds an SPI connection.
+ */
+void
+dlsm_queue_set_handler(Oid relid, Oid handler)
+{
+	Datum		values[N_SET_HANDLER_PARAMS];
+	char		nulls[N_SET_HANDLER_PARAMS] = {' ', ' '};
+	DlsmQueue  *queue = dlsm_queue_open(relid, DLSM_QUEUE_ANY_SECURITY);
+
+	dlsm_queue_close(queue);
+	dlsm_queue_check_owner(relid);
+	if (OidIsValid(handler))
+		check_handler(handler);
+	values[P_SET_HANDLER_QUEUE] = ObjectIdGetDatum(relid);
+	values[P_SET_HANDLER_HANDLER] = OidIsValid(handler) ?
+		CStringGetTextDatum(quote_qualified_identifier(get_namespace_name(get_func_namespace(handler)),
+													   get_func_name(handler))) :
+		(Datum) 0;
+	nulls[P_SET_HANDLER_HANDLER] = OidIsValid(handler) ? ' ' : 'n';
+	write_registry(DLSM_C_SET_HANDLER, relid, values, nulls);
+}
+
+/*
+ * The OIDs of every queue of this database, in the caller's memory
+ * context.  The caller holds an SPI connection.
+ */
+List *
+dlsm_queue_list(void)
+{
+	List	   *queues = NIL;
+	MemoryContext caller = CurrentMemoryContext;
+
+	dlsm_plan_expect(dlsm_plan_read_catalog(DLSM_C_LIST, NULL, NULL, 0),
+					 SPI_OK_SELECT, N_LIST, "the dlsm registry list");
+	for (uint64 i = 0; i < SPI_processed; i++)
 	{
-		Oid			types[2] = {own[i].type, InvalidOid};
+		bool		isnull;
+		Oid			relid = DatumGetObjectId(dlsm_plan_value(i, A_LIST_QUEUE,
+															 &isnull));
+		MemoryContext old = MemoryContextSwitchTo(caller);
 
-		check_column(relid, own[i].name, types, false);
+		queues = lappend_oid(queues, relid);
+		MemoryContextSwitchTo(old);
 	}
-
-	relname = quote_qualified_identifier(get_namespace_name(nspid),
-										 get_rel_name(relid));
-	for (int i = 0; i < 5; i++)
-		quoted[i] = quote_identifier(columns[i]);
-	for (int i = 0; i < lengthof(labels); i++)
-		index_names[i] = quote_identifier(ChooseRelationName(get_rel_name(relid),
-															 NULL, labels[i],
-															 nspid, false));
-	dlsm_plan_adopt_table(relname, quoted, index_names,
-						  !has_index_led_by(relid, get_attnum(relid, columns[3])));
-	register_queue(relid, columns, channel ? channel : get_rel_name(relid),
-				   max_attempts, retention);
+	SPI_freetuptable(SPI_tuptable);
+	return queues;
 }

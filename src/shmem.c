@@ -1,23 +1,33 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.c
- *	  Shared state of dlsm: wake-ups of waiting claims and the workers' slots.
+ *	  dlsm's shared state: wake-ups of waiting claims, the launcher's and
+ *	  the workers' slots, named-lock entries and listener counts.
  *
- * Present only when the library is preloaded.  A transaction that made
- * work claimable broadcasts work_cv when it ends (state.c); waiting claims
- * sleep on it with a timeout.  Without preloading there is no shared state
- * and a waiting claim looks again every POLL_MS instead.
+ * This file owns the shared struct: no other file sees its layout.  Others
+ * call the named operations below, each of which takes and releases the
+ * lock itself, so that a rule about a field is written once, here.  The
+ * state exists only when the library is preloaded; without it every
+ * operation is a no-op that answers as if nothing ran (no worker, nobody
+ * waiting), and a waiting claim polls every POLL_MS instead of sleeping on
+ * the condition variable.
  *
- * The launcher and the per-database workers (worker.c) keep their state in
- * slots here, one per database served, read by the dlsm_worker_status view.
- * Transactions waiting for or holding a named lock (namedlock.c) have an
- * entry in named[], read by the dlsm_locks view; when it is full they are
- * not shown, and work as well.
- *
- * Locking: dlsm_shared->lock (the tranche "dlsm") guards the launcher
- * fields and every slot; it is held for a few field reads or writes only,
- * never across SPI or a wait.  work_cv guards itself.  AddinShmemInitLock
- * is held only while the struct is created.
+ * Locking: DlsmShared.lock (the LWLock tranche "dlsm") guards every field
+ * but work_cv, which guards itself.  It is held for a few field reads or
+ * writes only, never across SPI, a wait or a signal that could block.
+ * AddinShmemInitLock is held only while the struct is created.  Who writes
+ * what:
+ *	launcher_pid, launcher_latch	the launcher (attach and its exit)
+ *	rescan, pokes					any backend (dlsm_shmem_wake_launcher)
+ *	slot dboid						the launcher (forget) and a worker (attach)
+ *	slot pid, latch, started_at		the slot's worker (attach and its exit)
+ *	slot paused_until, no_extension	the launcher (a start), the worker (no
+ *									extension), any backend (a poke)
+ *	slot stopped_until				any backend (a stop)
+ *	slot counts, last_reap_at,
+ *	slot last_error					the slot's worker
+ *	named[]							the backend whose pid is in the entry
+ *	listen_db[], listeners[]		any backend, at its (UN)LISTEN's commit
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -27,6 +37,8 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <signal.h>
 
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -38,27 +50,53 @@
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 
-#include "dlsm.h"
+#include "shmem.h"
 
 /* How often a waiting claim looks again when dlsm is not preloaded. */
 #define POLL_MS 50
 
-DlsmSharedState *dlsm_shared = NULL;
+/* One database's worker, as the launcher and the worker see it. */
+typedef struct DlsmSlot
+{
+	DlsmWorkerInfo info;		/* dboid InvalidOid: slot free */
+	Latch	   *latch;			/* the worker's latch, NULL while none */
+	bool		no_extension;	/* the worker found no dlsm there */
+	TimestampTz paused_until;	/* the launcher starts no worker before */
+	TimestampTz stopped_until;	/* no worker runs before (DROP DATABASE) */
+} DlsmSlot;
+
+typedef struct DlsmShared
+{
+	LWLock	   *lock;			/* guards everything below but work_cv */
+	ConditionVariable work_cv;	/* broadcast when work became claimable */
+	pid_t		launcher_pid;	/* 0 while the launcher is not running */
+	Latch	   *launcher_latch; /* set to make it look at databases now */
+	bool		rescan;			/* launcher: look at every database again */
+	uint64		pokes;			/* times the launcher was asked to look */
+	DlsmSlot	slots[DLSM_MAX_DATABASES];
+	DlsmNamedEntry named[DLSM_MAX_NAMED];	/* in no order */
+	Oid			listen_db[DLSM_MAX_DATABASES];	/* databases with... */
+	int			listeners[DLSM_MAX_DATABASES];	/* ...client backends that LISTEN */
+	bool		listeners_lost; /* a listener found no free entry */
+} DlsmShared;
+
+static DlsmShared *shared = NULL;
+static DlsmSlot *my_slot = NULL;	/* the slot of this worker */
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 static void
-dlsm_shmem_request(void)
+shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(DlsmSharedState)));
+	RequestAddinShmemSpace(MAXALIGN(sizeof(DlsmShared)));
 	RequestNamedLWLockTranche("dlsm", 1);
 }
 
 static void
-dlsm_shmem_startup(void)
+shmem_startup(void)
 {
 	bool		found;
 
@@ -66,12 +104,12 @@ dlsm_shmem_startup(void)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	dlsm_shared = ShmemInitStruct("dlsm", sizeof(DlsmSharedState), &found);
+	shared = ShmemInitStruct("dlsm", sizeof(DlsmShared), &found);
 	if (!found)
 	{
-		memset(dlsm_shared, 0, sizeof(DlsmSharedState));
-		dlsm_shared->lock = &(GetNamedLWLockTranche("dlsm"))->lock;
-		ConditionVariableInit(&dlsm_shared->work_cv);
+		memset(shared, 0, sizeof(DlsmShared));
+		shared->lock = &(GetNamedLWLockTranche("dlsm"))->lock;
+		ConditionVariableInit(&shared->work_cv);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -83,63 +121,29 @@ dlsm_shmem_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = dlsm_shmem_request;
+	shmem_request_hook = shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = dlsm_shmem_startup;
+	shmem_startup_hook = shmem_startup;
 }
 
 /* Is the shared state there (was the library preloaded)? */
 bool
 dlsm_shmem_available(void)
 {
-	return dlsm_shared != NULL;
+	return shared != NULL;
 }
+
+/* ---------------------------------------------------------------------
+ * Waiting claims
+ * ---------------------------------------------------------------------
+ */
 
 /* Wake every waiting claim, in every database. */
 void
 dlsm_shmem_wake_all(void)
 {
-	if (dlsm_shared != NULL)
-		ConditionVariableBroadcast(&dlsm_shared->work_cv);
-}
-
-/* Set the latch of the worker serving database dboid, if it runs. */
-void
-dlsm_shmem_wake_worker(Oid dboid)
-{
-	if (dlsm_shared == NULL)
-		return;
-	LWLockAcquire(dlsm_shared->lock, LW_SHARED);
-	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
-	{
-		DlsmWorkerSlot *slot = &dlsm_shared->slots[i];
-
-		if (slot->dboid == dboid && slot->latch != NULL)
-			SetLatch(slot->latch);
-	}
-	LWLockRelease(dlsm_shared->lock);
-}
-
-/* Ask the launcher to look at every database again, now. */
-void
-dlsm_shmem_wake_launcher(void)
-{
-	if (dlsm_shared == NULL)
-		return;
-	LWLockAcquire(dlsm_shared->lock, LW_EXCLUSIVE);
-	dlsm_shared->rescan = true;
-	dlsm_shared->pokes++;
-	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
-	{
-		DlsmWorkerSlot *slot = &dlsm_shared->slots[i];
-
-		if (slot->no_extension)
-			slot->paused_until = 0;
-		slot->no_extension = false;
-	}
-	if (dlsm_shared->launcher_latch != NULL)
-		SetLatch(dlsm_shared->launcher_latch);
-	LWLockRelease(dlsm_shared->lock);
+	if (shared != NULL)
+		ConditionVariableBroadcast(&shared->work_cv);
 }
 
 /*
@@ -149,8 +153,8 @@ dlsm_shmem_wake_launcher(void)
 void
 dlsm_shmem_prepare_wait(void)
 {
-	if (dlsm_shared != NULL)
-		ConditionVariablePrepareToSleep(&dlsm_shared->work_cv);
+	if (shared != NULL)
+		ConditionVariablePrepareToSleep(&shared->work_cv);
 }
 
 /*
@@ -162,8 +166,8 @@ dlsm_shmem_wait(long timeout_ms)
 {
 	int			rc;
 
-	if (dlsm_shared != NULL)
-		return !ConditionVariableTimedSleep(&dlsm_shared->work_cv, timeout_ms,
+	if (shared != NULL)
+		return !ConditionVariableTimedSleep(&shared->work_cv, timeout_ms,
 											PG_WAIT_EXTENSION);
 
 	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
@@ -177,74 +181,377 @@ dlsm_shmem_wait(long timeout_ms)
 void
 dlsm_shmem_cancel_wait(void)
 {
-	if (dlsm_shared != NULL)
+	if (shared != NULL)
 		ConditionVariableCancelSleep();
 }
 
+/* ---------------------------------------------------------------------
+ * The launcher
+ * ---------------------------------------------------------------------
+ */
+
+static void
+launcher_detach(int code, Datum arg)
+{
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	shared->launcher_pid = 0;
+	shared->launcher_latch = NULL;
+	LWLockRelease(shared->lock);
+}
+
 /*
- * Copy the slots in use into out (DLSM_MAX_DATABASES entries); returns how
- * many.  Without shared state, none.
+ * Record this process as the launcher, until it exits; false when another
+ * launcher runs already.
+ */
+bool
+dlsm_shmem_launcher_attach(void)
+{
+	bool		ok;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	ok = shared->launcher_pid == 0 || kill(shared->launcher_pid, 0) != 0;
+	if (ok)
+	{
+		shared->launcher_pid = MyProcPid;
+		shared->launcher_latch = MyLatch;
+	}
+	LWLockRelease(shared->lock);
+	if (ok)
+		before_shmem_exit(launcher_detach, (Datum) 0);
+	return ok;
+}
+
+/*
+ * Ask the launcher to look at every database again, now: a database that
+ * had no dlsm may have it (CREATE EXTENSION), so its pause ends.
+ */
+void
+dlsm_shmem_wake_launcher(void)
+{
+	if (shared == NULL)
+		return;
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	shared->rescan = true;
+	shared->pokes++;
+	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+	{
+		DlsmSlot   *slot = &shared->slots[i];
+
+		if (slot->no_extension)
+			slot->paused_until = 0;
+		slot->no_extension = false;
+	}
+	if (shared->launcher_latch != NULL)
+		SetLatch(shared->launcher_latch);
+	LWLockRelease(shared->lock);
+}
+
+/*
+ * The launcher keeps the databases in keep: the slots of others are freed,
+ * and their running workers asked to stop.
+ */
+void
+dlsm_shmem_forget_databases(const Oid *keep, int nkeep)
+{
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+	{
+		DlsmSlot   *slot = &shared->slots[i];
+		bool		wanted = false;
+
+		for (int k = 0; k < nkeep && !wanted; k++)
+			wanted = keep[k] == slot->info.dboid;
+		if (!wanted && slot->info.pid != 0)
+			kill(slot->info.pid, SIGTERM);
+		else if (!wanted)
+			slot->info.dboid = InvalidOid;
+	}
+	shared->rescan = false;
+	LWLockRelease(shared->lock);
+}
+
+/*
+ * The slot of dboid, or when add a free one (or one a database without
+ * dlsm holds); NULL if none.  Lock held.
+ */
+static DlsmSlot *
+slot_for(Oid dboid, bool add)
+{
+	DlsmSlot   *free_slot = NULL;
+	DlsmSlot   *idle_slot = NULL;
+
+	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+	{
+		DlsmSlot   *slot = &shared->slots[i];
+
+		if (slot->info.dboid == dboid)
+			return slot;
+		if (free_slot == NULL && slot->info.dboid == InvalidOid)
+			free_slot = slot;
+		if (idle_slot == NULL && slot->no_extension && slot->info.pid == 0)
+			idle_slot = slot;
+	}
+	if (free_slot == NULL)
+		free_slot = idle_slot;
+	if (add && free_slot != NULL)
+	{
+		memset(free_slot, 0, sizeof(DlsmSlot));
+		free_slot->info.dboid = dboid;
+		return free_slot;
+	}
+	return NULL;
+}
+
+/*
+ * May the launcher start a worker for dboid now?  When it may, the start
+ * is recorded and the next one waits pause_ms.
+ */
+DlsmStartDecision
+dlsm_shmem_may_start(Oid dboid, int pause_ms)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	DlsmStartDecision decision = DLSM_START_NO_SLOT;
+	DlsmSlot   *slot;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	slot = slot_for(dboid, true);
+	if (slot != NULL)
+	{
+		decision = (slot->info.pid == 0 && now >= slot->paused_until &&
+					now >= slot->stopped_until) ?
+			DLSM_START_NOW : DLSM_START_LATER;
+		if (decision == DLSM_START_NOW)
+			slot->paused_until = TimestampTzPlusMilliseconds(now, pause_ms);
+	}
+	LWLockRelease(shared->lock);
+	return decision;
+}
+
+/* ---------------------------------------------------------------------
+ * The workers
+ * ---------------------------------------------------------------------
+ */
+
+static void
+worker_detach(int code, Datum arg)
+{
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	my_slot->info.pid = 0;
+	my_slot->latch = NULL;
+	LWLockRelease(shared->lock);
+}
+
+/*
+ * Record this process as the worker of dboid, until it exits; false when
+ * another worker serves it, no slot is free, or a command that needs the
+ * database to itself (DROP DATABASE) paused its workers.
+ */
+bool
+dlsm_shmem_worker_attach(Oid dboid)
+{
+	DlsmSlot   *slot;
+	bool		ok;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	slot = slot_for(dboid, true);
+	ok = slot != NULL &&
+		(slot->info.pid == 0 || kill(slot->info.pid, 0) != 0) &&
+		GetCurrentTimestamp() >= slot->stopped_until;
+	if (ok)
+	{
+		memset(&slot->info.counts, 0, sizeof(DlsmWorkerCounts));
+		slot->info.pid = MyProcPid;
+		slot->info.started_at = GetCurrentTimestamp();
+		slot->info.last_reap_at = 0;
+		slot->info.last_error[0] = '\0';
+		slot->latch = MyLatch;
+		slot->no_extension = false;
+		my_slot = slot;
+	}
+	LWLockRelease(shared->lock);
+	if (ok)
+		before_shmem_exit(worker_detach, (Datum) 0);
+	return ok;
+}
+
+/* How many times the launcher was poked so far. */
+uint64
+dlsm_shmem_pokes(void)
+{
+	uint64		pokes;
+
+	LWLockAcquire(shared->lock, LW_SHARED);
+	pokes = shared->pokes;
+	LWLockRelease(shared->lock);
+	return pokes;
+}
+
+/*
+ * This worker found no dlsm in its database: the launcher leaves the
+ * database alone for pause_ms, unless it was poked since pokes_seen (a
+ * CREATE EXTENSION that committed while the worker looked).
+ */
+void
+dlsm_shmem_worker_idle(uint64 pokes_seen, int pause_ms)
+{
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	my_slot->no_extension = shared->pokes == pokes_seen;
+	my_slot->paused_until = !my_slot->no_extension ? 0 :
+		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), pause_ms);
+	LWLockRelease(shared->lock);
+}
+
+/*
+ * Cut from at a character boundary into to (size bytes, terminated).
+ */
+void
+dlsm_shmem_clip(const char *from, char *to, int size)
+{
+	int			len = pg_mbcliplen(from, strlen(from), size - 1);
+
+	memcpy(to, from, len);
+	to[len] = '\0';
+}
+
+/* Add delta to this worker's counts; error, if given, is its last error. */
+void
+dlsm_shmem_worker_count(const DlsmWorkerCounts *delta, const char *error)
+{
+	DlsmWorkerCounts *c = &my_slot->info.counts;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	c->reaped += delta->reaped;
+	c->deleted += delta->deleted;
+	c->handled += delta->handled;
+	c->errors += delta->errors;
+	c->skipped += delta->skipped;
+	c->wakeups += delta->wakeups;
+	if (error != NULL)
+		dlsm_shmem_clip(error, my_slot->info.last_error, DLSM_ERROR_LEN);
+	LWLockRelease(shared->lock);
+}
+
+/* This worker finished a reaping pass. */
+void
+dlsm_shmem_worker_passed(void)
+{
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	my_slot->info.last_reap_at = GetCurrentTimestamp();
+	LWLockRelease(shared->lock);
+}
+
+/*
+ * Stop the workers of database dboid for pause_ms: none starts there, and
+ * one that was starting stops at once.  Returns the pid of the worker
+ * running there, or 0; the caller signals it.
+ */
+pid_t
+dlsm_shmem_worker_pause(Oid dboid, int pause_ms)
+{
+	DlsmSlot   *slot;
+	pid_t		pid = 0;
+
+	if (shared == NULL)
+		return 0;
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	slot = slot_for(dboid, true);
+	if (slot != NULL)
+	{
+		slot->stopped_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														  pause_ms);
+		pid = slot->info.pid;
+	}
+	LWLockRelease(shared->lock);
+	return pid;
+}
+
+/* Has the worker pid of dboid stopped? */
+bool
+dlsm_shmem_worker_gone(Oid dboid, pid_t pid)
+{
+	DlsmSlot   *slot;
+	bool		gone;
+
+	LWLockAcquire(shared->lock, LW_SHARED);
+	slot = slot_for(dboid, false);
+	gone = slot == NULL || slot->info.pid != pid;
+	LWLockRelease(shared->lock);
+	return gone;
+}
+
+/* Set the latch of the worker serving database dboid, if it runs. */
+void
+dlsm_shmem_wake_worker(Oid dboid)
+{
+	if (shared == NULL)
+		return;
+	LWLockAcquire(shared->lock, LW_SHARED);
+	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+	{
+		DlsmSlot   *slot = &shared->slots[i];
+
+		if (slot->info.dboid == dboid && slot->latch != NULL)
+			SetLatch(slot->latch);
+	}
+	LWLockRelease(shared->lock);
+}
+
+/*
+ * Copy what dlsm_worker_status shows of the databases served into out
+ * (DLSM_MAX_DATABASES entries); returns how many.
  */
 int
-dlsm_shmem_copy_slots(DlsmWorkerSlot *out)
+dlsm_shmem_copy_workers(DlsmWorkerInfo *out)
 {
 	int			n = 0;
 
-	if (dlsm_shared == NULL)
+	if (shared == NULL)
 		return 0;
-	LWLockAcquire(dlsm_shared->lock, LW_SHARED);
+	LWLockAcquire(shared->lock, LW_SHARED);
 	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
 	{
-		if (dlsm_shared->slots[i].dboid != InvalidOid &&
-			!dlsm_shared->slots[i].no_extension)
-			out[n++] = dlsm_shared->slots[i];
+		if (shared->slots[i].info.dboid != InvalidOid &&
+			!shared->slots[i].no_extension)
+			out[n++] = shared->slots[i].info;
 	}
-	LWLockRelease(dlsm_shared->lock);
+	LWLockRelease(shared->lock);
 	return n;
 }
 
-/*
- * A lock name as the shared entries keep it: at most DLSM_NAMED_LEN - 1
- * bytes, cut at a character boundary.
+/* ---------------------------------------------------------------------
+ * Named locks
+ * ---------------------------------------------------------------------
  */
-void
-dlsm_shmem_clip_name(const char *name, char *out)
-{
-	int			len = pg_mbcliplen(name, strlen(name), DLSM_NAMED_LEN - 1);
-
-	memcpy(out, name, len);
-	out[len] = '\0';
-}
 
 /*
  * A transaction starts waiting for the named lock name: take an entry.
- * Returns its index, or -1 when there is no shared state or no free entry.
+ * Returns its index, or -1 when there is no shared state or no free entry
+ * (the lock works as well; dlsm_locks does not show it).
  */
 int
 dlsm_shmem_named_enter(const char *name, bool lease)
 {
 	int			found = -1;
 
-	if (dlsm_shared == NULL)
+	if (shared == NULL)
 		return -1;
-	LWLockAcquire(dlsm_shared->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < DLSM_MAX_NAMED; i++)
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < DLSM_MAX_NAMED && found < 0; i++)
 	{
-		DlsmNamedEntry *e = &dlsm_shared->named[i];
+		DlsmNamedEntry *e = &shared->named[i];
 
 		if (e->pid != 0)
 			continue;
 		e->pid = MyProcPid;
+		e->dboid = MyDatabaseId;
 		e->waiting = true;
 		e->lease = lease;
 		e->fence = 0;
 		e->since = GetCurrentTimestamp();
-		dlsm_shmem_clip_name(name, e->name);
-		dlsm_shared->named_db[i] = MyDatabaseId;
+		dlsm_shmem_clip(name, e->name, DLSM_NAMED_LEN);
 		found = i;
-		break;
 	}
-	LWLockRelease(dlsm_shared->lock);
+	LWLockRelease(shared->lock);
 	return found;
 }
 
@@ -254,11 +561,11 @@ dlsm_shmem_named_granted(int entry, int64 fence)
 {
 	if (entry < 0)
 		return;
-	LWLockAcquire(dlsm_shared->lock, LW_EXCLUSIVE);
-	dlsm_shared->named[entry].waiting = false;
-	dlsm_shared->named[entry].fence = fence;
-	dlsm_shared->named[entry].since = GetCurrentTimestamp();
-	LWLockRelease(dlsm_shared->lock);
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	shared->named[entry].waiting = false;
+	shared->named[entry].fence = fence;
+	shared->named[entry].since = GetCurrentTimestamp();
+	LWLockRelease(shared->lock);
 }
 
 /* Free an entry: the transaction stopped waiting, or ended. */
@@ -267,29 +574,37 @@ dlsm_shmem_named_leave(int entry)
 {
 	if (entry < 0)
 		return;
-	LWLockAcquire(dlsm_shared->lock, LW_EXCLUSIVE);
-	dlsm_shared->named[entry].pid = 0;
-	LWLockRelease(dlsm_shared->lock);
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	shared->named[entry].pid = 0;
+	LWLockRelease(shared->lock);
 }
 
-/* Copy this database's named-lock entries into out; returns how many. */
+/*
+ * Copy this database's named-lock entries into out (DLSM_MAX_NAMED
+ * entries); returns how many.
+ */
 int
 dlsm_shmem_copy_named(DlsmNamedEntry *out)
 {
 	int			n = 0;
 
-	if (dlsm_shared == NULL)
+	if (shared == NULL)
 		return 0;
-	LWLockAcquire(dlsm_shared->lock, LW_SHARED);
+	LWLockAcquire(shared->lock, LW_SHARED);
 	for (int i = 0; i < DLSM_MAX_NAMED; i++)
 	{
-		if (dlsm_shared->named[i].pid != 0 &&
-			dlsm_shared->named_db[i] == MyDatabaseId)
-			out[n++] = dlsm_shared->named[i];
+		if (shared->named[i].pid != 0 &&
+			shared->named[i].dboid == MyDatabaseId)
+			out[n++] = shared->named[i];
 	}
-	LWLockRelease(dlsm_shared->lock);
+	LWLockRelease(shared->lock);
 	return n;
 }
+
+/* ---------------------------------------------------------------------
+ * Listeners
+ * ---------------------------------------------------------------------
+ */
 
 /*
  * A client backend of database dboid started (delta 1) or stopped (-1)
@@ -300,27 +615,27 @@ dlsm_shmem_count_listener(Oid dboid, int delta)
 {
 	int			entry = -1;
 
-	if (dlsm_shared == NULL)
+	if (shared == NULL)
 		return;
-	LWLockAcquire(dlsm_shared->lock, LW_EXCLUSIVE);
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
 	{
-		if (dlsm_shared->listen_db[i] == dboid)
+		if (shared->listen_db[i] == dboid)
 		{
 			entry = i;
 			break;
 		}
-		if (entry < 0 && dlsm_shared->listeners[i] == 0)
+		if (entry < 0 && shared->listeners[i] == 0)
 			entry = i;			/* free: take it unless dboid has one */
 	}
 	if (entry < 0)
-		dlsm_shared->listeners_lost = true; /* full: from now on, unsure */
+		shared->listeners_lost = true;	/* full: from now on, unsure */
 	else
 	{
-		dlsm_shared->listen_db[entry] = dboid;
-		dlsm_shared->listeners[entry] = Max(dlsm_shared->listeners[entry] + delta, 0);
+		shared->listen_db[entry] = dboid;
+		shared->listeners[entry] = Max(shared->listeners[entry] + delta, 0);
 	}
-	LWLockRelease(dlsm_shared->lock);
+	LWLockRelease(shared->lock);
 }
 
 /*
@@ -330,15 +645,14 @@ dlsm_shmem_count_listener(Oid dboid, int delta)
 bool
 dlsm_shmem_anyone_listens(Oid dboid)
 {
-	bool		listens = false;
+	bool		listens;
 
-	if (dlsm_shared == NULL)
+	if (shared == NULL)
 		return true;
-	LWLockAcquire(dlsm_shared->lock, LW_SHARED);
-	listens = dlsm_shared->listeners_lost;
+	LWLockAcquire(shared->lock, LW_SHARED);
+	listens = shared->listeners_lost;
 	for (int i = 0; i < DLSM_MAX_DATABASES && !listens; i++)
-		listens = dlsm_shared->listen_db[i] == dboid &&
-			dlsm_shared->listeners[i] > 0;
-	LWLockRelease(dlsm_shared->lock);
+		listens = shared->listen_db[i] == dboid && shared->listeners[i] > 0;
+	LWLockRelease(shared->lock);
 	return listens;
 }

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * state.c
- *	  The claim/settle state machine of a queue's requests.
+ *	  The state machine of a queue's requests, after the claim (claim.c):
+ *	  settle, heartbeat, reap; and enqueue, retention and statistics.
  *
  * States and the moves allowed out of each (every move is one
  * compare-and-set statement in plans.c naming the rows and the state it
@@ -19,15 +20,12 @@
  * a claim; a claim that was reaped or re-claimed is lost and its settle
  * raises 55000.
  *
- * A claim walks the ready rows in id order from the caller's line in the
- * sand, passing over, within the call, the entities it cannot take: one
- * held by another claim (the entity lock of locks.c is busy), one with a
- * request in progress or an older open request, and an update whose create
- * is not complete.  At most one unit per entity is in progress at any time.
+ * Every function here runs its statements as the current user: the
+ * caller of a dlsm function, or the queue's owner when the worker acts
+ * (the caller switches, identity.c).  The caller holds an SPI connection
+ * and a pin on the queue.
  *
- * Waiting claims sleep on the condition variable of shmem.c and are woken,
- * after the locks are released, by the end of any transaction that made
- * work claimable: an enqueue, a settle, a reap, or a claim rolled back.
+ * Calls plans.c, queue.c and wake.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -40,527 +38,79 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
-#include "commands/async.h"
-#include "common/hashfn.h"
 #include "utils/builtins.h"
-#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/timestamp.h"
-#include "miscadmin.h"
 
-#include "dlsm.h"
+#include "state.h"
+#include "wake.h"
 
-/*
- * Candidates read per scan; must match the LIMITs of DLSM_Q_SCAN and
- * DLSM_Q_SCAN_WIDE.  A pass scans wide when it claims many units, or once
- * a scan claimed nothing (rows waiting behind a busy entity).
- */
-#define SCAN_BATCH 16
-#define SCAN_WIDE 128
-
-/* A waiting claim looks again at least this often, for delayed rows. */
-#define WAIT_RECHECK_MS 1000
-
-/* What the transaction did that may make work claimable when it ends. */
-static bool wake_at_commit = false; /* enqueued, settled or reaped */
-static bool wake_at_abort = false;	/* claimed: rollback frees rows */
-static bool wake_worker = false;	/* enqueued into a queue with a handler */
-static bool wake_launcher = false;	/* the extension was created */
-
-typedef struct Candidate
-{
-	int64		id;
-	char	   *kind;
-	char	   *entity;
-} Candidate;
-
-typedef enum CandidateResult
-{
-	CANDIDATE_CLAIMED,			/* a unit was claimed and emitted */
-	CANDIDATE_SKIPPED			/* its entity cannot be claimed now */
-} CandidateResult;
-
-/*
- * Wake waiting claimers once a transaction that changed claimable work has
- * ended, after its locks are gone (a commit callback would run before the
- * entity locks are released, and the woken claimer would find them busy).
- */
-static void
-release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
-				 void *arg)
-{
-	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel)
-		return;
-	if (isCommit ? wake_at_commit : (wake_at_commit || wake_at_abort))
-		dlsm_shmem_wake_all();
-	if (isCommit && wake_worker)
-		dlsm_shmem_wake_worker(MyDatabaseId);
-	if (isCommit && wake_launcher)
-		dlsm_shmem_wake_launcher();
-	wake_at_commit = false;
-	wake_at_abort = false;
-	wake_worker = false;
-	wake_launcher = false;
-}
-
-/* Register the transaction-end hook; called once from _PG_init. */
-void
-dlsm_state_init(void)
-{
-	RegisterResourceReleaseCallback(release_callback, NULL);
-}
-
-/* Wake waiting claimers when this transaction commits. */
-void
-dlsm_state_wake_at_commit(void)
-{
-	wake_at_commit = true;
-}
-
-/* Wake the launcher when this transaction commits (CREATE EXTENSION). */
-void
-dlsm_state_wake_launcher_at_commit(void)
-{
-	wake_launcher = true;
-}
-
-/* Wake this database's worker (to run handlers) when this transaction commits. */
-void
-dlsm_state_wake_worker_at_commit(void)
-{
-	wake_worker = true;
-}
+static const char *const outcome_names[] = {
+	[DLSM_OUTCOME_COMPLETE] = "complete",
+	[DLSM_OUTCOME_ERROR] = "error",
+	[DLSM_OUTCOME_RETRY] = "retry",
+};
 
 const char *
 dlsm_outcome_name(DlsmOutcome outcome)
 {
-	switch (outcome)
+	return outcome_names[outcome];
+}
+
+/* The outcome named name; false when there is none. */
+bool
+dlsm_outcome_parse(const char *name, DlsmOutcome *outcome)
+{
+	for (int i = 0; i < lengthof(outcome_names); i++)
 	{
-		case DLSM_OUTCOME_COMPLETE:
-			return "complete";
-		case DLSM_OUTCOME_ERROR:
-			return "error";
-		case DLSM_OUTCOME_RETRY:
-			return "retry";
-	}
-	return NULL;				/* keep compiler quiet */
-}
-
-static bool
-get_bool(int row, int col, bool *isnull)
-{
-	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[row],
-									  SPI_tuptable->tupdesc, col, isnull));
-}
-
-typedef struct ClaimedRow
-{
-	int64		id;
-	HeapTuple	tuple;
-} ClaimedRow;
-
-static int
-claimed_row_cmp(const void *a, const void *b)
-{
-	int64		x = ((const ClaimedRow *) a)->id;
-	int64		y = ((const ClaimedRow *) b)->id;
-
-	return (x > y) - (x < y);
-}
-
-/* Hand the rows of the last claim statement to the caller, oldest first. */
-static void
-emit_rows_in_order(DlsmClaimEmit emit, void *arg)
-{
-	ClaimedRow *rows = palloc(sizeof(ClaimedRow) * SPI_processed);
-
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-
-		rows[i].tuple = SPI_tuptable->vals[i];
-		rows[i].id = DatumGetInt64(SPI_getbinval(rows[i].tuple,
-												 SPI_tuptable->tupdesc, 1,
-												 &isnull));
-	}
-	qsort(rows, SPI_processed, sizeof(ClaimedRow), claimed_row_cmp);
-	for (uint64 i = 0; i < SPI_processed; i++)
-		emit(arg, rows[i].tuple, SPI_tuptable->tupdesc);
-	pfree(rows);
-}
-
-/*
- * A candidate update was not claimable: if that is because its entity's
- * create ended in error, settle the entity's pending updates as error.
- */
-static void
-fail_updates_of_failed_create(DlsmQueue *queue, Candidate *c)
-{
-	Datum		values[2];
-	bool		isnull;
-	bool		failed;
-	char	   *create_status;
-	char	   *detail = NULL;
-
-	values[0] = CStringGetTextDatum(c->entity);
-	values[1] = Int64GetDatum(c->id);
-	if (dlsm_plan_execute(queue, DLSM_Q_ENTITY_STATE, values, NULL, 1) !=
-		SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "unexpected result from the entity state query");
-	create_status = SPI_getvalue(SPI_tuptable->vals[0],
-								 SPI_tuptable->tupdesc, 1);
-	failed = !get_bool(0, 3, &isnull) && create_status != NULL &&
-		strcmp(create_status, "error") == 0;
-	if (failed)
-		detail = psprintf("create request %s of entity \"%s\" ended in error",
-						  SPI_getvalue(SPI_tuptable->vals[0],
-									   SPI_tuptable->tupdesc, 2),
-						  c->entity);
-	SPI_freetuptable(SPI_tuptable);
-	if (!failed)
-		return;
-
-	values[1] = CStringGetTextDatum(detail);
-	if (dlsm_plan_execute(queue, DLSM_Q_FAIL_UPDATES, values, NULL, 0) !=
-		SPI_OK_UPDATE)
-		elog(ERROR, "unexpected result from failing updates");
-	SPI_freetuptable(SPI_tuptable);
-}
-
-/*
- * Try to claim the group of updates that starts at candidate c.  The claim
- * statement
- * runs after the entity lock is granted, with a fresh snapshot, so it sees
- * every claim of the entity that committed before.  On success the lock
- * stays held until the transaction ends; otherwise it is released.
- */
-static CandidateResult
-try_candidate(DlsmClaimArgs *args, Candidate *c, Datum lease,
-			  DlsmClaimEmit emit, void *arg)
-{
-	DlsmQueue  *queue = args->queue;
-	Datum		values[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
-	int			rc;
-
-	if (!dlsm_lock_entity_try(queue->relid, c->entity))
-		return CANDIDATE_SKIPPED;
-
-	values[0] = Int64GetDatum(c->id);
-	values[1] = args->process_id ? UUIDPGetDatum(args->process_id) : (Datum) 0;
-	nulls[1] = args->process_id ? ' ' : 'n';
-	values[2] = lease;
-	values[3] = CStringGetTextDatum(c->entity);
-	rc = dlsm_plan_execute(queue, DLSM_Q_CLAIM_GROUP, values, nulls, 0);
-	if (rc != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "unexpected result from a claim: %s",
-			 SPI_result_code_string(rc));
-	if (SPI_processed > 0)
-	{
-		wake_at_abort = true;
-		emit_rows_in_order(emit, arg);
-		SPI_freetuptable(SPI_tuptable);
-		return CANDIDATE_CLAIMED;
-	}
-	SPI_freetuptable(SPI_tuptable);
-
-	/* busy, waiting for its create, or taken by a client locking by hand */
-	fail_updates_of_failed_create(queue, c);
-	dlsm_lock_entity_release(queue->relid, c->entity);
-	return CANDIDATE_SKIPPED;
-}
-
-/* A set of entities already passed over in this call, by 64-bit hash. */
-static bool
-seen_entity(HTAB *seen, const char *entity, bool add)
-{
-	uint64		key = hash_bytes_extended((const unsigned char *) entity,
-										  strlen(entity), 0);
-
-	return hash_search(seen, &key, add ? HASH_ENTER : HASH_FIND, NULL) != NULL;
-}
-
-/*
- * Claim, in one statement, the single-request units starting at the n
- * candidates whose entity locks are held; release the locks of those that
- * turned out not claimable.  Returns the units claimed.
- */
-static int
-claim_singles(DlsmClaimArgs *args, Candidate **cands, int n, Datum lease,
-			  DlsmClaimEmit emit, void *arg)
-{
-	DlsmQueue  *queue = args->queue;
-	Datum	   *ids;
-	Datum		values[3];
-	char		nulls[3] = {' ', ' ', ' '};
-	int			rc;
-	uint64		claimed;
-
-	if (n == 0)
-		return 0;
-	ids = palloc(sizeof(Datum) * n);
-	for (int i = 0; i < n; i++)
-		ids[i] = Int64GetDatum(cands[i]->id);
-	values[0] = PointerGetDatum(construct_array(ids, n, INT8OID, 8,
-												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	values[1] = args->process_id ? UUIDPGetDatum(args->process_id) : (Datum) 0;
-	nulls[1] = args->process_id ? ' ' : 'n';
-	values[2] = lease;
-	rc = dlsm_plan_execute(queue, DLSM_Q_CLAIM_MANY, values, nulls, 0);
-	if (rc != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "unexpected result from a claim: %s",
-			 SPI_result_code_string(rc));
-	claimed = SPI_processed;
-	if (claimed > 0)
-	{
-		wake_at_abort = true;
-		emit_rows_in_order(emit, arg);
-	}
-
-	/* busy, or taken by a client locking by hand: give the entity back */
-	for (int i = 0; i < n; i++)
-	{
-		bool		found = false;
-
-		for (uint64 r = 0; r < claimed && !found; r++)
+		if (strcmp(name, outcome_names[i]) == 0)
 		{
-			bool		isnull;
-
-			found = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r],
-												SPI_tuptable->tupdesc, 1,
-												&isnull)) == cands[i]->id;
+			*outcome = (DlsmOutcome) i;
+			return true;
 		}
-		if (!found)
-			dlsm_lock_entity_release(queue->relid, cands[i]->entity);
 	}
-	SPI_freetuptable(SPI_tuptable);
-	return (int) claimed;
-}
-
-/*
- * One walk over the ready rows from the line in the sand; returns the
- * number of units claimed.  Single-request units are claimed together, one
- * statement for the candidates of each scan; an update and its group are
- * claimed on their own.
- */
-static int
-claim_pass(DlsmClaimArgs *args, Datum lease, DlsmClaimEmit emit, void *arg,
-		   MemoryContext pass_context)
-{
-	int64		line = args->after;
-	int			units = 0;
-	bool		wide = args->units > SCAN_BATCH;
-	HTAB	   *seen;
-	HASHCTL		ctl;
-	MemoryContext oldcontext;
-
-	oldcontext = MemoryContextSwitchTo(pass_context);
-	ctl.keysize = sizeof(uint64);
-	ctl.entrysize = sizeof(uint64);
-	ctl.hcxt = pass_context;
-	seen = hash_create("dlsm claim entities", 64, &ctl,
-					   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-
-	for (;;)
-	{
-		Datum		values[1] = {Int64GetDatum(line)};
-		Candidate	batch[SCAN_WIDE];
-		Candidate  *singles[SCAN_WIDE];
-		int			nsingles = 0;
-		int			limit = wide ? SCAN_WIDE : SCAN_BATCH;
-		int			before = units;
-		int			n;
-
-		if (dlsm_plan_execute(args->queue,
-							  wide ? DLSM_Q_SCAN_WIDE : DLSM_Q_SCAN,
-							  values, NULL, 0) != SPI_OK_SELECT)
-			elog(ERROR, "unexpected result from the candidate scan");
-		n = (int) SPI_processed;
-		for (int i = 0; i < n; i++)
-		{
-			bool		isnull;
-
-			batch[i].id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-													  SPI_tuptable->tupdesc,
-													  1, &isnull));
-			batch[i].kind = SPI_getvalue(SPI_tuptable->vals[i],
-										 SPI_tuptable->tupdesc, 2);
-			batch[i].entity = SPI_getvalue(SPI_tuptable->vals[i],
-										   SPI_tuptable->tupdesc, 3);
-		}
-		SPI_freetuptable(SPI_tuptable);
-
-		for (int i = 0; i < n && units + nsingles < args->units; i++)
-		{
-			line = batch[i].id;
-			if (seen_entity(seen, batch[i].entity, false))
-				continue;
-			/* claimed or not, an entity is looked at once per pass */
-			seen_entity(seen, batch[i].entity, true);
-			if (strcmp(batch[i].kind, "update") != 0)
-			{
-				if (dlsm_lock_entity_try(args->queue->relid, batch[i].entity))
-					singles[nsingles++] = &batch[i];
-				continue;
-			}
-			/* an older single goes first: claim those gathered so far */
-			units += claim_singles(args, singles, nsingles, lease, emit, arg);
-			nsingles = 0;
-			if (units < args->units &&
-				try_candidate(args, &batch[i], lease, emit, arg) ==
-				CANDIDATE_CLAIMED)
-				units++;
-		}
-		units += claim_singles(args, singles, nsingles, lease, emit, arg);
-		if (units >= args->units || n < limit)
-			break;
-		if (units == before)
-			wide = true;
-	}
-	MemoryContextSwitchTo(oldcontext);
-	MemoryContextReset(pass_context);
-	return units;
-}
-
-/*
- * dlsm_claim: claim up to args->units units, waiting up to args->wait_us
- * for work when there is none.  Each claimed row is passed to emit.
- * Returns the number of units.  The caller holds an SPI connection.
- */
-int
-dlsm_state_claim(DlsmClaimArgs *args, DlsmClaimEmit emit, void *arg)
-{
-	Interval   *lease = palloc0(sizeof(Interval));
-	MemoryContext pass_context;
-	TimestampTz deadline = 0;
-	bool		waiting = args->wait_us != 0;
-	int			units;
-
-	lease->time = args->lease_us;
-	pass_context = AllocSetContextCreate(CurrentMemoryContext,
-										 "dlsm claim pass",
-										 ALLOCSET_DEFAULT_SIZES);
-	if (waiting)
-	{
-		if (args->wait_us > 0)
-			deadline = GetCurrentTimestamp() + args->wait_us;
-		dlsm_shmem_prepare_wait();
-	}
-
-	for (;;)
-	{
-		long		timeout = WAIT_RECHECK_MS;
-
-		units = claim_pass(args, IntervalPGetDatum(lease), emit, arg,
-						   pass_context);
-		if (units > 0 || !waiting)
-			break;
-		if (args->wait_us > 0)
-		{
-			long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
-															   deadline);
-
-			if (left <= 0)
-				break;
-			timeout = Min(timeout, left);
-		}
-		dlsm_shmem_wait(timeout);
-	}
-
-	if (waiting)
-		dlsm_shmem_cancel_wait();
-	MemoryContextDelete(pass_context);
-	return units;
-}
-
-/*
- * dlsm_group_updates: move the entity's open updates to in-progress under
- * process_id.  Raises 55P03 and changes nothing when another transaction
- * or process holds the entity or one of the rows.
- */
-int64
-dlsm_state_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
-				 int64 lease_us)
-{
-	Interval   *lease = palloc0(sizeof(Interval));
-	Datum		values[3];
-	char	   *busy;
-
-	if (!dlsm_lock_entity_try(queue->relid, entity))
-		ereport(ERROR,
-				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("entity \"%s\" of queue \"%s\" is busy",
-						entity, get_rel_name(queue->relid)),
-				 errdetail("Another transaction is claiming requests of this entity.")));
-
-	values[0] = CStringGetTextDatum(entity);
-	values[1] = UUIDPGetDatum(process_id);
-	if (dlsm_plan_execute(queue, DLSM_Q_GROUP_BUSY, values, NULL, 1) !=
-		SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "unexpected result from the group check");
-	busy = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	if (busy != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("entity \"%s\" of queue \"%s\" is busy",
-						entity, get_rel_name(queue->relid)),
-				 errdetail_internal("%s", busy)));
-
-	lease->time = lease_us;
-	values[2] = IntervalPGetDatum(lease);
-	if (dlsm_plan_execute(queue, DLSM_Q_GROUP, values, NULL, 0) !=
-		SPI_OK_UPDATE)
-		elog(ERROR, "unexpected result from grouping updates");
-	wake_at_abort = true;
-	return (int64) SPI_processed;
+	return false;
 }
 
 /*
  * Settle the in-progress rows of the given process ids (a uuid[]); rows
- * of the last statement are left in SPI_tuptable, one per settled row,
- * with the process id in column 1.
+ * of the statement are left in SPI_tuptable, one per settled row, with
+ * the process id in A_SETTLE_PROCESS_ID.
  */
 static uint64
-settle_rows(DlsmQueue *queue, Datum process_ids, DlsmOutcome outcome,
-			const char *detail, Interval *retry_after)
+settle_rows(DlsmQueue *queue, Datum process_ids, DlsmSettle *settle)
 {
-	Datum		values[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Datum		values[N_SETTLE_RETRY_PARAMS];
+	char		nulls[N_SETTLE_RETRY_PARAMS];
+	const char *detail = settle->detail;
 	int			rc;
 
-	values[0] = process_ids;
-	if (outcome == DLSM_OUTCOME_RETRY)
+	memset(nulls, ' ', sizeof(nulls));
+	if (settle->outcome == DLSM_OUTCOME_RETRY)
 	{
-		values[1] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
-		nulls[1] = detail ? ' ' : 'n';
-		values[2] = retry_after ? IntervalPGetDatum(retry_after) : (Datum) 0;
-		nulls[2] = retry_after ? ' ' : 'n';
-		values[3] = Int32GetDatum(queue->max_attempts);
-		rc = dlsm_plan_execute(queue, DLSM_Q_SETTLE_RETRY, values, nulls, 0);
+		values[P_RETRY_PROCESS_IDS] = process_ids;
+		values[P_RETRY_DETAIL] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
+		nulls[P_RETRY_DETAIL] = detail ? ' ' : 'n';
+		values[P_RETRY_AFTER] = PointerGetDatum(settle->retry_after);
+		nulls[P_RETRY_AFTER] = settle->retry_after ? ' ' : 'n';
+		values[P_RETRY_MAX_ATTEMPTS] = Int32GetDatum(queue->max_attempts);
+		rc = dlsm_plan_execute(&queue->plans, DLSM_Q_SETTLE_RETRY, values,
+							   nulls, 0);
 	}
 	else
 	{
-		values[1] = CStringGetTextDatum(dlsm_outcome_name(outcome));
-		values[2] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
-		nulls[2] = detail ? ' ' : 'n';
-		rc = dlsm_plan_execute(queue, DLSM_Q_SETTLE_FINAL, values, nulls, 0);
+		values[P_SETTLE_PROCESS_IDS] = process_ids;
+		values[P_SETTLE_STATUS] =
+			CStringGetTextDatum(dlsm_outcome_name(settle->outcome));
+		values[P_SETTLE_DETAIL] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
+		nulls[P_SETTLE_DETAIL] = detail ? ' ' : 'n';
+		rc = dlsm_plan_execute(&queue->plans, DLSM_Q_SETTLE_FINAL, values,
+							   nulls, 0);
 	}
-	if (rc != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "unexpected result from a settle: %s",
-			 SPI_result_code_string(rc));
+	dlsm_plan_expect(rc, SPI_OK_UPDATE_RETURNING, N_SETTLE, "a settle");
 	if (SPI_processed > 0)
-		wake_at_commit = true;
+		dlsm_wake_claimers_at_commit();
 	return SPI_processed;
-}
-
-static ArrayType *
-one_uuid_array(pg_uuid_t *process_id)
-{
-	Datum		d = UUIDPGetDatum(process_id);
-
-	return construct_array(&d, 1, UUIDOID, UUID_LEN, false, TYPALIGN_CHAR);
 }
 
 static void
@@ -580,14 +130,14 @@ report_lost(DlsmQueue *queue, pg_uuid_t *process_id)
  * when it holds none (never claimed, settled already, or lost).
  */
 int64
-dlsm_state_settle(DlsmQueue *queue, pg_uuid_t *process_id,
-				  DlsmOutcome outcome, const char *detail,
-				  Interval *retry_after)
+dlsm_state_settle(DlsmQueue *queue, pg_uuid_t *process_id, DlsmSettle *settle)
 {
-	uint64		n;
+	Datum		d = UUIDPGetDatum(process_id);
+	ArrayType  *ids = construct_array(&d, 1, UUIDOID, UUID_LEN, false,
+									  TYPALIGN_CHAR);
+	uint64		n = settle_rows(queue, PointerGetDatum(ids), settle);
 
-	n = settle_rows(queue, PointerGetDatum(one_uuid_array(process_id)),
-					outcome, detail, retry_after);
+	SPI_freetuptable(SPI_tuptable);
 	if (n == 0)
 		report_lost(queue, process_id);
 	return (int64) n;
@@ -599,8 +149,7 @@ dlsm_state_settle(DlsmQueue *queue, pg_uuid_t *process_id,
  */
 void
 dlsm_state_settle_many(DlsmQueue *queue, ArrayType *process_ids,
-					   DlsmOutcome outcome, const char *detail,
-					   Interval *retry_after, DlsmSettledEmit emit, void *arg)
+					   DlsmSettle *settle, DlsmSettledEmit emit, void *arg)
 {
 	Datum	   *pids;
 	int			npids;
@@ -610,15 +159,12 @@ dlsm_state_settle_many(DlsmQueue *queue, ArrayType *process_ids,
 	deconstruct_array(process_ids, UUIDOID, UUID_LEN, false, TYPALIGN_CHAR,
 					  &pids, NULL, &npids);
 	counts = palloc0(sizeof(int64) * Max(npids, 1));
-
-	n = settle_rows(queue, PointerGetDatum(process_ids), outcome, detail,
-					retry_after);
+	n = settle_rows(queue, PointerGetDatum(process_ids), settle);
 	for (uint64 r = 0; r < n; r++)
 	{
 		bool		isnull;
-		pg_uuid_t  *pid = DatumGetUUIDP(SPI_getbinval(SPI_tuptable->vals[r],
-													  SPI_tuptable->tupdesc,
-													  1, &isnull));
+		pg_uuid_t  *pid = DatumGetUUIDP(dlsm_plan_value(r, A_SETTLE_PROCESS_ID,
+														&isnull));
 
 		/* a process id given twice gets its count twice */
 		for (int i = 0; i < npids; i++)
@@ -627,6 +173,7 @@ dlsm_state_settle_many(DlsmQueue *queue, ArrayType *process_ids,
 				counts[i]++;
 		}
 	}
+	SPI_freetuptable(SPI_tuptable);
 	for (int i = 0; i < npids; i++)
 		emit(arg, DatumGetUUIDP(pids[i]), counts[i]);
 }
@@ -636,20 +183,21 @@ TimestampTz
 dlsm_state_heartbeat(DlsmQueue *queue, pg_uuid_t *process_id, int64 lease_us)
 {
 	Interval   *lease = palloc0(sizeof(Interval));
-	Datum		values[2];
+	Datum		values[N_HEARTBEAT_PARAMS];
 	bool		isnull;
+	TimestampTz until;
 
 	lease->time = lease_us;
-	values[0] = UUIDPGetDatum(process_id);
-	values[1] = IntervalPGetDatum(lease);
-	if (dlsm_plan_execute(queue, DLSM_Q_HEARTBEAT, values, NULL, 0) !=
-		SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "unexpected result from a heartbeat");
+	values[P_HEARTBEAT_PROCESS_ID] = UUIDPGetDatum(process_id);
+	values[P_HEARTBEAT_LEASE] = IntervalPGetDatum(lease);
+	dlsm_plan_expect(dlsm_plan_execute(&queue->plans, DLSM_Q_HEARTBEAT,
+									   values, NULL, 0),
+					 SPI_OK_UPDATE_RETURNING, N_HEARTBEAT, "a heartbeat");
 	if (SPI_processed == 0)
 		report_lost(queue, process_id);
-	return DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
-											 SPI_tuptable->tupdesc, 1,
-											 &isnull));
+	until = DatumGetTimestampTz(dlsm_plan_value(0, A_HEARTBEAT_UNTIL, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return until;
 }
 
 /*
@@ -660,26 +208,24 @@ dlsm_state_heartbeat(DlsmQueue *queue, pg_uuid_t *process_id, int64 lease_us)
 int64
 dlsm_state_reap(DlsmQueue *queue)
 {
-	Datum		values[1] = {Int32GetDatum(queue->max_attempts)};
+	Datum		values[N_REAP_PARAMS];
 	int64		released = 0;
+	int64		moved;
 
-	if (dlsm_plan_execute(queue, DLSM_Q_REAP, values, NULL, 0) !=
-		SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "unexpected result from the reaper");
+	values[P_REAP_MAX_ATTEMPTS] = Int32GetDatum(queue->max_attempts);
+	dlsm_plan_expect(dlsm_plan_execute(&queue->plans, DLSM_Q_REAP, values,
+									   NULL, 0),
+					 SPI_OK_UPDATE_RETURNING, N_REAP, "the reaper");
 	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		char	   *status = SPI_getvalue(SPI_tuptable->vals[i],
-										  SPI_tuptable->tupdesc, 1);
-
-		if (strcmp(status, "new") == 0)
-			released++;
-	}
+		released += strcmp(dlsm_plan_text(i, A_REAP_STATUS), "new") == 0;
+	moved = (int64) SPI_processed;
+	SPI_freetuptable(SPI_tuptable);
 	if (released > 0)
 	{
-		dlsm_notify_queue(queue->channel);
-		wake_at_commit = true;
+		dlsm_wake_channel_at_commit(queue->channel);
+		dlsm_wake_claimers_at_commit();
 	}
-	return (int64) SPI_processed;
+	return moved;
 }
 
 /*
@@ -689,30 +235,31 @@ dlsm_state_reap(DlsmQueue *queue)
 int64
 dlsm_state_purge(DlsmQueue *queue, int batch)
 {
-	Datum		values[2];
+	Datum		values[N_PURGE_PARAMS];
 
 	Assert(queue->has_retention);
-	values[0] = IntervalPGetDatum(&queue->retention);
-	values[1] = Int32GetDatum(batch);
-	if (dlsm_plan_execute(queue, DLSM_Q_PURGE, values, NULL, 0) !=
-		SPI_OK_DELETE)
-		elog(ERROR, "unexpected result from the retention pass");
+	values[P_PURGE_RETENTION] = IntervalPGetDatum(&queue->retention);
+	values[P_PURGE_BATCH] = Int32GetDatum(batch);
+	dlsm_plan_expect(dlsm_plan_execute(&queue->plans, DLSM_Q_PURGE, values,
+									   NULL, 0),
+					 SPI_OK_DELETE, 0, "the retention pass");
 	return (int64) SPI_processed;
 }
 
 /*
- * The queue's row of dlsm_queue_stats, after its first column: twelve
- * values (DLSM_STATS_COLUMNS less one), copied into the caller's memory.
+ * The queue's row of dlsm_queue_stats after its first column: values and
+ * nulls indexed by A_STATS_* - 1, copied into the caller's memory.
  */
 void
 dlsm_state_stats(DlsmQueue *queue, Datum *values, bool *nulls)
 {
-	Datum		arg = ObjectIdGetDatum(queue->relid);
+	Datum		args[N_STATS_PARAMS];
 	HeapTuple	tuple;
 
-	if (dlsm_plan_execute(queue, DLSM_Q_STATS, &arg, NULL, 1) !=
-		SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "unexpected result from the queue statistics");
+	args[P_STATS_QUEUE] = ObjectIdGetDatum(queue->relid);
+	dlsm_plan_expect(dlsm_plan_execute(&queue->plans, DLSM_Q_STATS, args,
+									   NULL, 1),
+					 SPI_OK_SELECT, N_STATS, "the queue statistics");
 	tuple = SPI_copytuple(SPI_tuptable->vals[0]);
 	heap_deform_tuple(tuple, SPI_tuptable->tupdesc, values, nulls);
 	SPI_freetuptable(SPI_tuptable);
@@ -720,18 +267,38 @@ dlsm_state_stats(DlsmQueue *queue, Datum *values, bool *nulls)
 
 /* dlsm_enqueue: insert one request; returns its id. */
 int64
-dlsm_state_enqueue(DlsmQueue *queue, Datum entity, Datum kind,
-				   Datum payload, bool payload_null,
-				   Datum run_at, bool run_at_null)
+dlsm_state_enqueue(DlsmQueue *queue, DlsmRequest *request)
 {
-	Datum		values[4] = {entity, kind, payload, run_at};
-	char		nulls[4] = {' ', ' ', payload_null ? 'n' : ' ',
-	run_at_null ? 'n' : ' '};
+	Datum		values[N_ENQUEUE_PARAMS];
+	char		nulls[N_ENQUEUE_PARAMS];
 	bool		isnull;
+	int64		id;
 
-	if (dlsm_plan_execute(queue, DLSM_Q_ENQUEUE, values, nulls, 0) !=
-		SPI_OK_INSERT_RETURNING || SPI_processed != 1)
-		elog(ERROR, "unexpected result from an enqueue");
-	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-									   SPI_tuptable->tupdesc, 1, &isnull));
+	memset(nulls, ' ', sizeof(nulls));
+	values[P_ENQUEUE_ENTITY] = request->entity;
+	values[P_ENQUEUE_KIND] = request->kind;
+	values[P_ENQUEUE_PAYLOAD] = request->payload;
+	nulls[P_ENQUEUE_PAYLOAD] = request->has_payload ? ' ' : 'n';
+	values[P_ENQUEUE_RUN_AT] = request->run_at;
+	nulls[P_ENQUEUE_RUN_AT] = request->has_run_at ? ' ' : 'n';
+	dlsm_plan_expect(dlsm_plan_execute(&queue->plans, DLSM_Q_ENQUEUE, values,
+									   nulls, 0),
+					 SPI_OK_INSERT_RETURNING, N_ENQUEUE, "an enqueue");
+	id = DatumGetInt64(dlsm_plan_value(0, A_ENQUEUE_ID, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return id;
+}
+
+/*
+ * Rows were inserted into queue (the wake trigger): notify its channel,
+ * wake waiting claims and, for a handler queue, the worker, all when the
+ * transaction commits.
+ */
+void
+dlsm_state_enqueued(DlsmQueue *queue)
+{
+	dlsm_wake_channel_at_commit(queue->channel);
+	dlsm_wake_claimers_at_commit();
+	if (queue->handler != NULL)
+		dlsm_wake_worker_at_commit();
 }

@@ -2,7 +2,7 @@
 # Source it, then: cluster_start DIR PORT [conf lines...]; cluster_psql ...;
 # cluster_stop.  Works as root (runs the server as postgres) or as postgres.
 
-PGBIN=/usr/lib/postgresql/15/bin
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 
 as_postgres() {
 	if [ "$(id -un)" = postgres ]; then "$@"; else runuser -u postgres -- "$@"; fi

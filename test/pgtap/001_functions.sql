@@ -15,9 +15,9 @@ CREATE EXTENSION dlsm;
 -- pg_get_function_arguments prints interval defaults in IntervalStyle
 SET LOCAL intervalstyle = postgres;
 
-SELECT plan(126);
+SELECT plan(140);
 
--- The API as DESIGN.md writes it: one row per SQL-callable function.
+-- The API as README documents it: one row per SQL-callable function.
 --   args       argument types, as regtype prints them (pgTAP compares those)
 --   returns    result type, as pgTAP prints it ('setof record' for TABLE)
 --   arguments  pg_get_function_arguments(): names, types and defaults
@@ -67,7 +67,14 @@ INSERT INTO api VALUES
  'source regclass, queue regclass, kind text DEFAULT ''update''::text, '
  'entity_column name DEFAULT NULL::name, columns name[] DEFAULT NULL::name[]'),
 (16, 'dlsm_uncapture', '{regclass,regclass}', 'void',
- 'source regclass, queue regclass');
+ 'source regclass, queue regclass'),
+(17, 'dlsm_alter_queue', '{regclass,text,integer,interval,interval}', 'void',
+ 'queue regclass, channel text DEFAULT NULL::text, '
+ 'max_attempts integer DEFAULT NULL::integer, '
+ 'retention interval DEFAULT NULL::interval, '
+ 'handler_timeout interval DEFAULT NULL::interval'),
+(18, 'dlsm_raise_fence', '{bigint}', 'bigint',
+ 'at_least bigint');
 INSERT INTO api VALUES
 (10, 'dlsm_register_queue', '{regclass,name,name,name,name,name,text,integer,interval}', 'regclass',
  'queue regclass, id name DEFAULT ''id''::name, status name DEFAULT ''status''::name, '
@@ -80,33 +87,33 @@ CREATE FUNCTION pg_temp.api_oid(name, name[]) RETURNS regprocedure
 LANGUAGE sql STABLE
 AS $$ SELECT to_regprocedure(format('public.%I(%s)', $1, array_to_string($2, ','))) $$;
 
--- The extension itself (section 1): in public by default, not relocatable.
+-- The extension itself: in public by default, not relocatable.
 SELECT has_extension('public', 'dlsm', 'dlsm is installed in the default schema, public');
 SELECT is((SELECT extrelocatable FROM pg_extension WHERE extname = 'dlsm'), false,
 	'dlsm is not relocatable');
 
--- 16 API functions x 7 checks = 112 tests
+-- 18 API functions x 7 checks = 126 tests
 SELECT has_function('public', name, args) FROM api ORDER BY ord;
 SELECT function_returns('public', name, args, returns) FROM api ORDER BY ord;
 SELECT is(pg_get_function_arguments(pg_temp.api_oid(name, args)), arguments,
-		  name || ' has the argument names and defaults of DESIGN.md')
+		  name || ' has the documented argument names and defaults')
   FROM api ORDER BY ord;
 SELECT volatility_is('public', name, args, 'volatile') FROM api ORDER BY ord;
 SELECT function_lang_is('public', name, args, 'c') FROM api ORDER BY ord;
 SELECT isnt_definer('public', name, args) FROM api ORDER BY ord;
 SELECT isnt(obj_description(pg_temp.api_oid(name, args), 'pg_proc'), NULL,
-			name || ' has a comment (STYLE.md section 10)')
+			name || ' has a comment')
   FROM api ORDER BY ord;
 
--- The result columns of the two RETURNS TABLE functions (sections 3 and 4)
+-- The result columns of the two RETURNS TABLE functions
 SELECT is(pg_get_function_result(pg_temp.api_oid(name, args)),
 		  'TABLE(id bigint, kind text, entity text, payload jsonb, process_id uuid, '
 		  'fence bigint, lease_until timestamp with time zone)',
-		  'dlsm_claim returns the columns of DESIGN.md section 3')
+		  'dlsm_claim returns its documented columns')
   FROM api WHERE name = 'dlsm_claim';
 SELECT is(pg_get_function_result(pg_temp.api_oid(name, args)),
 		  'TABLE(process_id uuid, settled bigint)',
-		  'dlsm_settle_many returns the columns of DESIGN.md section 4')
+		  'dlsm_settle_many returns its documented columns')
   FROM api WHERE name = 'dlsm_settle_many';
 
 -- Every dlsm function writes, so none may run in parallel mode
@@ -119,7 +126,7 @@ SELECT is_empty($$
 	   AND p.proparallel <> 'u'
 	$$, 'no dlsm function is marked PARALLEL SAFE or RESTRICTED');
 
--- The statement trigger every queue carries (section 2)
+-- The statement trigger every queue carries
 SELECT has_function('public', 'dlsm_wake', '{}'::name[]);
 SELECT function_returns('public', 'dlsm_wake', '{}'::name[], 'trigger');
 SELECT function_lang_is('public', 'dlsm_wake', '{}'::name[], 'c');
@@ -127,7 +134,7 @@ SELECT isnt_definer('public', 'dlsm_wake', '{}'::name[]);
 
 -- The event trigger's function: it deletes from the registry, which
 -- PUBLIC cannot write, so it is SECURITY DEFINER with a pinned
--- search_path (STYLE.md section 10)
+-- search_path
 SELECT has_function('public', 'dlsm_forget_dropped', '{}'::name[]);
 SELECT function_returns('public', 'dlsm_forget_dropped', '{}'::name[], 'event_trigger');
 SELECT function_lang_is('public', 'dlsm_forget_dropped', '{}'::name[], 'plpgsql');
@@ -136,8 +143,6 @@ SELECT is((SELECT proconfig FROM pg_proc
 			WHERE oid = to_regprocedure('public.dlsm_forget_dropped()')),
 		  '{"search_path=pg_catalog, pg_temp"}'::text[],
 		  'dlsm_forget_dropped pins search_path to pg_catalog, pg_temp');
-
-
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -13,7 +13,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE SCHEMA dlsm_ext;
 CREATE EXTENSION dlsm WITH SCHEMA dlsm_ext;
 
-SELECT plan(24);
+SELECT plan(27);
 
 -- The extension's members (pg_depend deptype 'e'), as pg_describe_object
 -- prints them.
@@ -70,9 +70,9 @@ SELECT is_empty($$
 -- The registry: one row per queue, keyed by the table
 SELECT has_table('dlsm_ext', 'dlsm_queues', 'the registry dlsm_queues exists');
 SELECT columns_are('dlsm_ext', 'dlsm_queues', ARRAY[
-	'queue', 'channel', 'max_attempts', 'retention', 'handler', 'handler_role',
+	'queue', 'channel', 'max_attempts', 'retention',
 	'id_column', 'status_column', 'kind_column', 'entity_column', 'process_id_column',
-	'registered_by', 'registered_at']);
+	'registered_by', 'registered_at', 'handler', 'handler_timeout']);
 SELECT col_type_is('dlsm_ext', 'dlsm_queues', c::name, t,
 				   'dlsm_queues.' || c || ' is ' || t)
   FROM (VALUES (1, 'queue', 'regclass'),
@@ -86,21 +86,30 @@ SELECT col_type_is('dlsm_ext', 'dlsm_queues', c::name, t,
 			   (9, 'process_id_column', 'name'),
 			   (10, 'registered_by', 'regrole'),
 			   (11, 'registered_at', 'timestamp with time zone'),
-			   (12, 'handler', 'regproc'),
-			   (13, 'handler_role', 'regrole')) AS v(n, c, t)
+			   (12, 'handler', 'text'),
+			   (13, 'handler_timeout', 'interval')) AS v(n, c, t)
  ORDER BY n;
 SELECT col_is_pk('dlsm_ext', 'dlsm_queues', '{queue}'::name[],
 				 'dlsm_queues is keyed by queue');
 
--- The registry and the fence sequence are dumped with their contents,
--- so that pg_dump and pg_restore keep queues registered and fences rising
+-- The registry, the captures and the leases are dumped with their
+-- contents, so that pg_dump and pg_restore keep them; the fence sequence is
+-- not (a restored database starts a fence space of its own)
 SELECT is((SELECT pg_catalog.array_agg(c::regclass::text ORDER BY c::regclass::text)
 			 FROM pg_extension e, unnest(e.extconfig) AS c
 			WHERE e.extname = 'dlsm'),
-		  '{dlsm_ext.dlsm_fence_seq,dlsm_ext.dlsm_leases,dlsm_ext.dlsm_queues}'::text[],
-		  'the registry, the leases and the fence sequence are extension configuration (pg_dump keeps them)');
+		  '{dlsm_ext.dlsm_captures,dlsm_ext.dlsm_leases,dlsm_ext.dlsm_queues}'::text[],
+		  'the registry, the captures and the leases are extension configuration (pg_dump keeps them)');
 
--- The fence sequence: bigint, strictly increasing, never wraps (section 4)
+-- The captures: one row per capture trigger, columns kept by name
+SELECT columns_are('dlsm_ext', 'dlsm_captures', ARRAY[
+	'source', 'queue', 'trigger_name', 'kind', 'entity_columns', 'columns']);
+SELECT col_is_pk('dlsm_ext', 'dlsm_captures', '{source,trigger_name}'::name[],
+				 'dlsm_captures is keyed by the source and the trigger');
+SELECT col_type_is('dlsm_ext', 'dlsm_leases', 'holder_role', 'regrole',
+				   'a lease remembers the role that took it');
+
+-- The fence sequence: bigint, strictly increasing, never wraps
 SELECT has_sequence('dlsm_ext', 'dlsm_fence_seq', 'the fence sequence dlsm_fence_seq exists');
 SELECT results_eq($$
 	SELECT seqtypid::regtype::text, seqincrement > 0, seqcycle

@@ -1,0 +1,44 @@
+/*-------------------------------------------------------------------------
+ *
+ * claim.h
+ *	  Claiming units of work: the article's algorithm in one call (claim.c).
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/claim.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DLSM_CLAIM_H
+#define DLSM_CLAIM_H
+
+#include "access/htup.h"
+#include "access/tupdesc.h"
+#include "utils/uuid.h"
+
+#include "queue.h"
+
+/* One claim request, as dlsm_claim was called. */
+typedef struct DlsmClaimArgs
+{
+	DlsmQueue  *queue;
+	int64		lease_us;		/* lease length, microseconds */
+	pg_uuid_t  *process_id;		/* NULL: a fresh UUID per unit */
+	int64		after;			/* line in the sand */
+	int64		wait_us;		/* -1: forever */
+	int			units;			/* most units to return */
+} DlsmClaimArgs;
+
+/*
+ * Called for each claimed row (columns A_CLAIM_* of plans.h), to build the
+ * caller's result.
+ */
+typedef void (*DlsmClaimEmit) (void *arg, HeapTuple tuple, TupleDesc desc);
+
+extern int	dlsm_claim_units(DlsmClaimArgs *args, DlsmClaimEmit emit,
+							 void *arg);
+extern int64 dlsm_claim_group(DlsmQueue *queue, const char *entity,
+							  pg_uuid_t *process_id, int64 lease_us);
+
+#endif							/* DLSM_CLAIM_H */

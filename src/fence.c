@@ -1,0 +1,138 @@
+/*-------------------------------------------------------------------------
+ *
+ * fence.c
+ *	  Fences that never go backwards: across crashes, failovers, and DROP
+ *	  and CREATE EXTENSION.
+ *
+ * Fences come from one sequence per database, dlsm_fence_seq, whose value
+ * lives in the space of a timeline: a server on timeline T hands out
+ * fences from T << 52 up.  Each promotion of a standby starts a new
+ * timeline, so the first fence of a new primary lies above every fence any
+ * earlier primary handed out, even fences whose WAL never reached it.
+ * Before the first fence on a timeline, a backend raises the sequence to
+ * the timeline's floor (dlsm_fence_prepare); the raise is serialized
+ * between backends by a session lock (locks.c) and done by a
+ * non-transactional setval, so it never waits for a transaction.
+ *
+ * CREATE EXTENSION starts the sequence at the timeline's floor plus half
+ * the current WAL position in bytes (dlsm_fence_initial).  Every fence taken
+ * wrote WAL: the sequence logs a record of more than 64 bytes for every 32
+ * values it hands out, so the fences of a dropped extension stayed below
+ * half of the WAL written, and the new start lies above them.
+ *
+ * Bounds: a timeline's space holds 2^52 fences (4.5e15), and the WAL of
+ * one timeline may reach 2^53 bytes (8 PiB) before a re-created extension
+ * leaves it; timelines up to 2047 fit in a positive bigint.
+ *
+ * Calls plans.c and locks.c.
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/fence.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+
+#include "fence.h"
+#include "locks.h"
+#include "plans.h"
+
+/* The timeline this backend raised the fence floor on, 0: none yet. */
+static TimeLineID floored_timeline = 0;
+
+/* The first fence of timeline tli, and one past its last. */
+static int64
+timeline_floor(TimeLineID tli)
+{
+	if (tli >= (1 << (63 - DLSM_FENCE_TIMELINE_SHIFT)))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("timeline %u is beyond the fence space of dlsm", tli),
+				 errdetail("dlsm's fences hold timelines up to %d.",
+						   (1 << (63 - DLSM_FENCE_TIMELINE_SHIFT)) - 1)));
+	return (int64) tli << DLSM_FENCE_TIMELINE_SHIFT;
+}
+
+/* Raise the fence sequence to at_least; returns its value. */
+static int64
+raise_to(int64 at_least)
+{
+	Datum		values[N_FENCE_FLOOR_PARAMS];
+	bool		isnull;
+	volatile int64 value = 0;
+
+	values[P_FENCE_FLOOR] = Int64GetDatum(at_least);
+	dlsm_lock_fence_floor(false);
+	PG_TRY();
+	{
+		dlsm_plan_expect(dlsm_plan_execute_catalog(DLSM_C_FENCE_FLOOR, values,
+												   NULL, 1),
+						 SPI_OK_SELECT, N_FENCE, "raising the fence floor");
+		value = DatumGetInt64(dlsm_plan_value(0, A_FENCE_VALUE, &isnull));
+	}
+	PG_FINALLY();
+	{
+		dlsm_lock_fence_floor(true);
+	}
+	PG_END_TRY();
+	SPI_freetuptable(SPI_tuptable);
+	return value;
+}
+
+/*
+ * Call before a statement that takes fences: the first time on a timeline,
+ * raise the sequence to the timeline's floor.  The caller holds an SPI
+ * connection and is not in recovery.
+ */
+void
+dlsm_fence_prepare(void)
+{
+	TimeLineID	tli = GetWALInsertionTimeLine();
+
+	if (tli == floored_timeline)
+		return;
+	(void) raise_to(timeline_floor(tli));
+	floored_timeline = tli;
+}
+
+/*
+ * dlsm_raise_fence: every later fence exceeds at_least.  Refused when
+ * at_least lies beyond this timeline's space (a later promotion would not
+ * lift the fences above it).  Returns the sequence's value.
+ */
+int64
+dlsm_fence_raise(int64 at_least)
+{
+	TimeLineID	tli = GetWALInsertionTimeLine();
+
+	dlsm_fence_prepare();
+	if (at_least >= timeline_floor(tli + 1) - 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("fence " INT64_FORMAT " lies beyond the fence space of timeline %u",
+						at_least, tli),
+				 errdetail("Fences of timeline %u lie below " INT64_FORMAT ".",
+						   tli, timeline_floor(tli + 1))));
+	return raise_to(at_least);
+}
+
+/*
+ * Where CREATE EXTENSION starts the fence sequence: the timeline's floor
+ * plus half the WAL written so far.
+ */
+int64
+dlsm_fence_initial(void)
+{
+	uint64		half = GetXLogInsertRecPtr() / 2;
+	int64		span = INT64CONST(1) << DLSM_FENCE_TIMELINE_SHIFT;
+
+	if (half >= (uint64) span)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the WAL position is beyond the fence space of dlsm")));
+	return timeline_floor(GetWALInsertionTimeLine()) + (int64) half;
+}

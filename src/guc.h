@@ -1,0 +1,27 @@
+/*-------------------------------------------------------------------------
+ *
+ * guc.h
+ *	  The dlsm.* settings (guc.c).
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/guc.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DLSM_GUC_H
+#define DLSM_GUC_H
+
+extern int	dlsm_default_lease;		/* seconds */
+extern char *dlsm_databases;
+extern int	dlsm_reap_interval;		/* milliseconds */
+extern int	dlsm_retention_batch;
+extern int	dlsm_handler_batch;
+extern int	dlsm_handler_timeout;	/* milliseconds */
+extern int	dlsm_lock_timeout;		/* milliseconds */
+extern int	dlsm_node_id;
+
+extern void dlsm_guc_init(void);
+
+#endif							/* DLSM_GUC_H */

@@ -1,0 +1,145 @@
+/*-------------------------------------------------------------------------
+ *
+ * hooks.c
+ *	  dlsm's utility hook: LISTEN counting, and workers out of the way of
+ *	  commands that need a database to themselves.
+ *
+ * DROP DATABASE, ALTER DATABASE ... RENAME or SET TABLESPACE and CREATE
+ * DATABASE ... TEMPLATE wait for no other session in the database: before
+ * them, the database's worker is asked to stop and kept from starting
+ * again for STOP_PAUSE_MS (for the database's owner only: others are
+ * refused by the command anyway).  LISTEN and UNLISTEN are passed to
+ * notify.c, which counts the client backends that listen.
+ *
+ * Calls notify.c and shmem.c.
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/hooks.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "commands/dbcommands.h"
+#include "commands/defrem.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/timestamp.h"
+
+#include "hooks.h"
+#include "notify.h"
+#include "shmem.h"
+
+#define STOP_PAUSE_MS			10000	/* after DROP/RENAME DATABASE */
+#define STOP_WAIT_MS			5000	/* wait for a stopped worker */
+
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/*
+ * Stop the worker of database dboid and keep another from starting for a
+ * while; returns once it is gone or STOP_WAIT_MS passed.
+ */
+static void
+stop_worker(Oid dboid)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   STOP_WAIT_MS);
+	pid_t		pid = dlsm_shmem_worker_pause(dboid, STOP_PAUSE_MS);
+
+	if (pid == 0)
+		return;
+	kill(pid, SIGTERM);
+	while (GetCurrentTimestamp() < deadline &&
+		   !dlsm_shmem_worker_gone(dboid, pid))
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* Stop the worker of dbname, if the caller may drop or change it. */
+static void
+stop_worker_of(const char *dbname)
+{
+	Oid			dboid = get_database_oid(dbname, true);
+
+	if (OidIsValid(dboid) && pg_database_ownercheck(dboid, GetUserId()))
+		stop_worker(dboid);
+}
+
+/* Does the option list have an option named name (with a value)? */
+static DefElem *
+find_option(List *options, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *opt = lfirst_node(DefElem, lc);
+
+		if (strcmp(opt->defname, name) == 0 && opt->arg != NULL)
+			return opt;
+	}
+	return NULL;
+}
+
+/* The database stmt needs to itself, or NULL. */
+static const char *
+database_needed(Node *stmt)
+{
+	DefElem    *template;
+
+	if (IsA(stmt, DropdbStmt))
+		return ((DropdbStmt *) stmt)->dbname;
+	if (IsA(stmt, RenameStmt) &&
+		((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
+		return ((RenameStmt *) stmt)->subname;
+	if (IsA(stmt, AlterDatabaseStmt) &&
+		find_option(((AlterDatabaseStmt *) stmt)->options, "tablespace"))
+		return ((AlterDatabaseStmt *) stmt)->dbname;
+	if (IsA(stmt, CreatedbStmt) &&
+		(template = find_option(((CreatedbStmt *) stmt)->options,
+								"template")) != NULL)
+		return defGetString(template);
+	return NULL;
+}
+
+static void
+utility_hook(PlannedStmt *pstmt, const char *queryString,
+			 bool readOnlyTree, ProcessUtilityContext context,
+			 ParamListInfo params, QueryEnvironment *queryEnv,
+			 DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+	const char *dbname;
+
+	if (IsA(stmt, ListenStmt) || IsA(stmt, UnlistenStmt))
+		dlsm_notify_client_listens(stmt);
+	else if ((dbname = database_needed(stmt)) != NULL)
+		stop_worker_of(dbname);
+
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+							params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
+
+/* Install the utility hook; called once from _PG_init. */
+void
+dlsm_hooks_init(void)
+{
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = utility_hook;
+}

@@ -1,0 +1,24 @@
+/*-------------------------------------------------------------------------
+ *
+ * locks.h
+ *	  Lock-manager locks of entities and named locks (locks.c).
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/locks.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DLSM_LOCKS_H
+#define DLSM_LOCKS_H
+
+#include "utils/resowner.h"
+
+extern bool dlsm_lock_entity_try(Oid queue, const char *entity);
+extern void dlsm_lock_entity_release(Oid queue, const char *entity);
+extern bool dlsm_lock_named_acquire(const char *name, long wait_ms);
+extern bool dlsm_lock_named_release(const char *name, ResourceOwner owner);
+extern void dlsm_lock_fence_floor(bool release);
+
+#endif							/* DLSM_LOCKS_H */

@@ -1,0 +1,29 @@
+/*-------------------------------------------------------------------------
+ *
+ * notify.h
+ *	  NOTIFY and LISTEN for dlsm (notify.c).
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/notify.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DLSM_NOTIFY_H
+#define DLSM_NOTIFY_H
+
+#include "nodes/nodes.h"
+
+/* Receives one notification: its channel and payload. */
+typedef void (*DlsmNotifySink) (void *arg, const char *channel,
+								const char *payload);
+
+extern void dlsm_notify_init(void);
+extern void dlsm_notify_listen(const char *channel);
+extern void dlsm_notify_unlisten_all(void);
+extern void dlsm_notify_drain(DlsmNotifySink sink, void *arg);
+extern void dlsm_notify_client_listens(Node *stmt);
+extern void dlsm_notify_send(const char *channel);
+
+#endif							/* DLSM_NOTIFY_H */

@@ -1,0 +1,86 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue.h
+ *	  The registry of queues and their descriptors (queue.c).
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/queue.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DLSM_QUEUE_H
+#define DLSM_QUEUE_H
+
+#include "datatype/timestamp.h"
+#include "nodes/parsenodes.h"
+
+#include "plans.h"
+
+/*
+ * What dlsm knows of one registered queue: its registry row, the table's
+ * owner and the statements prepared for it.
+ *
+ * The rule for holding one: dlsm_queue_open pins a descriptor and
+ * dlsm_queue_close unpins it; while pinned it never changes nor goes away,
+ * whatever the SQL run meanwhile does (triggers that re-register or drop
+ * the queue, invalidations from other sessions): an invalidation only
+ * marks it stale, and the next open builds a fresh one.  Unregistering a
+ * queue that this backend has pinned is refused (dlsm_queue_check_unused),
+ * as ALTER TABLE refuses a table that an active query of the session uses.
+ * Pins still held when the transaction ends are dropped then.
+ */
+typedef struct DlsmQueue
+{
+	Oid			relid;			/* the queue table */
+	Oid			owner;			/* the table's owner */
+	char	   *channel;		/* NOTIFY channel */
+	int			max_attempts;	/* attempts before a retry becomes error */
+	bool		has_retention;	/* are settled rows deleted after... */
+	Interval	retention;		/* ... this long? */
+	char	   *handler;		/* function the worker runs, or NULL */
+	int			handler_timeout_ms; /* its statement timeout; 0: the GUC */
+	bool		row_security;	/* row-level security is enabled on it */
+	DlsmPlanSet plans;			/* names and kept statements */
+	/* private to queue.c */
+	int			pins;			/* holders; freed at 0 once stale */
+	bool		stale;			/* replaced, or invalidated */
+	MemoryContext context;		/* holds the strings above */
+} DlsmQueue;
+
+/* Settings of a queue, for registering or changing it. */
+typedef struct DlsmQueueOptions
+{
+	char	   *channel;		/* NULL: the default, or unchanged */
+	int			max_attempts;	/* 0: unchanged (alter only) */
+	Interval   *retention;		/* NULL: none, or unchanged */
+	Interval   *handler_timeout;	/* NULL: unchanged (alter only) */
+} DlsmQueueOptions;
+
+/* The five mapped columns of an adopted table, by role. */
+enum
+{
+	DLSM_COL_ID, DLSM_COL_STATUS, DLSM_COL_KIND, DLSM_COL_ENTITY,
+	DLSM_COL_PROCESS_ID, DLSM_NUM_COLUMNS
+};
+
+extern void dlsm_queue_init(void);
+/* Flags of dlsm_queue_open. */
+#define DLSM_QUEUE_MISSING_OK	0x01	/* NULL when not a queue */
+#define DLSM_QUEUE_ANY_SECURITY 0x02	/* row-level security allowed */
+
+extern DlsmQueue *dlsm_queue_open(Oid relid, int flags);
+extern void dlsm_queue_close(DlsmQueue *queue);
+extern void dlsm_queue_check_unused(Oid relid, const char *action);
+extern Oid	dlsm_queue_create(const char *name, DlsmQueueOptions *opts);
+extern void dlsm_queue_register(Oid relid, const char *const *columns,
+								DlsmQueueOptions *opts);
+extern void dlsm_queue_alter(Oid relid, DlsmQueueOptions *opts);
+extern void dlsm_queue_drop(Oid relid, bool drop_table);
+extern void dlsm_queue_set_handler(Oid relid, Oid handler);
+extern List *dlsm_queue_list(void);
+extern void dlsm_queue_check_owner(Oid relid);
+extern void dlsm_queue_check_privileges(Oid relid, AclMode modes);
+
+#endif							/* DLSM_QUEUE_H */

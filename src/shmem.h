@@ -1,0 +1,110 @@
+/*-------------------------------------------------------------------------
+ *
+ * shmem.h
+ *	  dlsm's shared state, reached only through these operations (shmem.c).
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/shmem.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DLSM_SHMEM_H
+#define DLSM_SHMEM_H
+
+#include "datatype/timestamp.h"
+
+/* The most databases dlsm's workers serve at once. */
+#define DLSM_MAX_DATABASES 64
+
+/* The most transaction-scope holders and waiters of named locks shown. */
+#define DLSM_MAX_NAMED 256
+
+/* Bytes of a lock name kept in shared memory, with its terminator. */
+#define DLSM_NAMED_LEN 128
+
+/* Bytes of a worker's last error kept in shared memory. */
+#define DLSM_ERROR_LEN 256
+
+/* What a worker counted since it started, for dlsm_worker_status. */
+typedef struct DlsmWorkerCounts
+{
+	int64		reaped;			/* rows moved by its reaper */
+	int64		deleted;		/* rows deleted for retention, leases */
+	int64		handled;		/* units its handlers completed */
+	int64		errors;			/* units its handlers failed, other errors */
+	int64		skipped;		/* queue passes skipped: locked, timed out */
+	int64		wakeups;		/* notifications and latch wake-ups seen */
+} DlsmWorkerCounts;
+
+/* One database's worker, as dlsm_worker_status shows it. */
+typedef struct DlsmWorkerInfo
+{
+	Oid			dboid;			/* database served */
+	pid_t		pid;			/* 0 while no worker runs */
+	TimestampTz started_at;		/* when the running worker started */
+	TimestampTz last_reap_at;	/* end of its last reaping pass */
+	DlsmWorkerCounts counts;
+	char		last_error[DLSM_ERROR_LEN]; /* message of its last error */
+} DlsmWorkerInfo;
+
+/* A transaction holding or waiting for a named lock, for dlsm_locks. */
+typedef struct DlsmNamedEntry
+{
+	pid_t		pid;			/* 0: entry free */
+	Oid			dboid;			/* database of the transaction */
+	bool		waiting;		/* false: holds it */
+	bool		lease;			/* asked for a lease */
+	int64		fence;			/* when holding */
+	TimestampTz since;			/* when it came (waiting) or got it */
+	char		name[DLSM_NAMED_LEN];	/* the name, maybe cut short */
+} DlsmNamedEntry;
+
+/* May the launcher start a worker for a database now? */
+typedef enum DlsmStartDecision
+{
+	DLSM_START_NOW,				/* yes: the start is recorded */
+	DLSM_START_LATER,			/* one runs, or its pause is not over */
+	DLSM_START_NO_SLOT			/* every slot is taken */
+} DlsmStartDecision;
+
+extern void dlsm_shmem_init(void);
+extern bool dlsm_shmem_available(void);
+
+/* waiting claims */
+extern void dlsm_shmem_wake_all(void);
+extern void dlsm_shmem_prepare_wait(void);
+extern bool dlsm_shmem_wait(long timeout_ms);
+extern void dlsm_shmem_cancel_wait(void);
+
+/* the launcher */
+extern bool dlsm_shmem_launcher_attach(void);
+extern void dlsm_shmem_wake_launcher(void);
+extern void dlsm_shmem_forget_databases(const Oid *keep, int nkeep);
+extern DlsmStartDecision dlsm_shmem_may_start(Oid dboid, int pause_ms);
+
+/* the workers */
+extern bool dlsm_shmem_worker_attach(Oid dboid);
+extern uint64 dlsm_shmem_pokes(void);
+extern void dlsm_shmem_worker_idle(uint64 pokes_seen, int pause_ms);
+extern void dlsm_shmem_worker_count(const DlsmWorkerCounts *delta,
+									const char *error);
+extern void dlsm_shmem_worker_passed(void);
+extern pid_t dlsm_shmem_worker_pause(Oid dboid, int pause_ms);
+extern bool dlsm_shmem_worker_gone(Oid dboid, pid_t pid);
+extern void dlsm_shmem_wake_worker(Oid dboid);
+extern int	dlsm_shmem_copy_workers(DlsmWorkerInfo *out);
+
+/* named locks */
+extern void dlsm_shmem_clip(const char *from, char *to, int size);
+extern int	dlsm_shmem_named_enter(const char *name, bool lease);
+extern void dlsm_shmem_named_granted(int entry, int64 fence);
+extern void dlsm_shmem_named_leave(int entry);
+extern int	dlsm_shmem_copy_named(DlsmNamedEntry *out);
+
+/* client backends that LISTEN */
+extern void dlsm_shmem_count_listener(Oid dboid, int delta);
+extern bool dlsm_shmem_anyone_listens(Oid dboid);
+
+#endif							/* DLSM_SHMEM_H */

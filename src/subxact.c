@@ -1,0 +1,60 @@
+/*-------------------------------------------------------------------------
+ *
+ * subxact.c
+ *	  Running a step in a subtransaction and keeping its error.
+ *
+ * The one place dlsm catches an error: a handler that fails, a bounded
+ * wait for a named lock that times out.  The step runs in an internal
+ * subtransaction; if it raises an error, its effects are rolled back and
+ * the error is returned instead of thrown, with the memory context and
+ * resource owner of the caller restored.  Anything but an ERROR (FATAL,
+ * a query cancel turned into an error is still an ERROR) goes on up.
+ *
+ * Calls nothing of dlsm.
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/subxact.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+#include "subxact.h"
+
+/*
+ * Run step(arg) in a subtransaction: NULL when it succeeded (its effects
+ * kept), else its error, copied into the caller's memory context, with its
+ * effects undone.
+ */
+ErrorData *
+dlsm_subxact_run(DlsmStep step, void *arg)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	ErrorData  *volatile edata = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcontext);
+	PG_TRY();
+	{
+		step(arg);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(oldcontext);
+	CurrentResourceOwner = oldowner;
+	return edata;
+}

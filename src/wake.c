@@ -1,0 +1,129 @@
+/*-------------------------------------------------------------------------
+ *
+ * wake.c
+ *	  What happens when a transaction that changed claimable work ends.
+ *
+ * A transaction that enqueued, settled, reaped or released a lease makes
+ * work claimable when it commits; one that claimed makes it claimable
+ * again when it rolls back.  The changes only note that here; at the end
+ * of the transaction, after its locks are released (a commit callback
+ * would run before the entity locks are gone, and a woken claimer would
+ * find them busy), waiting claims are woken (shmem.c), the database's
+ * worker when a handler queue got work, the launcher after CREATE
+ * EXTENSION.
+ *
+ * Queue channels are notified (NOTIFY, through notify.c) for the clients
+ * that LISTEN: which channels is noted during the transaction, and whether
+ * to send is decided at its commit, just before PostgreSQL queues the
+ * notifications, so that a client that started listening while the
+ * transaction ran gets them, as it would a plain NOTIFY.
+ *
+ * Calls notify.c and shmem.c.
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/wake.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "nodes/pg_list.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+#include "notify.h"
+#include "shmem.h"
+#include "wake.h"
+
+/* What the transaction did that may make work claimable when it ends. */
+static bool wake_at_commit = false; /* enqueued, settled or reaped */
+static bool wake_at_abort = false;	/* claimed: rollback frees rows */
+static bool wake_worker = false;	/* enqueued into a queue with a handler */
+static bool wake_launcher = false;	/* the extension was created */
+static List *channels = NIL;		/* to notify, in TopTransactionContext */
+
+static void
+release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
+				 void *arg)
+{
+	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel)
+		return;
+	if (isCommit ? wake_at_commit : (wake_at_commit || wake_at_abort))
+		dlsm_shmem_wake_all();
+	if (isCommit && wake_worker)
+		dlsm_shmem_wake_worker(MyDatabaseId);
+	if (isCommit && wake_launcher)
+		dlsm_shmem_wake_launcher();
+	wake_at_commit = false;
+	wake_at_abort = false;
+	wake_worker = false;
+	wake_launcher = false;
+	channels = NIL;				/* lived in TopTransactionContext */
+}
+
+/* At commit, before PostgreSQL queues notifications: send ours. */
+static void
+xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != XACT_EVENT_PRE_COMMIT)
+		return;
+	foreach(lc, channels)
+		dlsm_notify_send(lfirst(lc));
+}
+
+/* Register the transaction-end hooks; called once from _PG_init. */
+void
+dlsm_wake_init(void)
+{
+	RegisterResourceReleaseCallback(release_callback, NULL);
+	RegisterXactCallback(xact_callback, NULL);
+}
+
+/* Wake waiting claimers when this transaction commits. */
+void
+dlsm_wake_claimers_at_commit(void)
+{
+	wake_at_commit = true;
+}
+
+/* Wake waiting claimers when this transaction ends, however it ends. */
+void
+dlsm_wake_claimers_at_end(void)
+{
+	wake_at_abort = true;
+}
+
+/* Wake this database's worker (to run handlers) when this transaction commits. */
+void
+dlsm_wake_worker_at_commit(void)
+{
+	wake_worker = true;
+}
+
+/* Wake the launcher when this transaction commits (CREATE EXTENSION). */
+void
+dlsm_wake_launcher_at_commit(void)
+{
+	wake_launcher = true;
+}
+
+/* Notify channel when this transaction commits, if anyone listens then. */
+void
+dlsm_wake_channel_at_commit(const char *channel)
+{
+	ListCell   *lc;
+	MemoryContext old;
+
+	foreach(lc, channels)
+		if (strcmp(lfirst(lc), channel) == 0)
+			return;
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	channels = lappend(channels, pstrdup(channel));
+	MemoryContextSwitchTo(old);
+}

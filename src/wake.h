@@ -1,0 +1,23 @@
+/*-------------------------------------------------------------------------
+ *
+ * wake.h
+ *	  What happens when a transaction that changed work ends (wake.c).
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/wake.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DLSM_WAKE_H
+#define DLSM_WAKE_H
+
+extern void dlsm_wake_init(void);
+extern void dlsm_wake_claimers_at_commit(void);
+extern void dlsm_wake_claimers_at_end(void);
+extern void dlsm_wake_worker_at_commit(void);
+extern void dlsm_wake_launcher_at_commit(void);
+extern void dlsm_wake_channel_at_commit(const char *channel);
+
+#endif							/* DLSM_WAKE_H */
