@@ -150,7 +150,7 @@ cleanup() {
 	rm -rf "$W"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'tap notok "interrupted"; finish' INT TERM
 
 # ---------------------------------------------------------------------
 # The formation: monitor, node1 (primary), node2 (secondary)
@@ -358,7 +358,7 @@ for i in $(seq 1 $N_LEASED); do leased "$i" & client_pids+=($!); done
 transactional & client_pids+=($!)
 
 say "clients running: $N_PRODUCERS producers, $N_LEASED leased consumers, 1 transactional; failover in $BEFORE s"
-sleep "$BEFORE"
+sleep "$BEFORE" & wait $!
 
 # ---------------------------------------------------------------------
 # The failover
@@ -373,12 +373,18 @@ check "pg_autoctl perform failover (${fdur} s, exit $frc): node2 took over ($sta
 	test "$frc" = 0 -a "$state2" != secondary -a -n "$state2"
 say "failover took $fdur s; clients keep going for $AFTER s"
 
-sleep "$AFTER"
+sleep "$AFTER" & wait $!
 touch "$W/stop-producers"
 
 # the old primary back as a secondary, synchronous again
 rejoined=no
 wait_state node1 secondary 60 && wait_state node2 primary 30 && rejoined=yes
+# how long the new primary ran without a synchronous standby (wait_primary)
+async_window=$(psql -X -Atc "SELECT round(extract(epoch FROM b.p - a.w)::numeric, 1)
+	  FROM (SELECT min(eventtime) AS w FROM pgautofailover.event
+			 WHERE nodename = 'node2' AND reportedstate = 'wait_primary') a,
+	  LATERAL (SELECT min(eventtime) AS p FROM pgautofailover.event
+				WHERE nodename = 'node2' AND reportedstate = 'primary' AND eventtime > a.w) b" "$MON" 2>&1)
 sync_after="synchronous_standby_names = '$(q "$P2" 'SHOW synchronous_standby_names')', standby $(q "$P2" "SELECT application_name || ' ' || sync_state FROM pg_stat_replication")"
 check "node1 rejoined as a secondary of node2 ($sync_after)" test "$rejoined" = yes
 check "a dlsm worker runs on the new primary, none on the new secondary" \
@@ -432,7 +438,7 @@ SUMMARY=$(
 	echo "  highest fence before the failover: $(fig fence_before) ($(tli "$(fig fence_before)")); lowest after: $(fig fence_after) ($(tli "$(fig fence_after)"))"
 	echo "  pg_autoctl perform failover: $fdur s; as seen by the clients, from the first failed call to the first success on the new primary: $(fig outage) s (longest wait of one client: $(fig outage_client_max) s; $(fig failed_calls) failed calls)"
 	echo "  replication before: $sync_before"
-	echo "  replication after: $sync_after"
+	echo "  replication after: $sync_after; asynchronous window after the failover (new primary in wait_primary until the old one rejoined): ${async_window:-?} s"
 	echo "  run time: $((SECONDS - START)) s (limit $LIMIT s); logs in $OUT"
 )
 finish
