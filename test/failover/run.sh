@@ -434,11 +434,11 @@ tli() { [[ "$1" =~ ^[0-9]+$ ]] && echo "timeline bits $(($1 >> 52))" || echo "-"
 SUMMARY=$(
 	echo "failover summary:"
 	echo "  requests in: $(fig acked) enqueues acknowledged ($(fig queued) rows in the queue); settled: $(fig complete) complete, $(fig errors) error"
-	echo "  units settled: $(fig units) ($(fig settles_acked) settles acknowledged, $(fig settles_lost) late settles refused with 55000, $(fig abandoned) claims abandoned, $(fig reaped) requests reaped after their lease)"
+	echo "  units settled: $(fig units); settles acknowledged: $(fig settles_acked); late settles refused with 55000: $(fig settles_lost); claims abandoned: $(fig abandoned); requests reaped after their lease and claimed again: $(fig reaped)"
 	echo "  highest fence before the failover: $(fig fence_before) ($(tli "$(fig fence_before)")); lowest after: $(fig fence_after) ($(tli "$(fig fence_after)"))"
 	echo "  pg_autoctl perform failover: $fdur s; as seen by the clients, from the first failed call to the first success on the new primary: $(fig outage) s (longest wait of one client: $(fig outage_client_max) s; $(fig failed_calls) failed calls)"
 	echo "  replication before: $sync_before"
 	echo "  replication after: $sync_after; asynchronous window after the failover (new primary in wait_primary until the old one rejoined): ${async_window:-?} s"
-	echo "  run time: $((SECONDS - START)) s (limit $LIMIT s); logs in $OUT"
+	echo "  run time: $((SECONDS - START)) s (limit $LIMIT s); logs in test/failover/out/"
 )
 finish

@@ -21,7 +21,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use List::Util qw(max);
 
 use lib "$ENV{TESTDIR}/test/perl";
 use DlsmTest;
@@ -31,6 +30,15 @@ shared_preload_libraries = 'dlsm'
 dlsm.reap_interval = 200
 max_connections = 30
 };
+
+# The largest of a list of fences, compared as integers: fences pass 2^53,
+# where List::Util's max, comparing doubles, can pick the wrong one.
+sub max
+{
+	my $m;
+	for (@_) { $m = $_ if !defined $m || $_ > $m; }
+	return $m;
+}
 
 # how many fences of each kind a phase takes; well over the 32 values a
 # sequence logs ahead, so that a standby that missed them cannot be ahead

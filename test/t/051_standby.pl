@@ -15,7 +15,9 @@
 # its worker once the lease runs out, and the old client's late settle gets
 # 55000.  What the standby never received is undone: a request claimed and
 # settled on the old primary after the standby was cut off is new again, a
-# leased request settled there is in progress again (and reaped).
+# leased request settled there is in progress again (and reaped), an
+# acknowledged enqueue is lost, a leased claim is undone (its settle gets
+# 55000), a lease lock's name is free again.
 #
 # F3, synchronous replication (synchronous_standby_names = '*',
 # synchronous_commit = on): a client enqueues, claims and settles (in one
@@ -226,21 +228,23 @@ SELECT c.id FROM dlsm_claim('jobs') c WHERE dlsm_settle('jobs', c.process_id) = 
 like($id_x, qr/^\d+$/,
 	"request $id_x claimed and settled in one transaction on the old primary only");
 
+# and an enqueue, a leased claim and a lease lock, all acknowledged
+is($node_p->safe_psql('postgres', q{SELECT dlsm_enqueue('jobs', 'lost-e') > 0}),
+	't', 'an enqueue acknowledged by the old primary only');
+my ($id_c, $pid_c) = split /\|/, $node_p->safe_psql('postgres',
+	q{SELECT id, process_id FROM dlsm_claim('jobs', lease => '1 hour')});
+like($pid_c // '', qr/^[0-9a-f-]{36}$/,
+	"request $id_c claimed (leased) on the old primary only");
+like($node_p->safe_psql('postgres', q{SELECT dlsm_try_lock('cut/lease', lease => '1 hour')}),
+	qr/^\d+$/, 'a lease lock granted by the old primary only');
+
 $node_p->stop('immediate');
 eval { $bg->quit };
 
 my $t0 = [gettimeofday];
 $node_s->promote;
 my $promoted_in = tv_interval($t0);
-my $started = poll_within(
-	$node_s, 'postgres',
-	q{SELECT count(*) > 0 FROM pg_stat_activity
-	   WHERE backend_type = 'dlsm worker' AND datname = 'postgres'},
-	$reap_ms / 1000 + $startup_margin);
-ok(defined $started,
-	sprintf('after promotion a dlsm worker starts within %.1f s (%s s after the promotion returned, %.2f s to promote)',
-		$reap_ms / 1000 + $startup_margin,
-		defined $started ? sprintf('%.2f', $started) : 'not', $promoted_in));
+my $t_promoted = [gettimeofday];
 
 is( $node_s->safe_psql('postgres',
 		qq{SELECT status, process_id IS NULL, attempts FROM jobs WHERE id = $id_t}),
@@ -258,6 +262,37 @@ is( $node_s->safe_psql('postgres',
 		qq{SELECT status, process_id = '$pid_l2' FROM jobs WHERE id = $id_l2}),
 	'in-progress|t',
 	"asynchronous: request $id_l2, settled there too, is in progress again");
+
+is( $node_s->safe_psql('postgres',
+		q{SELECT count(*) FROM jobs WHERE entity = 'lost-e'}),
+	'0', 'asynchronous: the enqueue the old primary acknowledged is lost');
+is( $node_s->safe_psql('postgres',
+		qq{SELECT status, process_id IS NULL FROM jobs WHERE id = $id_c}),
+	'new|t',
+	"asynchronous: request $id_c, claimed on the old primary after the cut, is new");
+{
+	my ($state, undef, $err) =
+	  run_error($node_s, qq{SELECT dlsm_settle('jobs', '$pid_c')});
+	is($state // 'none', '55000',
+		'asynchronous: the settle of that claim fails with 55000 on the new primary')
+	  or diag $err;
+}
+like($node_s->safe_psql('postgres', q{SELECT dlsm_try_lock('cut/lease', lease => '1 hour')}),
+	qr/^\d+$/,
+	'asynchronous: the name of the lease lock granted by the old primary after the cut is free');
+
+# a worker starts within the reap interval plus the launcher's start-up,
+# counted from the end of the promotion
+my $bound = $reap_ms / 1000 + $startup_margin;
+my $started;
+while (tv_interval($t_promoted) < $bound)
+{
+	if (dlsm_workers($node_s) > 0) { $started = tv_interval($t_promoted); last; }
+	usleep(50_000);
+}
+ok(defined $started,
+	sprintf('after promotion a dlsm worker starts within %.1f s (%s s after the promotion returned, %.2f s to promote)',
+		$bound, defined $started ? sprintf('%.2f', $started) : 'not', $promoted_in));
 
 # the new primary's worker reaps the leases once they run out
 ok( defined poll_within(
