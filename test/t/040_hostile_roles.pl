@@ -25,7 +25,8 @@
 # Asserted: mallory never gains an attribute or a membership; every logged
 # execution of her code ran as mallory or as the role that called the dlsm
 # function / wrote the row, never as a superuser or a third role; and each
-# path actually ran her code.
+# path actually ran her code.  Also R6: mallory, who can read the name and
+# fence of alice's lease lock in dlsm_locks, can neither release nor refresh it.
 use strict;
 use warnings;
 
@@ -78,6 +79,7 @@ CREATE ROLE mallory LOGIN;
 CREATE ROLE alice LOGIN;
 CREATE ROLE wally LOGIN;
 CREATE ROLE mon LOGIN IN ROLE pg_monitor;
+CREATE ROLE alice_deputy LOGIN IN ROLE alice;
 CREATE DATABASE hostile;
 CREATE DATABASE nowork;
 });
@@ -238,7 +240,7 @@ for my $db ('hostile', 'nowork')
 CREATE SCHEMA dlsm;
 CREATE EXTENSION dlsm WITH SCHEMA dlsm;
 REVOKE ALL ON SCHEMA dlsm FROM PUBLIC;
-GRANT USAGE ON SCHEMA dlsm TO mallory, alice, mon;
+GRANT USAGE ON SCHEMA dlsm TO mallory, alice, mon, alice_deputy;
 CREATE SCHEMA mallory AUTHORIZATION mallory;
 CREATE SCHEMA mq AUTHORIZATION mallory;
 CREATE TABLE public.hlog (
@@ -712,6 +714,51 @@ is( sql('hostile', q{
 SELECT coalesce(string_agg(DISTINCT cu || '/' || su, '; '), '')
   FROM public.hlog WHERE what = 'policy' AND cu <> 'mallory'}),
 	'', 'RLS: mallory\'s policy never ran as anyone but mallory');
+
+# ---------------------------------------------------------------------
+# R6: a lease lock is released or refreshed only by its holder, a member
+# of the holder's role, or a superuser; the name and fence, visible to all
+# in dlsm_locks, are not enough.
+# ---------------------------------------------------------------------
+my $fence = ok_as('nowork', 'alice',
+	q{SELECT dlsm.dlsm_try_lock('alice/job', lease => '1 h')}, 'alice takes a lease');
+like($fence, qr/^\d+$/, 'locks: alice holds alice/job');
+is( ok_as('nowork', 'mallory',
+		q{SELECT fence FROM dlsm.dlsm_locks WHERE name = 'alice/job'}, 'mallory reads dlsm_locks'),
+	$fence, 'locks: mallory sees its fence in dlsm_locks');
+my $until = sql('nowork', q{SELECT lease_until FROM dlsm.dlsm_leases WHERE name = 'alice/job'});
+($state) = run_as('nowork', 'mallory',
+	qq{SELECT dlsm.dlsm_refresh_lock('alice/job', $fence, '10 h')});
+is($state, '42501', 'locks: mallory\'s dlsm_refresh_lock of alice\'s lease fails with 42501');
+($state) = run_as('nowork', 'mallory', qq{SELECT dlsm.dlsm_unlock('alice/job', $fence)});
+is($state, '42501', 'locks: mallory\'s dlsm_unlock of alice\'s lease fails with 42501');
+is( sql('nowork', q{SELECT fence || ' ' || lease_until FROM dlsm.dlsm_leases WHERE name = 'alice/job'}),
+	"$fence $until", 'locks: the lease stays, unchanged');
+# (if mallory released it, alice takes it again: the checks below stand alone)
+$fence = ok_as('nowork', 'alice',
+	q{SELECT coalesce((SELECT fence FROM dlsm.dlsm_leases WHERE name = 'alice/job'),
+					  dlsm.dlsm_try_lock('alice/job', lease => '1 h'))},
+	'alice holds alice/job (again, if need be)');
+is( ok_as('nowork', 'mallory',
+		q{SELECT dlsm.dlsm_try_lock('alice/job') IS NULL}, 'mallory tries the lock'),
+	't', 'locks: and mallory cannot take the name');
+is( ok_as('nowork', 'alice_deputy',
+		qq{SELECT dlsm.dlsm_refresh_lock('alice/job', $fence, '2 h') > now() + interval '90 min'},
+		'alice_deputy refreshes'),
+	't', 'locks: a member of alice refreshes her lease');
+is( sql('nowork', qq{SELECT dlsm.dlsm_refresh_lock('alice/job', $fence, '3 h') > now() + interval '150 min'}),
+	't', 'locks: a superuser refreshes it');
+is( ok_as('nowork', 'alice', qq{SELECT dlsm.dlsm_unlock('alice/job', $fence)}, 'alice unlocks'),
+	't', 'locks: alice releases her lease');
+my $fence2 = ok_as('nowork', 'alice',
+	q{SELECT dlsm.dlsm_try_lock('alice/job2', lease => '1 h')}, 'alice takes a second lease');
+is( ok_as('nowork', 'alice_deputy', qq{SELECT dlsm.dlsm_unlock('alice/job2', $fence2)},
+		'alice_deputy unlocks'),
+	't', 'locks: a member of alice releases her lease');
+my $fence3 = ok_as('nowork', 'alice',
+	q{SELECT dlsm.dlsm_try_lock('alice/job3', lease => '1 h')}, 'alice takes a third lease');
+is(sql('nowork', qq{SELECT dlsm.dlsm_unlock('alice/job3', $fence3)}),
+	't', 'locks: a superuser releases it');
 
 # ---------------------------------------------------------------------
 # Everything mallory's code logged to the server log, committed or not:
