@@ -431,8 +431,7 @@ dlsm_set_handler(PG_FUNCTION_ARGS)
 	};
 	DlsmQueue  *queue;
 
-	queue = begin_queue_call(fcinfo, "dlsm_set_handler()", ACL_SELECT,
-							 DLSM_QUEUE_ANY_SECURITY);
+	queue = begin_queue_call(fcinfo, "dlsm_set_handler()", ACL_SELECT, 0);
 	dlsm_queue_set_handler(queue->relid, PG_ARGISNULL(ARG_HANDLER) ?
 						   InvalidOid : PG_GETARG_OID(ARG_HANDLER));
 	end_queue_call(queue);

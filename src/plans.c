@@ -812,11 +812,14 @@ static int
 execute_catalog(DlsmCatalogQueryId query, Datum *values, const char *nulls,
 				long count, bool latest)
 {
-	SPIPlanPtr	plan = catalog_plan(query);
+	Oid			owner = dlsm_extension_owner();
 	DlsmIdentity saved;
+	SPIPlanPtr	plan;
 	int			rc;
 
-	dlsm_identity_switch(dlsm_extension_owner(), &saved);
+	/* prepared as the owner too: the caller may not see dlsm's schema */
+	dlsm_identity_switch(owner, &saved);
+	plan = catalog_plan(query);
 	if (latest)
 		rc = SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(),
 								  InvalidSnapshot, true, false, count);

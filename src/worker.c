@@ -72,6 +72,7 @@ typedef struct WorkerQueue
 {
 	Oid			relid;
 	char	   *name;			/* for messages, outside transactions */
+	bool		refused;		/* row-level security: left alone */
 	bool		has_handler;
 	bool		has_retention;
 } WorkerQueue;
@@ -194,6 +195,7 @@ read_registry(void *arg)
 		wq = palloc(sizeof(WorkerQueue));
 		wq->relid = queue->relid;
 		wq->name = pstrdup(get_rel_name(queue->relid));
+		wq->refused = queue->row_security;
 		wq->has_handler = queue->handler != NULL;
 		wq->has_retention = queue->has_retention;
 		pass->queues = lappend(pass->queues, wq);
@@ -296,11 +298,25 @@ registry_pass(MemoryContext context)
 	return pass.queues;
 }
 
-/* Reap a queue and delete its settled rows past their retention. */
+/*
+ * Reap a queue and delete its settled rows past their retention.  A queue
+ * dlsm refuses (row-level security) is skipped and named in the worker's
+ * status, without a line in the server log at every pass.
+ */
 static void
 reap_one(WorkerQueue *wq, DlsmWorkerCounts *counts)
 {
 	QueueWork	work = {wq->relid, 0, false, NULL};
+
+	if (wq->refused)
+	{
+		DlsmWorkerCounts delta = {.skipped = 1};
+
+		dlsm_shmem_worker_count(&delta,
+								psprintf("queue \"%s\" has row-level security enabled: dlsm leaves it alone",
+										 wq->name));
+		return;
+	}
 
 	if (run_transaction(reap_queue, &work, wq->name, "reap a queue"))
 		counts->reaped += work.count;
@@ -374,7 +390,7 @@ handler_pass(List *queues)
 	{
 		WorkerQueue *wq = lfirst(lc);
 
-		if (wq->has_handler)
+		if (wq->has_handler && !wq->refused)
 			more |= handle_queue(wq);
 	}
 	return more;
