@@ -122,6 +122,19 @@ SELECT dlsm_register_queue('article.theirs');
 SELECT dlsm_enqueue('article.theirs', 'x') > 0 AS enqueued;
 SELECT id, kind, entity FROM dlsm_claim('article.theirs');
 
+-- re-registering a table that was a queue before adds no index twice
+SELECT dlsm_create_queue('article.again');
+SELECT count(*) AS indexes_created FROM pg_index WHERE indrelid = 'article.again'::regclass;
+SELECT dlsm_drop_queue('article.again');
+SELECT dlsm_register_queue('article.again');
+SELECT count(*) AS indexes_after_register FROM pg_index
+ WHERE indrelid = 'article.again'::regclass;
+SELECT dlsm_drop_queue('article.again');
+SELECT dlsm_register_queue('article.again');
+SELECT count(*) AS indexes_after_twice FROM pg_index
+ WHERE indrelid = 'article.again'::regclass;
+SELECT dlsm_enqueue('article.again', 'x') > 0 AS enqueued;
+
 DROP SCHEMA article CASCADE;
 DROP OWNED BY dlsm_not_owner;
 DROP ROLE dlsm_not_owner;

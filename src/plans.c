@@ -45,6 +45,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -960,12 +961,20 @@ dlsm_plan_adopt_table(const DlsmQueueNames *names, const char *schema,
 		{"drop_duplicates", ""},
 	};
 
+	int			nest_level;
+
 	/* the last two are built from the template with the others */
 	subst[lengthof(subst) - 2].value = creates_index ?
 		expand(creates_index_text, subst, lengthof(subst) - 2) : "";
 	subst[lengthof(subst) - 1].value =
 		expand(drop_duplicates_text, subst, lengthof(subst) - 2);
+
+	/* "column ... already exists, skipping" says nothing to the caller */
+	nest_level = NewGUCNestLevel();
+	(void) set_config_option("client_min_messages", "warning", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	execute_utility(register_table_text, subst, lengthof(subst));
+	AtEOXact_GUC(true, nest_level);
 }
 
 /*
