@@ -259,20 +259,6 @@ require_primary(const char *function)
 			 errhint("Call it on the primary server.")));
 }
 
-static void
-connect_spi(void)
-{
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-}
-
-static void
-finish_spi(void)
-{
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
-}
-
 /*
  * Begin a call of function on the queue in argument 0: on a primary, the
  * caller holding every privilege in modes on it (checked before any
@@ -289,7 +275,7 @@ begin_queue_call(FunctionCallInfo fcinfo, const char *function, AclMode modes,
 	require_arg(fcinfo, 0, "queue");
 	relid = PG_GETARG_OID(0);
 	dlsm_queue_check_privileges(relid, modes);
-	connect_spi();
+	dlsm_plan_connect();
 	return dlsm_queue_open(relid, flags);
 }
 
@@ -297,7 +283,7 @@ static void
 end_queue_call(DlsmQueue *queue)
 {
 	dlsm_queue_close(queue);
-	finish_spi();
+	dlsm_plan_finish();
 }
 
 /* ---------------------------------------------------------------------
@@ -324,9 +310,9 @@ dlsm_create_queue(PG_FUNCTION_ARGS)
 	require_arg(fcinfo, ARG_QUEUE, "queue");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(ARG_QUEUE));
 	queue_options_args(fcinfo, ARG_OPTIONS, false, &opts);
-	connect_spi();
+	dlsm_plan_connect();
 	relid = dlsm_queue_create(name, &opts);
-	finish_spi();
+	dlsm_plan_finish();
 	PG_RETURN_OID(relid);
 }
 
@@ -342,13 +328,6 @@ dlsm_register_queue(PG_FUNCTION_ARGS)
 	{
 		ARG_QUEUE, ARG_COLUMNS, ARG_OPTIONS = ARG_COLUMNS + DLSM_NUM_COLUMNS
 	};
-	static const char *const names[DLSM_NUM_COLUMNS] = {
-		[DLSM_COL_ID] = "id",
-		[DLSM_COL_STATUS] = "status",
-		[DLSM_COL_KIND] = "kind",
-		[DLSM_COL_ENTITY] = "entity",
-		[DLSM_COL_PROCESS_ID] = "process_id",
-	};
 	const char *columns[DLSM_NUM_COLUMNS];
 	DlsmQueueOptions opts;
 	Oid			relid;
@@ -358,13 +337,13 @@ dlsm_register_queue(PG_FUNCTION_ARGS)
 	relid = PG_GETARG_OID(ARG_QUEUE);
 	for (int i = 0; i < DLSM_NUM_COLUMNS; i++)
 	{
-		require_arg(fcinfo, ARG_COLUMNS + i, names[i]);
+		require_arg(fcinfo, ARG_COLUMNS + i, dlsm_queue_columns[i]);
 		columns[i] = NameStr(*PG_GETARG_NAME(ARG_COLUMNS + i));
 	}
 	queue_options_args(fcinfo, ARG_OPTIONS, false, &opts);
-	connect_spi();
+	dlsm_plan_connect();
 	dlsm_queue_register(relid, columns, &opts);
-	finish_spi();
+	dlsm_plan_finish();
 	PG_RETURN_OID(relid);
 }
 
@@ -417,7 +396,7 @@ dlsm_drop_queue(PG_FUNCTION_ARGS)
 	relid = queue->relid;
 	dlsm_queue_close(queue);
 	dlsm_queue_drop(relid, PG_GETARG_BOOL(ARG_DROP_TABLE));
-	finish_spi();
+	dlsm_plan_finish();
 	PG_RETURN_VOID();
 }
 
@@ -701,7 +680,7 @@ dlsm_wake(PG_FUNCTION_ARGS)
 		dlsm_wake_claimers_at_commit();
 		return PointerGetDatum(NULL);
 	}
-	connect_spi();
+	dlsm_plan_connect();
 	queue = dlsm_queue_open(RelationGetRelid(trigdata->tg_relation),
 							 DLSM_QUEUE_MISSING_OK | DLSM_QUEUE_ANY_SECURITY);
 	if (queue != NULL)
@@ -709,7 +688,7 @@ dlsm_wake(PG_FUNCTION_ARGS)
 		dlsm_state_enqueued(queue);
 		dlsm_queue_close(queue);
 	}
-	finish_spi();
+	dlsm_plan_finish();
 	return PointerGetDatum(NULL);
 }
 
@@ -744,7 +723,7 @@ dlsm_capture(PG_FUNCTION_ARGS)
 				 errmsg("columns must be a one-dimensional array")));
 	/* the capture inserts into the queue on the caller's behalf */
 	dlsm_queue_check_privileges(relid, ACL_INSERT);
-	connect_spi();
+	dlsm_plan_connect();
 	queue = dlsm_queue_open(relid, 0);
 	dlsm_capture_attach(PG_GETARG_OID(ARG_SOURCE), queue->relid,
 						text_to_cstring(PG_GETARG_TEXT_PP(ARG_KIND)),
@@ -768,9 +747,9 @@ dlsm_uncapture(PG_FUNCTION_ARGS)
 	require_primary("dlsm_uncapture()");
 	require_arg(fcinfo, ARG_SOURCE, "source");
 	require_arg(fcinfo, ARG_QUEUE, "queue");
-	connect_spi();
+	dlsm_plan_connect();
 	dlsm_capture_detach(PG_GETARG_OID(ARG_SOURCE), PG_GETARG_OID(ARG_QUEUE));
-	finish_spi();
+	dlsm_plan_finish();
 	PG_RETURN_VOID();
 }
 
@@ -786,9 +765,9 @@ dlsm_capture_trigger(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("dlsm_capture_trigger() must be called as an AFTER row trigger")));
-	connect_spi();
+	dlsm_plan_connect();
 	dlsm_capture_row(trigdata);
-	finish_spi();
+	dlsm_plan_finish();
 	return PointerGetDatum(NULL);
 }
 
@@ -831,9 +810,9 @@ dlsm_try_lock(PG_FUNCTION_ARGS)
 	bool		granted;
 
 	require_primary("dlsm_try_lock()");
-	connect_spi();
+	dlsm_plan_connect();
 	granted = dlsm_named_try(name, wait_us, lease_us, &fence);
-	finish_spi();
+	dlsm_plan_finish();
 	if (!granted)
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(fence);
@@ -852,9 +831,9 @@ dlsm_unlock(PG_FUNCTION_ARGS)
 
 	require_arg(fcinfo, ARG_FENCE, "fence");
 	require_primary("dlsm_unlock()");
-	connect_spi();
+	dlsm_plan_connect();
 	released = dlsm_named_unlock(name, PG_GETARG_INT64(ARG_FENCE));
-	finish_spi();
+	dlsm_plan_finish();
 	PG_RETURN_BOOL(released);
 }
 
@@ -874,9 +853,9 @@ dlsm_refresh_lock(PG_FUNCTION_ARGS)
 	require_arg(fcinfo, ARG_LEASE, "lease");
 	lease_us = lease_arg(fcinfo, ARG_LEASE);
 	require_primary("dlsm_refresh_lock()");
-	connect_spi();
+	dlsm_plan_connect();
 	until = dlsm_named_refresh(name, PG_GETARG_INT64(ARG_FENCE), lease_us);
-	finish_spi();
+	dlsm_plan_finish();
 	PG_RETURN_TIMESTAMPTZ(until);
 }
 
@@ -892,9 +871,9 @@ dlsm_raise_fence(PG_FUNCTION_ARGS)
 
 	require_arg(fcinfo, ARG_AT_LEAST, "at_least");
 	require_primary("dlsm_raise_fence()");
-	connect_spi();
+	dlsm_plan_connect();
 	value = dlsm_fence_raise(PG_GETARG_INT64(ARG_AT_LEAST));
-	finish_spi();
+	dlsm_plan_finish();
 	PG_RETURN_INT64(value);
 }
 

@@ -55,11 +55,11 @@
 #include "utils/rel.h"
 #include "utils/relcache.h"
 
+#include "cache.h"
 #include "capture.h"
 #include "extension.h"
 #include "identity.h"
 #include "queue.h"
-#include "state.h"
 
 /* What a capture trigger needs, as dlsm_captures says, resolved. */
 typedef struct CaptureDesc
@@ -114,9 +114,7 @@ capture_trigger(Oid source, Oid queue)
 
 	values[P_CAPTURE_TRIGGER_SOURCE] = ObjectIdGetDatum(source);
 	values[P_CAPTURE_TRIGGER_QUEUE] = ObjectIdGetDatum(queue);
-	dlsm_plan_expect(dlsm_plan_read_catalog(DLSM_C_CAPTURE_TRIGGER, values,
-											NULL, 1),
-					 SPI_OK_SELECT, N_CAPTURE_TRIGGER, "a capture lookup");
+	dlsm_plan_read_catalog(DLSM_C_CAPTURE_TRIGGER, values, NULL, 1);
 	if (SPI_processed == 1)
 		name = dlsm_plan_text(0, A_CAPTURE_TRIGGER_NAME);
 	SPI_freetuptable(SPI_tuptable);
@@ -283,9 +281,7 @@ dlsm_capture_attach(Oid source, Oid queue, const char *kind,
 		PointerGetDatum(name_array(source, entity, nentity));
 	values[P_CAPTURE_ADD_COLUMNS] =
 		PointerGetDatum(name_array(source, watched, nwatched));
-	dlsm_plan_expect(dlsm_plan_execute_catalog(DLSM_C_CAPTURE_ADD, values,
-											   NULL, 0),
-					 SPI_OK_INSERT, 0, "registering a capture");
+	dlsm_plan_run_catalog(DLSM_C_CAPTURE_ADD, values, NULL, 0);
 	CacheInvalidateRelcacheByRelid(source);
 }
 
@@ -308,9 +304,7 @@ dlsm_capture_detach(Oid source, Oid queue)
 	values[P_CAPTURE_KEY_SOURCE] = ObjectIdGetDatum(source);
 	values[P_CAPTURE_KEY_TRIGGER] = DirectFunctionCall1(namein,
 														CStringGetDatum(trigger));
-	dlsm_plan_expect(dlsm_plan_execute_catalog(DLSM_C_CAPTURE_REMOVE, values,
-											   NULL, 0),
-					 SPI_OK_DELETE, 0, "unregistering a capture");
+	dlsm_plan_run_catalog(DLSM_C_CAPTURE_REMOVE, values, NULL, 0);
 	CacheInvalidateRelcacheByRelid(source);
 }
 
@@ -356,9 +350,7 @@ load_capture(CaptureDesc *desc, Relation rel, Trigger *trigger)
 	values[P_CAPTURE_KEY_SOURCE] = ObjectIdGetDatum(RelationGetRelid(rel));
 	values[P_CAPTURE_KEY_TRIGGER] = DirectFunctionCall1(namein,
 														CStringGetDatum(trigger->tgname));
-	dlsm_plan_expect(dlsm_plan_read_catalog(DLSM_C_CAPTURE_READ, values,
-											NULL, 1),
-					 SPI_OK_SELECT, N_CAPTURE_READ, "reading a capture");
+	dlsm_plan_read_catalog(DLSM_C_CAPTURE_READ, values, NULL, 1);
 	if (SPI_processed != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
@@ -393,16 +385,11 @@ capture_of(TriggerData *trigdata)
 
 	if (capture_cache == NULL)
 	{
-		HASHCTL		ctl;
-
 		capture_context = AllocSetContextCreate(TopMemoryContext,
 												"dlsm captures",
 												ALLOCSET_SMALL_SIZES);
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(CaptureDesc);
-		ctl.hcxt = capture_context;
-		capture_cache = hash_create("dlsm captures", 16, &ctl,
-									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		capture_cache = dlsm_cache_create("dlsm captures", sizeof(CaptureDesc),
+										  capture_context);
 	}
 	desc = hash_search(capture_cache, &trigger->tgoid, HASH_ENTER, &found);
 	if (!found)
@@ -573,9 +560,7 @@ enqueue_change(DlsmQueue *queue, Change *change)
 	for (int i = 0; i < lengthof(entities) && entities[i] != NULL; i++)
 	{
 		change->values[P_CAPTURE_ENTITY] = CStringGetTextDatum(entities[i]);
-		dlsm_plan_expect(dlsm_plan_execute(&queue->plans, DLSM_Q_CAPTURE,
-										   change->values, change->nulls, 0),
-						 SPI_OK_INSERT, 0, "a captured change");
+		dlsm_plan_run(&queue->plans, DLSM_Q_CAPTURE, change->values, change->nulls, 0);
 	}
 	dlsm_identity_restore(&saved);
 }

@@ -145,11 +145,7 @@ claim_params(ClaimPass *pass, Datum *values, char *nulls)
 static uint64
 run_claim(ClaimPass *pass, DlsmQueryId query, Datum *values, char *nulls)
 {
-	int			rc = dlsm_plan_execute(&pass->args->queue->plans, query,
-									   values, nulls, 0);
-
-	dlsm_plan_expect(rc, SPI_OK_UPDATE_RETURNING, N_CLAIM, "a claim");
-	if (SPI_processed > 0)
+	if (dlsm_plan_run(&pass->args->queue->plans, query, values, nulls, 0) > 0)
 	{
 		dlsm_wake_claimers_at_end();	/* a rollback frees the rows */
 		emit_rows_in_order(pass->emit, pass->arg);
@@ -174,9 +170,7 @@ check_create(DlsmQueue *queue, Candidate *c)
 
 	values[P_ENTITY_STATE_ENTITY] = CStringGetTextDatum(c->entity);
 	values[P_ENTITY_STATE_ID] = Int64GetDatum(c->id);
-	dlsm_plan_expect(dlsm_plan_execute(&queue->plans, DLSM_Q_ENTITY_STATE,
-									   values, NULL, 1),
-					 SPI_OK_SELECT, N_ENTITY_STATE, "the entity state query");
+	dlsm_plan_run(&queue->plans, DLSM_Q_ENTITY_STATE, values, NULL, 1);
 	status = dlsm_plan_text(0, A_ENTITY_STATE_CREATE_STATUS);
 	blocked = DatumGetBool(dlsm_plan_value(0, A_ENTITY_STATE_BLOCKED, &isnull));
 	if (!blocked && status != NULL && strcmp(status, "error") == 0)
@@ -188,9 +182,7 @@ check_create(DlsmQueue *queue, Candidate *c)
 	{
 		values[P_FAIL_UPDATES_ENTITY] = CStringGetTextDatum(c->entity);
 		values[P_FAIL_UPDATES_DETAIL] = CStringGetTextDatum(detail);
-		dlsm_plan_expect(dlsm_plan_execute(&queue->plans, DLSM_Q_FAIL_UPDATES,
-										   values, NULL, 0),
-						 SPI_OK_UPDATE, 0, "failing updates");
+		dlsm_plan_run(&queue->plans, DLSM_Q_FAIL_UPDATES, values, NULL, 0);
 	}
 	return status != NULL && strcmp(status, "new") == 0;
 }
@@ -323,9 +315,7 @@ scan(ClaimPass *pass, int64 line, int limit, Candidate *batch)
 
 	values[P_SCAN_AFTER] = Int64GetDatum(line);
 	values[P_SCAN_LIMIT] = Int64GetDatum(limit);
-	dlsm_plan_expect(dlsm_plan_execute(&pass->args->queue->plans, DLSM_Q_SCAN,
-									   values, NULL, 0),
-					 SPI_OK_SELECT, N_SCAN, "the candidate scan");
+	dlsm_plan_run(&pass->args->queue->plans, DLSM_Q_SCAN, values, NULL, 0);
 	n = (int) SPI_processed;
 	for (int i = 0; i < n; i++)
 	{
@@ -465,9 +455,7 @@ dlsm_claim_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
 					"Another transaction is claiming requests of this entity.");
 	values[P_GROUP_ENTITY] = CStringGetTextDatum(entity);
 	values[P_GROUP_PROCESS_ID] = UUIDPGetDatum(process_id);
-	dlsm_plan_expect(dlsm_plan_execute(&queue->plans, DLSM_Q_GROUP_BUSY,
-									   values, NULL, 1),
-					 SPI_OK_SELECT, N_GROUP_BUSY, "the group check");
+	dlsm_plan_run(&queue->plans, DLSM_Q_GROUP_BUSY, values, NULL, 1);
 	busy = dlsm_plan_text(0, A_GROUP_BUSY_WHY);
 	if (busy != NULL)
 		report_busy(queue, entity, busy);
@@ -475,9 +463,7 @@ dlsm_claim_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
 	lease->time = lease_us;
 	values[P_GROUP_LEASE] = IntervalPGetDatum(lease);
 	dlsm_fence_prepare();
-	dlsm_plan_expect(dlsm_plan_execute(&queue->plans, DLSM_Q_GROUP, values,
-									   NULL, 0),
-					 SPI_OK_UPDATE, 0, "grouping updates");
+	dlsm_plan_run(&queue->plans, DLSM_Q_GROUP, values, NULL, 0);
 	dlsm_wake_claimers_at_end();
 	return (int64) SPI_processed;
 }

@@ -10,15 +10,20 @@
  *
  * The modules, in layers (a module calls only modules below it):
  *
- *	entry		dlsm.c
- *	top			api.c views.c worker.c launcher.c hooks.c
- *	work		handler.c
- *	moves		claim.c state.c namedlock.c capture.c
- *	queues		queue.c fence.c wake.c
- *	sql			plans.c notify.c
- *	base		extension.c identity.c subxact.c locks.c shmem.c guc.c
+ *	6 entry		dlsm.c
+ *	5 top		api.c views.c worker.c launcher.c hooks.c
+ *	4 work		handler.c
+ *	3 moves		claim.c state.c namedlock.c capture.c
+ *	2 queues	queue.c fence.c wake.c
+ *	1 services	plans.c notify.c locks.c
+ *	0 base		extension.c identity.c subxact.c shmem.c guc.c, compat.h
+ *				cache.h
  *
- * This file only wires the modules' init functions together.
+ * test/arch.pl checks that every include of a dlsm header goes down.
+ *
+ * This file only wires the modules together.
+ *
+ * Calls the init function of each module that has one.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -40,7 +45,7 @@
 #include "queue.h"
 #include "shmem.h"
 #include "wake.h"
-#include "worker.h"
+#include "launcher.h"
 
 PG_MODULE_MAGIC;
 

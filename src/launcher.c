@@ -45,7 +45,7 @@
 #include "compat.h"
 #include "guc.h"
 #include "shmem.h"
-#include "worker.h"
+#include "launcher.h"
 
 #define LAUNCHER_NAP_MS			5000	/* launcher looks at databases */
 #define RESTART_PAUSE_MS		1000	/* between starts of one worker */
@@ -57,8 +57,8 @@ typedef struct LauncherDb
 } LauncherDb;
 
 /* Fill bgw for one of dlsm's background workers. */
-void
-dlsm_worker_fill(BackgroundWorker *bgw, const char *function, const char *type)
+static void
+worker_fill(BackgroundWorker *bgw, const char *function, const char *type)
 {
 	memset(bgw, 0, sizeof(BackgroundWorker));
 	bgw->bgw_flags = BGWORKER_SHMEM_ACCESS |
@@ -77,7 +77,7 @@ dlsm_launcher_init(void)
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;
-	dlsm_worker_fill(&bgw, "dlsm_launcher_main", "dlsm launcher");
+	worker_fill(&bgw, "dlsm_launcher_main", "dlsm launcher");
 	strlcpy(bgw.bgw_name, "dlsm launcher", BGW_MAXLEN);
 	bgw.bgw_restart_time = 1;
 	RegisterBackgroundWorker(&bgw);
@@ -142,7 +142,7 @@ start_worker(LauncherDb *db)
 	BackgroundWorker bgw;
 	BackgroundWorkerHandle *handle;
 
-	dlsm_worker_fill(&bgw, "dlsm_worker_main", "dlsm worker");
+	worker_fill(&bgw, "dlsm_worker_main", "dlsm worker");
 	snprintf(bgw.bgw_name, BGW_MAXLEN, "dlsm worker for database %s",
 			 db->name);
 	bgw.bgw_restart_time = BGW_NEVER_RESTART;

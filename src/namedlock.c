@@ -154,8 +154,7 @@ read_lease(const char *name, Lease *lease)
 	bool		found;
 
 	values[P_LEASE_READ_NAME] = CStringGetTextDatum(name);
-	dlsm_plan_expect(dlsm_plan_read_catalog(DLSM_C_LEASE_READ, values, NULL, 1),
-					 SPI_OK_SELECT, N_LEASE_READ, "reading a lease");
+	dlsm_plan_read_catalog(DLSM_C_LEASE_READ, values, NULL, 1);
 	found = SPI_processed == 1;
 	if (found)
 	{
@@ -201,9 +200,7 @@ take_lease(const char *name, int64 lease_us, int64 *fence)
 									 GetUserNameFromId(GetUserId(), false),
 									 MyProcPid));
 	values[P_LEASE_TAKE_ROLE] = ObjectIdGetDatum(GetUserId());
-	dlsm_plan_expect(dlsm_plan_execute_catalog(DLSM_C_LEASE_TAKE, values,
-											   NULL, 0),
-					 SPI_OK_INSERT_RETURNING, N_FENCE, "taking a lease");
+	dlsm_plan_run_catalog(DLSM_C_LEASE_TAKE, values, NULL, 0);
 	if (SPI_processed == 0)
 		return false;
 	*fence = single_int8(A_FENCE_VALUE);
@@ -293,8 +290,7 @@ dlsm_named_try(const char *name, int64 wait_us, int64 lease_us, int64 *fence)
 	}
 	if (lease_us == 0)
 	{
-		dlsm_plan_expect(dlsm_plan_execute_catalog(DLSM_C_FENCE, NULL, NULL, 1),
-						 SPI_OK_SELECT, N_FENCE, "the fence sequence");
+		dlsm_plan_run_catalog(DLSM_C_FENCE, NULL, NULL, 1);
 		*fence = single_int8(A_FENCE_VALUE);
 		remember_grant(name, *fence, entry);
 	}
@@ -356,9 +352,7 @@ dlsm_named_unlock(const char *name, int64 fence)
 		check_lease_role(name, lease.role, "release");
 	values[P_LEASE_NAME] = CStringGetTextDatum(name);
 	values[P_LEASE_FENCE] = Int64GetDatum(fence);
-	dlsm_plan_expect(dlsm_plan_execute_catalog(DLSM_C_LEASE_RELEASE, values,
-											   NULL, 0),
-					 SPI_OK_DELETE, 0, "releasing a lease");
+	dlsm_plan_run_catalog(DLSM_C_LEASE_RELEASE, values, NULL, 0);
 	if (SPI_processed == 0)
 		return false;
 	dlsm_wake_claimers_at_commit();
@@ -381,9 +375,7 @@ dlsm_named_refresh(const char *name, int64 fence, int64 lease_us)
 	values[P_REFRESH_NAME] = CStringGetTextDatum(name);
 	values[P_REFRESH_FENCE] = Int64GetDatum(fence);
 	values[P_REFRESH_LEASE] = IntervalPGetDatum(lease);
-	dlsm_plan_expect(dlsm_plan_execute_catalog(DLSM_C_LEASE_REFRESH, values,
-											   NULL, 0),
-					 SPI_OK_UPDATE_RETURNING, N_REFRESH, "refreshing a lease");
+	dlsm_plan_run_catalog(DLSM_C_LEASE_REFRESH, values, NULL, 0);
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -399,8 +391,6 @@ dlsm_named_refresh(const char *name, int64 fence, int64 lease_us)
 int64
 dlsm_named_purge(void)
 {
-	dlsm_plan_expect(dlsm_plan_execute_catalog(DLSM_C_LEASE_PURGE, NULL,
-											   NULL, 0),
-					 SPI_OK_DELETE, 0, "deleting expired leases");
+	dlsm_plan_run_catalog(DLSM_C_LEASE_PURGE, NULL, NULL, 0);
 	return (int64) SPI_processed;
 }

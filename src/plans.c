@@ -113,6 +113,9 @@ typedef struct DlsmQueryDef
 	const char *text;
 	int			nargs;
 	Oid			argtypes[MAX_PARAMS];
+	int			expected;		/* SPI result code */
+	int			end;			/* its result columns' N_ value, or 0 */
+	const char *what;			/* the statement, in an error */
 } DlsmQueryDef;
 
 static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
@@ -121,7 +124,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" WHERE {status} {=} 'new' AND {id} {>} $1"
 		" AND run_at {<=} pg_catalog.clock_timestamp()"
 		" ORDER BY {id} LIMIT $2",
-		N_SCAN_PARAMS, {INT8OID, INT8OID}
+		N_SCAN_PARAMS, {INT8OID, INT8OID},
+		SPI_OK_SELECT, N_SCAN, "the candidate scan"
 	},
 	[DLSM_Q_ENTITY_STATE] = {
 		"SELECT c.st, c.cid, EXISTS (SELECT 1 FROM {q} o"
@@ -130,7 +134,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  SELECT {status} AS st, {id} AS cid FROM {q}"
 		"  WHERE {entity} {=} $1 AND {kind} {=} 'create'"
 		"  ORDER BY {id} LIMIT 1) c ON true",
-		N_ENTITY_STATE_PARAMS, {TEXTOID, INT8OID}
+		N_ENTITY_STATE_PARAMS, {TEXTOID, INT8OID},
+		SPI_OK_SELECT, N_ENTITY_STATE, "the entity state query"
 	},
 	[DLSM_Q_CLAIM_SINGLES] = {
 		/*
@@ -154,7 +159,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  FOR UPDATE OF c SKIP LOCKED)"
 		" RETURNING t.{id}, t.{kind}, t.{entity}, t.payload, t.{pid}{pidout},"
 		" t.fence, t.lease_until",
-		N_CLAIM_SINGLES_PARAMS, {INT8ARRAYOID, UUIDOID, INTERVALOID, INT4OID}
+		N_CLAIM_SINGLES_PARAMS, {INT8ARRAYOID, UUIDOID, INTERVALOID, INT4OID},
+		SPI_OK_UPDATE_RETURNING, N_CLAIM, "a claim"
 	},
 	[DLSM_Q_CLAIM_GROUP] = {
 		/*
@@ -182,7 +188,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"   9223372036854775807)"
 		"  ORDER BY {id} FOR UPDATE SKIP LOCKED)"
 		CLAIM_RETURNING,
-		N_CLAIM_GROUP_PARAMS, {INT8OID, UUIDOID, INTERVALOID, INT4OID, TEXTOID}
+		N_CLAIM_GROUP_PARAMS, {INT8OID, UUIDOID, INTERVALOID, INT4OID, TEXTOID},
+		SPI_OK_UPDATE_RETURNING, N_CLAIM, "a claim"
 	},
 	[DLSM_Q_FAIL_UPDATES] = {
 		"UPDATE {q} SET {status} = 'error',"
@@ -190,7 +197,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" WHERE {id} {=} ANY (SELECT {id} FROM {q}"
 		"  WHERE {entity} {=} $1 AND {kind} {=} 'update'"
 		"  AND {status} {=} 'new' FOR UPDATE SKIP LOCKED)",
-		N_FAIL_UPDATES_PARAMS, {TEXTOID, TEXTOID}
+		N_FAIL_UPDATES_PARAMS, {TEXTOID, TEXTOID},
+		SPI_OK_UPDATE, 0, "failing updates"
 	},
 	[DLSM_Q_GROUP_BUSY] = {
 		"SELECT CASE"
@@ -201,7 +209,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  AND {kind} {=} 'create' AND {status} {<>} 'complete')"
 		" THEN 'The create request of this entity is not complete.'"
 		" END",
-		N_GROUP_BUSY_PARAMS, {TEXTOID, UUIDOID}
+		N_GROUP_BUSY_PARAMS, {TEXTOID, UUIDOID},
+		SPI_OK_SELECT, N_GROUP_BUSY, "the group check"
 	},
 	[DLSM_Q_GROUP] = {
 		/*
@@ -226,14 +235,16 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"   WHERE {entity} {=} $1 AND {status} {=} 'new'"
 		"   AND {kind} {<>} 'update'), 9223372036854775807)"
 		"  ORDER BY {id} FOR UPDATE NOWAIT)",
-		N_GROUP_PARAMS, {TEXTOID, UUIDOID, INTERVALOID}
+		N_GROUP_PARAMS, {TEXTOID, UUIDOID, INTERVALOID},
+		SPI_OK_UPDATE, 0, "grouping updates"
 	},
 	[DLSM_Q_SETTLE_FINAL] = {
 		"UPDATE {q} t SET {status} = $2,"
 		" settled_at = pg_catalog.clock_timestamp(), detail = $3"
 		" WHERE {pid} {=} ANY ($1{pidarr}) AND {status} {=} 'in-progress'"
 		" RETURNING {pid}{pidout}",
-		N_SETTLE_FINAL_PARAMS, {UUIDARRAYOID, TEXTOID, TEXTOID}
+		N_SETTLE_FINAL_PARAMS, {UUIDARRAYOID, TEXTOID, TEXTOID},
+		SPI_OK_UPDATE_RETURNING, N_SETTLE, "a settle"
 	},
 	[DLSM_Q_SETTLE_RETRY] = {
 		/* one clock for the statement: a unit comes back as one unit */
@@ -248,7 +259,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" FROM u"
 		" WHERE {pid} {=} ANY ($1{pidarr}) AND {status} {=} 'in-progress'"
 		" RETURNING {pid}{pidout}",
-		N_SETTLE_RETRY_PARAMS, {UUIDARRAYOID, TEXTOID, INTERVALOID, INT4OID}
+		N_SETTLE_RETRY_PARAMS, {UUIDARRAYOID, TEXTOID, INTERVALOID, INT4OID},
+		SPI_OK_UPDATE_RETURNING, N_SETTLE, "a settle"
 	},
 	[DLSM_Q_HEARTBEAT] = {
 		"WITH u AS MATERIALIZED"
@@ -256,7 +268,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" UPDATE {q} SET lease_until = u.until FROM u"
 		" WHERE {pid} {=} $1{pidin} AND {status} {=} 'in-progress'"
 		" RETURNING u.until",
-		N_HEARTBEAT_PARAMS, {UUIDOID, INTERVALOID}
+		N_HEARTBEAT_PARAMS, {UUIDOID, INTERVALOID},
+		SPI_OK_UPDATE_RETURNING, N_HEARTBEAT, "a heartbeat"
 	},
 	[DLSM_Q_REAP] = {
 		/*
@@ -283,7 +296,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" WHERE t.{id} {=} ANY (SELECT {id} FROM expired"
 		"  WHERE {pid} {=} ANY (SELECT {pid} FROM whole))"
 		" RETURNING t.{status}",
-		N_REAP_PARAMS, {INT4OID}
+		N_REAP_PARAMS, {INT4OID},
+		SPI_OK_UPDATE_RETURNING, N_REAP, "the reaper"
 	},
 	[DLSM_Q_PURGE] = {
 		/* oldest settled rows first */
@@ -291,7 +305,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" WHERE {status} {=} ANY ('{complete,error}'::pg_catalog.text[])"
 		" AND settled_at {<} (pg_catalog.clock_timestamp() {-} $1)"
 		" ORDER BY {id} LIMIT $2 FOR UPDATE SKIP LOCKED))",
-		N_PURGE_PARAMS, {INTERVALOID, INT4OID}
+		N_PURGE_PARAMS, {INTERVALOID, INT4OID},
+		SPI_OK_DELETE, 0, "the retention pass"
 	},
 	[DLSM_Q_STATS] = {
 		"SELECT"
@@ -316,19 +331,22 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" pg_catalog.now() {-} pg_catalog.min(claimed_at)"
 		"  FILTER (WHERE {status} {=} 'in-progress')"
 		" FROM {q} t",
-		N_STATS_PARAMS, {OIDOID}
+		N_STATS_PARAMS, {OIDOID},
+		SPI_OK_SELECT, N_STATS, "the queue statistics"
 	},
 	[DLSM_Q_CAPTURE] = {
 		"INSERT INTO {q} ({entity}, {kind}, payload)"
 		" VALUES ($1, $2, pg_catalog.jsonb_build_object('op', $3, 'table', $4,"
 		"  'old', $5::pg_catalog.jsonb, 'new', $6::pg_catalog.jsonb))",
-		N_CAPTURE_PARAMS, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONOID, JSONOID}
+		N_CAPTURE_PARAMS, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONOID, JSONOID},
+		SPI_OK_INSERT, 0, "a captured change"
 	},
 	[DLSM_Q_ENQUEUE] = {
 		"INSERT INTO {q} ({entity}, {kind}, payload, run_at)"
 		" VALUES ($1, $2, $3, COALESCE($4, pg_catalog.now()))"
 		" RETURNING {id}",
-		N_ENQUEUE_PARAMS, {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
+		N_ENQUEUE_PARAMS, {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID},
+		SPI_OK_INSERT_RETURNING, N_ENQUEUE, "an enqueue"
 	},
 };
 
@@ -338,7 +356,8 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		" entity_column, process_id_column, retention, handler,"
 		" handler_timeout"
 		" FROM {queues} WHERE queue {=} $1",
-		N_LOOKUP_PARAMS, {REGCLASSOID}
+		N_LOOKUP_PARAMS, {REGCLASSOID},
+		SPI_OK_SELECT, N_LOOKUP, "the dlsm registry lookup"
 	},
 	[DLSM_C_REGISTER] = {
 		"INSERT INTO {queues}"
@@ -347,15 +366,18 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		"  process_id_column)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
 		N_REGISTER_PARAMS, {REGCLASSOID, TEXTOID, INT4OID, INTERVALOID,
-		REGROLEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID}
+		REGROLEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID},
+		SPI_OK_INSERT, 0, "registering a queue"
 	},
 	[DLSM_C_UNREGISTER] = {
 		"DELETE FROM {queues} WHERE queue {=} $1",
-		N_UNREGISTER_PARAMS, {REGCLASSOID}
+		N_UNREGISTER_PARAMS, {REGCLASSOID},
+		SPI_OK_DELETE, 0, "unregistering a queue"
 	},
 	[DLSM_C_SET_HANDLER] = {
 		"UPDATE {queues} SET handler = $2 WHERE queue {=} $1",
-		N_SET_HANDLER_PARAMS, {REGCLASSOID, TEXTOID}
+		N_SET_HANDLER_PARAMS, {REGCLASSOID, TEXTOID},
+		SPI_OK_UPDATE, 0, "setting a handler"
 	},
 	[DLSM_C_ALTER] = {
 		/* NULL leaves a setting as it is; a zero retention clears it */
@@ -366,42 +388,50 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		" handler_timeout = COALESCE($5, handler_timeout)"
 		" WHERE queue {=} $1",
 		N_ALTER_PARAMS, {REGCLASSOID, TEXTOID, INT4OID, INTERVALOID,
-		INTERVALOID}
+		INTERVALOID},
+		SPI_OK_UPDATE, 0, "changing a queue"
 	},
 	[DLSM_C_LIST] = {
 		"SELECT queue FROM {queues} ORDER BY queue",
-		0, {InvalidOid}
+		0, {InvalidOid},
+		SPI_OK_SELECT, N_LIST, "the dlsm registry list"
 	},
 	[DLSM_C_CAPTURE_ADD] = {
 		"INSERT INTO {captures}"
 		" (source, queue, trigger_name, kind, entity_columns, columns)"
 		" VALUES ($1, $2, $3, $4, $5, $6)",
 		N_CAPTURE_ADD_PARAMS, {REGCLASSOID, REGCLASSOID, NAMEOID, TEXTOID,
-		NAMEARRAYOID, NAMEARRAYOID}
+		NAMEARRAYOID, NAMEARRAYOID},
+		SPI_OK_INSERT, 0, "registering a capture"
 	},
 	[DLSM_C_CAPTURE_REMOVE] = {
 		"DELETE FROM {captures} WHERE source {=} $1 AND trigger_name {=} $2",
-		N_CAPTURE_KEY_PARAMS, {REGCLASSOID, NAMEOID}
+		N_CAPTURE_KEY_PARAMS, {REGCLASSOID, NAMEOID},
+		SPI_OK_DELETE, 0, "unregistering a capture"
 	},
 	[DLSM_C_CAPTURE_READ] = {
 		"SELECT queue, kind, entity_columns, columns FROM {captures}"
 		" WHERE source {=} $1 AND trigger_name {=} $2",
-		N_CAPTURE_KEY_PARAMS, {REGCLASSOID, NAMEOID}
+		N_CAPTURE_KEY_PARAMS, {REGCLASSOID, NAMEOID},
+		SPI_OK_SELECT, N_CAPTURE_READ, "reading a capture"
 	},
 	[DLSM_C_CAPTURE_TRIGGER] = {
 		"SELECT trigger_name FROM {captures}"
 		" WHERE source {=} $1 AND queue {=} $2",
-		N_CAPTURE_TRIGGER_PARAMS, {REGCLASSOID, REGCLASSOID}
+		N_CAPTURE_TRIGGER_PARAMS, {REGCLASSOID, REGCLASSOID},
+		SPI_OK_SELECT, N_CAPTURE_TRIGGER, "a capture lookup"
 	},
 	[DLSM_C_CAPTURED_INTO] = {
 		"SELECT source FROM {captures} WHERE queue {=} $1 LIMIT 1",
-		N_CAPTURED_INTO_PARAMS, {REGCLASSOID}
+		N_CAPTURED_INTO_PARAMS, {REGCLASSOID},
+		SPI_OK_SELECT, N_CAPTURED_INTO, "a capture lookup"
 	},
 	[DLSM_C_LEASE_READ] = {
 		"SELECT fence, lease_until,"
 		" lease_until {<} pg_catalog.clock_timestamp(), holder_role"
 		" FROM {leases} WHERE name {=} $1",
-		N_LEASE_READ_PARAMS, {TEXTOID}
+		N_LEASE_READ_PARAMS, {TEXTOID},
+		SPI_OK_SELECT, N_LEASE_READ, "reading a lease"
 	},
 	[DLSM_C_LEASE_TAKE] = {
 		/* take it unless a live lease holds it */
@@ -416,30 +446,36 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		"  lease_until = excluded.lease_until"
 		"  WHERE l.lease_until {<} excluded.acquired_at"
 		" RETURNING fence",
-		N_LEASE_TAKE_PARAMS, {TEXTOID, INTERVALOID, TEXTOID, REGROLEOID}
+		N_LEASE_TAKE_PARAMS, {TEXTOID, INTERVALOID, TEXTOID, REGROLEOID},
+		SPI_OK_INSERT_RETURNING, N_FENCE, "taking a lease"
 	},
 	[DLSM_C_LEASE_RELEASE] = {
 		"DELETE FROM {leases} WHERE name {=} $1 AND fence {=} $2",
-		N_LEASE_RELEASE_PARAMS, {TEXTOID, INT8OID}
+		N_LEASE_RELEASE_PARAMS, {TEXTOID, INT8OID},
+		SPI_OK_DELETE, 0, "releasing a lease"
 	},
 	[DLSM_C_LEASE_REFRESH] = {
 		ONE_CLOCK
 		" UPDATE {leases} SET lease_until = u.now {+} $3 FROM u"
 		" WHERE name {=} $1 AND fence {=} $2 RETURNING lease_until",
-		N_LEASE_REFRESH_PARAMS, {TEXTOID, INT8OID, INTERVALOID}
+		N_LEASE_REFRESH_PARAMS, {TEXTOID, INT8OID, INTERVALOID},
+		SPI_OK_UPDATE_RETURNING, N_REFRESH, "refreshing a lease"
 	},
 	[DLSM_C_LEASE_PURGE] = {
 		"DELETE FROM {leases} WHERE lease_until {<} pg_catalog.clock_timestamp()",
-		0, {InvalidOid}
+		0, {InvalidOid},
+		SPI_OK_DELETE, 0, "deleting expired leases"
 	},
 	[DLSM_C_LEASE_LIST] = {
 		"SELECT name, fence, holder, acquired_at, lease_until FROM {leases}"
 		" ORDER BY name",
-		0, {InvalidOid}
+		0, {InvalidOid},
+		SPI_OK_SELECT, N_LEASE_LIST, "listing leases"
 	},
 	[DLSM_C_FENCE] = {
 		"SELECT pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass)",
-		0, {InvalidOid}
+		0, {InvalidOid},
+		SPI_OK_SELECT, N_FENCE, "the fence sequence"
 	},
 	[DLSM_C_FENCE_FLOOR] = {
 		/* the sequence's value after raising it to $1 if it was below */
@@ -448,7 +484,8 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		" THEN pg_catalog.setval({fence_seq}::pg_catalog.oid::pg_catalog.regclass, $1)"
 		" ELSE pg_catalog.pg_sequence_last_value("
 		"  {fence_seq}::pg_catalog.oid::pg_catalog.regclass) END",
-		N_FENCE_FLOOR_PARAMS, {INT8OID}
+		N_FENCE_FLOOR_PARAMS, {INT8OID},
+		SPI_OK_SELECT, N_FENCE, "raising the fence floor"
 	},
 };
 
@@ -649,15 +686,19 @@ prepare_kept(const char *text, const DlsmQueryDef *def)
 	return plan;
 }
 
-static int
-execute(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only,
-		long count)
+/*
+ * Check a statement's result against what def expects: its SPI code and,
+ * when it returned rows, its result columns.  Returns the rows processed.
+ */
+static uint64
+check(int rc, const DlsmQueryDef *def)
 {
-	int			rc = SPI_execute_plan(plan, values, nulls, read_only, count);
-
-	if (rc < 0)
-		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
-	return rc;
+	if (rc != def->expected)
+		elog(ERROR, "unexpected result from %s: %s", def->what,
+			 SPI_result_code_string(rc));
+	Assert(SPI_tuptable == NULL || def->end == 0 ||
+		   SPI_tuptable->tupdesc->natts == def->end - 1);
+	return SPI_processed;
 }
 
 /* Run DDL built from a template; not kept, it runs once. */
@@ -677,26 +718,40 @@ execute_utility(const char *template, const Subst *subst, int n)
  * ---------------------------------------------------------------------
  */
 
+/* The placeholders of a queue's names, filled into the first entries. */
+#define NUM_NAME_SUBSTS 9
+
+static void
+name_substs(const DlsmQueueNames *names, Subst *subst)
+{
+	const Subst fill[NUM_NAME_SUBSTS] = {
+		{"q", names->relname},
+		{"id", names->id},
+		{"status", names->status},
+		{"kind", names->kind},
+		{"entity", names->entity},
+		{"pid", names->process_id},
+		{"pidin", names->pid_is_text ? "::pg_catalog.text" : ""},
+		{"pidarr", names->pid_is_text ? "::pg_catalog.text[]" : ""},
+		{"pidout", names->pid_is_text ? "::pg_catalog.uuid" : ""},
+	};
+
+	memcpy(subst, fill, sizeof(fill));
+}
+
 static SPIPlanPtr
 queue_plan(DlsmPlanSet *set, DlsmQueryId query)
 {
 	if (set->plans[query] == NULL)
 	{
-		const DlsmQueueNames *names = &set->names;
-		Subst		subst[] = {
-			{"q", names->relname},
-			{"id", names->id},
-			{"status", names->status},
-			{"kind", names->kind},
-			{"entity", names->entity},
-			{"pid", names->process_id},
-			{"pidin", names->pid_is_text ? "::pg_catalog.text" : ""},
-			{"pidarr", names->pid_is_text ? "::pg_catalog.text[]" : ""},
-			{"pidout", names->pid_is_text ? "::pg_catalog.uuid" : ""},
-			{"fence_seq", psprintf("%u", dlsm_extension_object(DLSM_OBJ_FENCE_SEQ))},
-		};
-		char	   *text = expand(queue_queries[query].text, subst,
-								  lengthof(subst));
+		Subst		subst[NUM_NAME_SUBSTS + 1];
+		char	   *text;
+
+		name_substs(&set->names, subst);
+		subst[NUM_NAME_SUBSTS].name = "fence_seq";
+		subst[NUM_NAME_SUBSTS].value =
+			psprintf("%u", dlsm_extension_object(DLSM_OBJ_FENCE_SEQ));
+		text = expand(queue_queries[query].text, subst, lengthof(subst));
 
 		set->plans[query] = prepare_kept(text, &queue_queries[query]);
 		pfree(text);
@@ -705,20 +760,23 @@ queue_plan(DlsmPlanSet *set, DlsmQueryId query)
 }
 
 /*
- * Run one of a queue's statements as the current user; the caller holds
- * an SPI connection.  Returns the SPI result code; rows are in
- * SPI_tuptable.
+ * Run one of a queue's statements as the current user, and check its
+ * result; returns the rows processed, which are in SPI_tuptable.  The
+ * caller holds an SPI connection.
  *
  * NB: even the pure reads run with read_only = false, which gives each
  * statement a fresh snapshot in READ COMMITTED: a claim must see what
  * committed before it took an entity lock, and a waiting claim must see
  * rows enqueued while it slept.
  */
-int
-dlsm_plan_execute(DlsmPlanSet *set, DlsmQueryId query, Datum *values,
-				  const char *nulls, long count)
+uint64
+dlsm_plan_run(DlsmPlanSet *set, DlsmQueryId query, Datum *values,
+			  const char *nulls, long count)
 {
-	return execute(queue_plan(set, query), values, nulls, false, count);
+	SPIPlanPtr	plan = queue_plan(set, query);
+
+	return check(SPI_execute_plan(plan, values, nulls, false, count),
+				 &queue_queries[query]);
 }
 
 /* Free a queue's kept plans; none of them may be running. */
@@ -804,14 +862,15 @@ catalog_plan(DlsmCatalogQueryId query)
 }
 
 /*
- * Run one of the statements on dlsm's own tables as the extension's
- * owner, with a fresh snapshot (latest, when latest): it must see what
- * committed a moment ago, whatever the transaction's isolation.  The
- * caller holds an SPI connection and checked the caller's rights.
+ * Run one of the statements on dlsm's own tables as the extension's owner,
+ * with a fresh snapshot (the latest, when latest: it must see what
+ * committed a moment ago, whatever the transaction's isolation), and check
+ * its result; returns the rows processed.  The caller holds an SPI
+ * connection and checked the caller's rights.
  */
-static int
-execute_catalog(DlsmCatalogQueryId query, Datum *values, const char *nulls,
-				long count, bool latest)
+static uint64
+run_catalog(DlsmCatalogQueryId query, Datum *values, const char *nulls,
+			long count, bool latest)
 {
 	Oid			owner = dlsm_extension_owner();
 	DlsmIdentity saved;
@@ -827,46 +886,45 @@ execute_catalog(DlsmCatalogQueryId query, Datum *values, const char *nulls,
 	else
 		rc = SPI_execute_plan(plan, values, nulls, false, count);
 	dlsm_identity_restore(&saved);
-	if (rc < 0)
-		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
-	return rc;
+	return check(rc, &catalog_queries[query]);
 }
 
 /* Run a statement that writes dlsm's own tables, as their owner. */
-int
-dlsm_plan_execute_catalog(DlsmCatalogQueryId query, Datum *values,
-						  const char *nulls, long count)
+uint64
+dlsm_plan_run_catalog(DlsmCatalogQueryId query, Datum *values,
+					  const char *nulls, long count)
 {
-	return execute_catalog(query, values, nulls, count, false);
+	return run_catalog(query, values, nulls, count, false);
 }
 
 /* Read dlsm's own tables as their owner, with the latest snapshot. */
-int
+uint64
 dlsm_plan_read_catalog(DlsmCatalogQueryId query, Datum *values,
 					   const char *nulls, long count)
 {
-	return execute_catalog(query, values, nulls, count, true);
+	return run_catalog(query, values, nulls, count, true);
+}
+
+/* Open the SPI connection of a call into dlsm. */
+void
+dlsm_plan_connect(void)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+/* Close it. */
+void
+dlsm_plan_finish(void)
+{
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
 }
 
 /* ---------------------------------------------------------------------
  * Results
  * ---------------------------------------------------------------------
  */
-
-/*
- * Check a statement's result: SPI code expected and, when it returned
- * rows, the columns its enum ends with (end, its N_ value; 0: no check).
- * what names the statement in the error.
- */
-void
-dlsm_plan_expect(int rc, int expected, int end, const char *what)
-{
-	if (rc != expected)
-		elog(ERROR, "unexpected result from %s: %s", what,
-			 SPI_result_code_string(rc));
-	Assert(SPI_tuptable == NULL || end == 0 ||
-		   SPI_tuptable->tupdesc->natts == end - 1);
-}
 
 /* Column attno of row of the last result. */
 Datum
@@ -943,31 +1001,30 @@ void
 dlsm_plan_adopt_table(const DlsmQueueNames *names, const char *schema,
 					  const char *const *index_names, bool creates_index)
 {
-	Subst		subst[] = {
-		{"q", names->relname},
-		{"id", names->id},
-		{"status", names->status},
-		{"kind", names->kind},
-		{"entity", names->entity},
-		{"pid", names->process_id},
-		{"ready", index_names[DLSM_INDEX_READY]},
-		{"open", index_names[DLSM_INDEX_OPEN]},
-		{"held", index_names[DLSM_INDEX_HELD]},
-		{"creates", index_names[DLSM_INDEX_CREATES]},
-		{"ext", quote_identifier(dlsm_extension_schema())},
-		{"new_indexes", new_indexes_literal(schema, index_names,
-											creates_index)},
-		{"creates_index", ""},
-		{"drop_duplicates", ""},
+	enum
+	{
+		S_READY = NUM_NAME_SUBSTS, S_OPEN, S_HELD, S_CREATES, S_EXT,
+		S_NEW_INDEXES, S_CREATES_INDEX, S_DROP_DUPLICATES, NUM_SUBSTS
 	};
-
+	Subst		subst[NUM_SUBSTS] = {
+		[S_READY] = {"ready", index_names[DLSM_INDEX_READY]},
+		[S_OPEN] = {"open", index_names[DLSM_INDEX_OPEN]},
+		[S_HELD] = {"held", index_names[DLSM_INDEX_HELD]},
+		[S_CREATES] = {"creates", index_names[DLSM_INDEX_CREATES]},
+		[S_EXT] = {"ext", quote_identifier(dlsm_extension_schema())},
+		[S_NEW_INDEXES] = {"new_indexes", new_indexes_literal(schema, index_names,
+															  creates_index)},
+		[S_CREATES_INDEX] = {"creates_index", ""},
+		[S_DROP_DUPLICATES] = {"drop_duplicates", ""},
+	};
 	int			nest_level;
 
 	/* the last two are built from the template with the others */
-	subst[lengthof(subst) - 2].value = creates_index ?
-		expand(creates_index_text, subst, lengthof(subst) - 2) : "";
-	subst[lengthof(subst) - 1].value =
-		expand(drop_duplicates_text, subst, lengthof(subst) - 2);
+	name_substs(names, subst);
+	subst[S_CREATES_INDEX].value = creates_index ?
+		expand(creates_index_text, subst, S_CREATES_INDEX) : "";
+	subst[S_DROP_DUPLICATES].value =
+		expand(drop_duplicates_text, subst, S_CREATES_INDEX);
 
 	/* "column ... already exists, skipping" says nothing to the caller */
 	nest_level = NewGUCNestLevel();

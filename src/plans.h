@@ -170,8 +170,8 @@ typedef struct DlsmPlanSet
 	SPIPlanPtr	plans[DLSM_NUM_QUERIES];
 } DlsmPlanSet;
 
-extern int	dlsm_plan_execute(DlsmPlanSet *set, DlsmQueryId query,
-							  Datum *values, const char *nulls, long count);
+extern uint64 dlsm_plan_run(DlsmPlanSet *set, DlsmQueryId query,
+							 Datum *values, const char *nulls, long count);
 extern void dlsm_plan_free(DlsmPlanSet *set);
 
 /* ---- statements on dlsm's own tables ---- */
@@ -307,16 +307,16 @@ enum
 	A_FENCE_VALUE = 1, N_FENCE
 };
 
-extern int	dlsm_plan_execute_catalog(DlsmCatalogQueryId query,
-									  Datum *values, const char *nulls,
-									  long count);
-extern int	dlsm_plan_read_catalog(DlsmCatalogQueryId query,
-								   Datum *values, const char *nulls,
-								   long count);
+extern uint64 dlsm_plan_run_catalog(DlsmCatalogQueryId query,
+									Datum *values, const char *nulls,
+									long count);
+extern uint64 dlsm_plan_read_catalog(DlsmCatalogQueryId query,
+									 Datum *values, const char *nulls,
+									 long count);
+extern void dlsm_plan_connect(void);
+extern void dlsm_plan_finish(void);
 
 /* ---- reading results ---- */
-extern void dlsm_plan_expect(int rc, int expected, int end,
-							 const char *what);
 extern Datum dlsm_plan_value(uint64 row, int attno, bool *isnull);
 extern char *dlsm_plan_text(uint64 row, int attno);
 

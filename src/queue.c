@@ -54,7 +54,7 @@
 #include "utils/relcache.h"
 #include "utils/syscache.h"
 
-#include "compat.h"
+#include "cache.h"
 #include "extension.h"
 #include "queue.h"
 
@@ -77,8 +77,11 @@ static MemoryContext cache_context = NULL;
 static List *descriptors = NIL;	/* every live DlsmQueue, current or not */
 static List *pins = NIL;		/* of QueuePin, newest last */
 
-/* The columns of a queue dlsm created, by role. */
-static const char *const default_columns[DLSM_NUM_COLUMNS] = {
+/*
+ * The columns of a queue dlsm created, by role; also the names of
+ * dlsm_register_queue's arguments that map them.
+ */
+const char *const dlsm_queue_columns[DLSM_NUM_COLUMNS] = {
 	[DLSM_COL_ID] = "id",
 	[DLSM_COL_STATUS] = "status",
 	[DLSM_COL_KIND] = "kind",
@@ -346,8 +349,7 @@ load(Oid relid)
 	DlsmQueue  *queue;
 
 	values[P_LOOKUP_QUEUE] = ObjectIdGetDatum(relid);
-	dlsm_plan_expect(dlsm_plan_read_catalog(DLSM_C_LOOKUP, values, NULL, 1),
-					 SPI_OK_SELECT, N_LOOKUP, "the dlsm registry lookup");
+	dlsm_plan_read_catalog(DLSM_C_LOOKUP, values, NULL, 1);
 	classtup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	if (SPI_processed == 0 || !HeapTupleIsValid(classtup))
 	{
@@ -366,20 +368,6 @@ load(Oid relid)
 	ReleaseSysCache(classtup);
 	SPI_freetuptable(SPI_tuptable);
 	return queue;
-}
-
-static void
-create_cache(void)
-{
-	HASHCTL		ctl;
-
-	cache_context = AllocSetContextCreate(TopMemoryContext, "dlsm queues",
-										  ALLOCSET_SMALL_SIZES);
-	ctl.keysize = sizeof(Oid);
-	ctl.entrysize = sizeof(QueueEntry);
-	ctl.hcxt = cache_context;
-	queue_cache = hash_create("dlsm queues", 16, &ctl,
-							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
 /*
@@ -429,7 +417,12 @@ dlsm_queue_open(Oid relid, int flags)
 	bool		found;
 
 	if (queue_cache == NULL)
-		create_cache();
+	{
+		cache_context = AllocSetContextCreate(TopMemoryContext, "dlsm queues",
+											  ALLOCSET_SMALL_SIZES);
+		queue_cache = dlsm_cache_create("dlsm queues", sizeof(QueueEntry),
+										cache_context);
+	}
 	(void) dlsm_extension_schema(); /* follows a re-created extension */
 	entry = hash_search(queue_cache, &relid, HASH_ENTER, &found);
 	if (!found)
@@ -546,11 +539,7 @@ static void
 write_registry(DlsmCatalogQueryId query, Oid relid, Datum *values,
 			   const char *nulls)
 {
-	int			rc = dlsm_plan_execute_catalog(query, values, nulls, 0);
-
-	if (rc != SPI_OK_INSERT && rc != SPI_OK_DELETE && rc != SPI_OK_UPDATE)
-		elog(ERROR, "unexpected result from a dlsm registry change: %s",
-			 SPI_result_code_string(rc));
+	(void) dlsm_plan_run_catalog(query, values, nulls, 0);
 	Async_Notify("dlsm", "queues");
 	CacheInvalidateRelcacheByRelid(relid);
 }
@@ -627,7 +616,7 @@ dlsm_queue_create(const char *name, DlsmQueueOptions *opts)
 	relid = get_relname_relid(rv->relname, nspid);
 	if (!OidIsValid(relid))
 		elog(ERROR, "queue table \"%s\" was not created", rv->relname);
-	register_queue(relid, default_columns, rv->relname, opts);
+	register_queue(relid, dlsm_queue_columns, rv->relname, opts);
 	return relid;
 }
 
@@ -840,9 +829,7 @@ check_not_captured_into(Oid relid)
 	Oid			source = InvalidOid;
 
 	values[P_CAPTURED_INTO_QUEUE] = ObjectIdGetDatum(relid);
-	dlsm_plan_expect(dlsm_plan_read_catalog(DLSM_C_CAPTURED_INTO, values,
-											NULL, 1),
-					 SPI_OK_SELECT, N_CAPTURED_INTO, "a capture lookup");
+	dlsm_plan_read_catalog(DLSM_C_CAPTURED_INTO, values, NULL, 1);
 	if (SPI_processed == 1)
 		source = DatumGetObjectId(dlsm_plan_value(0, A_CAPTURED_INTO_SOURCE,
 												  &isnull));
@@ -939,8 +926,7 @@ dlsm_queue_list(void)
 	List	   *queues = NIL;
 	MemoryContext caller = CurrentMemoryContext;
 
-	dlsm_plan_expect(dlsm_plan_read_catalog(DLSM_C_LIST, NULL, NULL, 0),
-					 SPI_OK_SELECT, N_LIST, "the dlsm registry list");
+	dlsm_plan_read_catalog(DLSM_C_LIST, NULL, NULL, 0);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;

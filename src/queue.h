@@ -65,6 +65,8 @@ enum
 	DLSM_COL_PROCESS_ID, DLSM_NUM_COLUMNS
 };
 
+extern const char *const dlsm_queue_columns[DLSM_NUM_COLUMNS];
+
 extern void dlsm_queue_init(void);
 /* Flags of dlsm_queue_open. */
 #define DLSM_QUEUE_MISSING_OK	0x01	/* NULL when not a queue */

@@ -29,6 +29,8 @@
  *	named[]							the backend whose pid is in the entry
  *	listen_db[], listeners[]		any backend, at its (UN)LISTEN's commit
  *
+ * Calls nothing of dlsm.
+ *
  * Copyright (c) 2026, dlsm developers
  *
  * IDENTIFICATION
@@ -126,6 +128,19 @@ dlsm_shmem_init(void)
 	shmem_startup_hook = shmem_startup;
 }
 
+/*
+ * Take the lock in mode, if there is shared state; false when there is
+ * none (the library was not preloaded).
+ */
+static bool
+lock_state(LWLockMode mode)
+{
+	if (shared == NULL)
+		return false;
+	LWLockAcquire(shared->lock, mode);
+	return true;
+}
+
 /* Is the shared state there (was the library preloaded)? */
 bool
 dlsm_shmem_available(void)
@@ -190,6 +205,19 @@ dlsm_shmem_cancel_wait(void)
  * ---------------------------------------------------------------------
  */
 
+/*
+ * End an attach of this process to the shared state: release the lock and,
+ * when ok, arrange for detach to run at exit.  Returns ok.
+ */
+static bool
+attached(bool ok, pg_on_exit_callback detach)
+{
+	LWLockRelease(shared->lock);
+	if (ok)
+		before_shmem_exit(detach, (Datum) 0);
+	return ok;
+}
+
 static void
 launcher_detach(int code, Datum arg)
 {
@@ -215,10 +243,7 @@ dlsm_shmem_launcher_attach(void)
 		shared->launcher_pid = MyProcPid;
 		shared->launcher_latch = MyLatch;
 	}
-	LWLockRelease(shared->lock);
-	if (ok)
-		before_shmem_exit(launcher_detach, (Datum) 0);
-	return ok;
+	return attached(ok, launcher_detach);
 }
 
 /*
@@ -228,9 +253,8 @@ dlsm_shmem_launcher_attach(void)
 void
 dlsm_shmem_wake_launcher(void)
 {
-	if (shared == NULL)
+	if (!lock_state(LW_EXCLUSIVE))
 		return;
-	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	shared->rescan = true;
 	shared->pokes++;
 	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
@@ -368,10 +392,7 @@ dlsm_shmem_worker_attach(Oid dboid)
 		slot->no_extension = false;
 		my_slot = slot;
 	}
-	LWLockRelease(shared->lock);
-	if (ok)
-		before_shmem_exit(worker_detach, (Datum) 0);
-	return ok;
+	return attached(ok, worker_detach);
 }
 
 /* How many times the launcher was poked so far. */
@@ -451,9 +472,8 @@ dlsm_shmem_worker_pause(Oid dboid, int pause_ms)
 	DlsmSlot   *slot;
 	pid_t		pid = 0;
 
-	if (shared == NULL)
+	if (!lock_state(LW_EXCLUSIVE))
 		return 0;
-	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	slot = slot_for(dboid, true);
 	if (slot != NULL)
 	{
@@ -483,9 +503,8 @@ dlsm_shmem_worker_gone(Oid dboid, pid_t pid)
 void
 dlsm_shmem_wake_worker(Oid dboid)
 {
-	if (shared == NULL)
+	if (!lock_state(LW_SHARED))
 		return;
-	LWLockAcquire(shared->lock, LW_SHARED);
 	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
 	{
 		DlsmSlot   *slot = &shared->slots[i];
@@ -505,15 +524,12 @@ dlsm_shmem_copy_workers(DlsmWorkerInfo *out)
 {
 	int			n = 0;
 
-	if (shared == NULL)
+	if (!lock_state(LW_SHARED))
 		return 0;
-	LWLockAcquire(shared->lock, LW_SHARED);
 	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
-	{
 		if (shared->slots[i].info.dboid != InvalidOid &&
 			!shared->slots[i].no_extension)
 			out[n++] = shared->slots[i].info;
-	}
 	LWLockRelease(shared->lock);
 	return n;
 }
@@ -533,9 +549,8 @@ dlsm_shmem_named_enter(const char *name, bool lease)
 {
 	int			found = -1;
 
-	if (shared == NULL)
+	if (!lock_state(LW_EXCLUSIVE))
 		return -1;
-	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < DLSM_MAX_NAMED && found < 0; i++)
 	{
 		DlsmNamedEntry *e = &shared->named[i];
@@ -586,17 +601,14 @@ dlsm_shmem_named_leave(int entry)
 int
 dlsm_shmem_copy_named(DlsmNamedEntry *out)
 {
+	DlsmNamedEntry *e = shared ? shared->named : NULL;
 	int			n = 0;
 
-	if (shared == NULL)
+	if (!lock_state(LW_SHARED))
 		return 0;
-	LWLockAcquire(shared->lock, LW_SHARED);
-	for (int i = 0; i < DLSM_MAX_NAMED; i++)
-	{
-		if (shared->named[i].pid != 0 &&
-			shared->named[i].dboid == MyDatabaseId)
-			out[n++] = shared->named[i];
-	}
+	for (; e < shared->named + DLSM_MAX_NAMED; e++)
+		if (e->pid != 0 && e->dboid == MyDatabaseId)
+			out[n++] = *e;
 	LWLockRelease(shared->lock);
 	return n;
 }
@@ -615,9 +627,8 @@ dlsm_shmem_count_listener(Oid dboid, int delta)
 {
 	int			entry = -1;
 
-	if (shared == NULL)
+	if (!lock_state(LW_EXCLUSIVE))
 		return;
-	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
 	{
 		if (shared->listen_db[i] == dboid)
@@ -647,9 +658,8 @@ dlsm_shmem_anyone_listens(Oid dboid)
 {
 	bool		listens;
 
-	if (shared == NULL)
+	if (!lock_state(LW_SHARED))
 		return true;
-	LWLockAcquire(shared->lock, LW_SHARED);
 	listens = shared->listeners_lost;
 	for (int i = 0; i < DLSM_MAX_DATABASES && !listens; i++)
 		listens = shared->listen_db[i] == dboid && shared->listeners[i] > 0;

@@ -83,7 +83,7 @@ settle_rows(DlsmQueue *queue, Datum process_ids, DlsmSettle *settle)
 	Datum		values[N_SETTLE_RETRY_PARAMS];
 	char		nulls[N_SETTLE_RETRY_PARAMS];
 	const char *detail = settle->detail;
-	int			rc;
+	uint64		n;
 
 	memset(nulls, ' ', sizeof(nulls));
 	if (settle->outcome == DLSM_OUTCOME_RETRY)
@@ -94,8 +94,7 @@ settle_rows(DlsmQueue *queue, Datum process_ids, DlsmSettle *settle)
 		values[P_RETRY_AFTER] = PointerGetDatum(settle->retry_after);
 		nulls[P_RETRY_AFTER] = settle->retry_after ? ' ' : 'n';
 		values[P_RETRY_MAX_ATTEMPTS] = Int32GetDatum(queue->max_attempts);
-		rc = dlsm_plan_execute(&queue->plans, DLSM_Q_SETTLE_RETRY, values,
-							   nulls, 0);
+		n = dlsm_plan_run(&queue->plans, DLSM_Q_SETTLE_RETRY, values, nulls, 0);
 	}
 	else
 	{
@@ -104,13 +103,11 @@ settle_rows(DlsmQueue *queue, Datum process_ids, DlsmSettle *settle)
 			CStringGetTextDatum(dlsm_outcome_name(settle->outcome));
 		values[P_SETTLE_DETAIL] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
 		nulls[P_SETTLE_DETAIL] = detail ? ' ' : 'n';
-		rc = dlsm_plan_execute(&queue->plans, DLSM_Q_SETTLE_FINAL, values,
-							   nulls, 0);
+		n = dlsm_plan_run(&queue->plans, DLSM_Q_SETTLE_FINAL, values, nulls, 0);
 	}
-	dlsm_plan_expect(rc, SPI_OK_UPDATE_RETURNING, N_SETTLE, "a settle");
-	if (SPI_processed > 0)
+	if (n > 0)
 		dlsm_wake_claimers_at_commit();
-	return SPI_processed;
+	return n;
 }
 
 static void
@@ -190,9 +187,7 @@ dlsm_state_heartbeat(DlsmQueue *queue, pg_uuid_t *process_id, int64 lease_us)
 	lease->time = lease_us;
 	values[P_HEARTBEAT_PROCESS_ID] = UUIDPGetDatum(process_id);
 	values[P_HEARTBEAT_LEASE] = IntervalPGetDatum(lease);
-	dlsm_plan_expect(dlsm_plan_execute(&queue->plans, DLSM_Q_HEARTBEAT,
-									   values, NULL, 0),
-					 SPI_OK_UPDATE_RETURNING, N_HEARTBEAT, "a heartbeat");
+	dlsm_plan_run(&queue->plans, DLSM_Q_HEARTBEAT, values, NULL, 0);
 	if (SPI_processed == 0)
 		report_lost(queue, process_id);
 	until = DatumGetTimestampTz(dlsm_plan_value(0, A_HEARTBEAT_UNTIL, &isnull));
@@ -213,9 +208,7 @@ dlsm_state_reap(DlsmQueue *queue)
 	int64		moved;
 
 	values[P_REAP_MAX_ATTEMPTS] = Int32GetDatum(queue->max_attempts);
-	dlsm_plan_expect(dlsm_plan_execute(&queue->plans, DLSM_Q_REAP, values,
-									   NULL, 0),
-					 SPI_OK_UPDATE_RETURNING, N_REAP, "the reaper");
+	dlsm_plan_run(&queue->plans, DLSM_Q_REAP, values, NULL, 0);
 	for (uint64 i = 0; i < SPI_processed; i++)
 		released += strcmp(dlsm_plan_text(i, A_REAP_STATUS), "new") == 0;
 	moved = (int64) SPI_processed;
@@ -240,9 +233,7 @@ dlsm_state_purge(DlsmQueue *queue, int batch)
 	Assert(queue->has_retention);
 	values[P_PURGE_RETENTION] = IntervalPGetDatum(&queue->retention);
 	values[P_PURGE_BATCH] = Int32GetDatum(batch);
-	dlsm_plan_expect(dlsm_plan_execute(&queue->plans, DLSM_Q_PURGE, values,
-									   NULL, 0),
-					 SPI_OK_DELETE, 0, "the retention pass");
+	dlsm_plan_run(&queue->plans, DLSM_Q_PURGE, values, NULL, 0);
 	return (int64) SPI_processed;
 }
 
@@ -257,9 +248,7 @@ dlsm_state_stats(DlsmQueue *queue, Datum *values, bool *nulls)
 	HeapTuple	tuple;
 
 	args[P_STATS_QUEUE] = ObjectIdGetDatum(queue->relid);
-	dlsm_plan_expect(dlsm_plan_execute(&queue->plans, DLSM_Q_STATS, args,
-									   NULL, 1),
-					 SPI_OK_SELECT, N_STATS, "the queue statistics");
+	dlsm_plan_run(&queue->plans, DLSM_Q_STATS, args, NULL, 1);
 	tuple = SPI_copytuple(SPI_tuptable->vals[0]);
 	heap_deform_tuple(tuple, SPI_tuptable->tupdesc, values, nulls);
 	SPI_freetuptable(SPI_tuptable);
@@ -281,9 +270,7 @@ dlsm_state_enqueue(DlsmQueue *queue, DlsmRequest *request)
 	nulls[P_ENQUEUE_PAYLOAD] = request->has_payload ? ' ' : 'n';
 	values[P_ENQUEUE_RUN_AT] = request->run_at;
 	nulls[P_ENQUEUE_RUN_AT] = request->has_run_at ? ' ' : 'n';
-	dlsm_plan_expect(dlsm_plan_execute(&queue->plans, DLSM_Q_ENQUEUE, values,
-									   nulls, 0),
-					 SPI_OK_INSERT_RETURNING, N_ENQUEUE, "an enqueue");
+	dlsm_plan_run(&queue->plans, DLSM_Q_ENQUEUE, values, nulls, 0);
 	id = DatumGetInt64(dlsm_plan_value(0, A_ENQUEUE_ID, &isnull));
 	SPI_freetuptable(SPI_tuptable);
 	return id;

@@ -94,20 +94,6 @@ put_row(FunctionCallInfo fcinfo, Datum *values, bool *nulls)
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
-static void
-connect_spi(void)
-{
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-}
-
-static void
-finish_spi(void)
-{
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
-}
-
 /* One row of dlsm_worker_status from a worker's slot. */
 static void
 worker_row(DlsmWorkerInfo *w, Datum *values, bool *nulls)
@@ -200,7 +186,7 @@ dlsm_queue_stats(PG_FUNCTION_ARGS)
 
 	/* 1.0 declared the columns up to last_autovacuum */
 	(void) begin_view(fcinfo, QS_NCOLS - 1, QS_NCOLS);
-	connect_spi();
+	dlsm_plan_connect();
 	foreach(lc, dlsm_queue_list())
 	{
 		Oid			relid = lfirst_oid(lc);
@@ -213,7 +199,7 @@ dlsm_queue_stats(PG_FUNCTION_ARGS)
 		queue_stats_row(relid, values, nulls);
 		put_row(fcinfo, values, nulls);
 	}
-	finish_spi();
+	dlsm_plan_finish();
 	return (Datum) 0;
 }
 
@@ -296,9 +282,8 @@ dlsm_locks(PG_FUNCTION_ARGS)
 	TimestampTz now = GetCurrentTimestamp();
 
 	(void) begin_view(fcinfo, LK_NCOLS, LK_NCOLS);
-	connect_spi();
-	dlsm_plan_expect(dlsm_plan_read_catalog(DLSM_C_LEASE_LIST, NULL, NULL, 0),
-					 SPI_OK_SELECT, N_LEASE_LIST, "listing leases");
+	dlsm_plan_connect();
+	dlsm_plan_read_catalog(DLSM_C_LEASE_LIST, NULL, NULL, 0);
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		Datum		values[LK_NCOLS];
@@ -317,6 +302,6 @@ dlsm_locks(PG_FUNCTION_ARGS)
 		entry_row(&named[i], named, n, now, values, nulls);
 		put_row(fcinfo, values, nulls);
 	}
-	finish_spi();
+	dlsm_plan_finish();
 	return (Datum) 0;
 }

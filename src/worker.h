@@ -1,8 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * worker.h
- *	  dlsm's background workers: the launcher (launcher.c) and one worker
- *	  per database (worker.c).
+ *	  dlsm's per-database worker (worker.c), started by the launcher.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -14,13 +13,6 @@
 #ifndef DLSM_WORKER_H
 #define DLSM_WORKER_H
 
-#include "postmaster/bgworker.h"
-
-extern void dlsm_launcher_init(void);
-extern void dlsm_worker_fill(BackgroundWorker *bgw, const char *function,
-							 const char *type);
-
-PGDLLEXPORT void dlsm_launcher_main(Datum main_arg);
 PGDLLEXPORT void dlsm_worker_main(Datum main_arg);
 
 #endif							/* DLSM_WORKER_H */

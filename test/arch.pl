@@ -1,0 +1,101 @@
+#!/usr/bin/perl
+# Copyright (c) 2026, dlsm developers
+#
+# test/arch.pl: the shape of src/ that the next engineer relies on, as TAP
+# lines.  Every include of a dlsm header goes down the layers listed in
+# src/dlsm.c; only shmem.c touches the shared struct; no function runs
+# past 100 lines; every .c opens with what it owns and what it calls; no
+# statement parameter or result column is indexed by a bare number; no
+# comment sends the reader to a document outside the repository.
+use strict;
+use warnings;
+
+my $src = ($0 =~ m{(.*)/test/arch\.pl$} ? $1 : '.') . '/src';
+my %layer = (
+	compat => 0, cache => 0, guc => 0, subxact => 0, identity => 0,
+	shmem => 0, extension => 0,
+	plans => 1, notify => 1, locks => 1,
+	queue => 2, fence => 2, wake => 2,
+	claim => 3, state => 3, namedlock => 3, capture => 3,
+	handler => 4,
+	api => 5, views => 5, worker => 5, launcher => 5, hooks => 5,
+	dlsm => 6);
+my $n = 0;
+my $failed = 0;
+
+sub check
+{
+	my ($ok, $what, @why) = @_;
+	$n++;
+	print(($ok ? 'ok' : 'not ok') . " $n - $what\n");
+	print "# $_\n" for @why;
+	$failed++ unless $ok;
+}
+
+sub slurp
+{
+	my ($file) = @_;
+	open my $fh, '<', $file or die "cannot read $file: $!";
+	local $/;
+	return <$fh>;
+}
+
+opendir my $dh, $src or die "cannot read $src: $!";
+my @files = sort grep { /\.[ch]$/ } readdir $dh;
+closedir $dh;
+my @c = grep { /\.c$/ } @files;
+
+my (@up, @unknown, @shared, @long, @headerless, @bare, @outside);
+for my $file (@files)
+{
+	my $text = slurp("$src/$file");
+	(my $module = $file) =~ s/\.[ch]$//;
+	if (!defined $layer{$module})
+	{
+		push @unknown, $file;
+		next;
+	}
+	while ($text =~ /^#include "(\w+)\.h"/mg)
+	{
+		next if $1 eq $module || !defined $layer{$1};	# its own, PostgreSQL's
+		push @up, "$file includes $1.h" if $layer{$1} >= $layer{$module};
+	}
+	push @shared, $file
+	  if $module ne 'shmem' && $text =~ /\bDlsmShared\b|\bshared->/;
+	push @bare, "$file: $1"
+	  while $text =~ /(?<![.>])\b((?:values|nulls|args)\[\d+\])/g;
+	push @outside, $file if $text =~ /DESIGN\.md|STYLE\.md|\.\.\/shared/;
+	next unless $file =~ /\.c$/;
+	push @headerless, $file
+	  unless $text =~ m{\A/\*-+\n \*\n \* \Q$file\E\n}
+	  && $text =~ m{\A/\*.*?^ \* Calls .*?IDENTIFICATION}ms;
+	my @lines = split /\n/, $text;
+	my ($start, $name);
+	for my $i (0 .. $#lines)
+	{
+		if ($lines[$i] eq '{' && $i > 0)
+		{
+			($start, $name) = ($i, $lines[$i - 1]);
+		}
+		elsif ($lines[$i] eq '}' && defined $start)
+		{
+			push @long, "$file: $name (" . ($i - $start + 1) . " lines)"
+			  if $i - $start + 1 > 100;
+			undef $start;
+		}
+	}
+}
+
+check(!@unknown, 'every file of src/ belongs to a layer', @unknown);
+check(!@up, 'every include of a dlsm header goes to a lower layer', @up);
+check(!@shared, 'only shmem.c touches the shared struct', @shared);
+check(!@long, 'no function runs past 100 lines', @long);
+check(!@headerless,
+	'every .c opens with its banner, what it owns and what it calls',
+	@headerless);
+check(!@bare, 'no parameter, null flag or argument array is indexed by a bare number',
+	@bare);
+check(!@outside, 'no comment points at a document outside the repository',
+	@outside);
+print "1..$n\n";
+exit($failed ? 1 : 0);
