@@ -8,7 +8,10 @@
 #   pgtap       pg_prove, test/pgtap/
 #   tap         prove, test/t/: the background worker, crashes, restarts
 #   stress      test/stress/stress.sh: many clients, kills and a crash
+#   model       test/model/run.sh: random interleavings against a model
+#   failover    test/failover/run.sh: pg_auto_failover, a failover under load
 #   meta        test/meta.pl: META.json against the PGXN Meta Spec and the repo
+#   arch        test/arch.pl: the layers of src/ and the rules its code keeps
 # `bash test/run_all.sh SUITE...` runs only the suites named.
 #
 # Where it runs: as root, never in the tree it was called from.  The suites
@@ -155,29 +158,44 @@ if want tap; then
 	fi
 fi
 
+# tap_script SUITE LOG COMMAND...: run a script that prints TAP lines
+# (ok / not ok) and count them; a script that printed none did not run
+tap_script() {
+	local suite=$1 out=$2 rc p f
+	shift 2
+	"$@" >"$out" 2>&1
+	rc=$?
+	grep -E '^(ok|not ok|[a-z]+:) ' "$out" | grep -vE '^ok ' | head -40
+	p=$(grep -cE '^ok ' "$out")
+	f=$(grep -cE '^not ok ' "$out")
+	if [ "$p" = 0 ] && [ "$f" = 0 ]; then not_run "$suite" "$out"; tail -20 "$out"; return; fi
+	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
+	record "$suite" "$p" "$f"
+}
+
 # stress: many clients, consumers killed, the server crashed
 if want stress; then
-	bash test/stress/stress.sh >"$log" 2>&1
-	grep -E '^(ok|not ok|stress:)' "$log"
-	p=$(grep -cE '^ok ' "$log")
-	f=$(grep -cE '^not ok ' "$log")
-	if [ "$p" = 0 ] && [ "$f" = 0 ]; then not_run stress "$log"; tail -20 "$log"
-	else record stress "$p" "$f"; fi
+	tap_script stress "$log" bash test/stress/stress.sh
+fi
+
+# model: random interleavings of sessions against a model of the contract
+if want model; then
+	tap_script model "$log" bash test/model/run.sh
+fi
+
+# failover: pg_auto_failover, a forced failover under load, the invariants
+if want failover; then
+	tap_script failover "$log" bash test/failover/run.sh
 fi
 
 # META.json: the PGXN Meta Spec, and versions agreeing with dlsm.control
 if want meta; then
-	perl test/meta.pl >"$log" 2>&1
-	rc=$?
-	p=$(grep -cE '^ok ' "$log")
-	f=$(grep -cE '^not ok ' "$log")
-	if [ "$p" = 0 ] && [ "$f" = 0 ]; then not_run meta "$log"
-	else
-		if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
-		record meta "$p" "$f"
-		echo "meta: $p of $((p + f)) checks of META.json passed"
-		grep -E '^not ok|^# ' "$log" | head -40
-	fi
+	tap_script meta "$log" perl test/meta.pl
+fi
+
+# arch: the layers of src/ and the rules the code keeps
+if want arch; then
+	tap_script arch "$log" perl test/arch.pl
 fi
 
 for s in "${suites[@]}"; do
