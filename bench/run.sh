@@ -5,6 +5,7 @@
 #
 #   bash bench/run.sh            # 1, 4, 8, 16 clients, 3 rounds, 5 s each
 #   bash bench/run.sh --quick    # 8 clients, 1 round, 3 s each
+#   BENCH_PGBIN=/path/to/bin bash bench/run.sh   # a private installation
 #
 # Run as root on a fresh machine after README's set-up (it installs what it
 # needs: dlsm via test/setup.sh, gnuplot, Node 24 and the peers).  Every
@@ -22,6 +23,8 @@ set -euo pipefail
 shopt -s nullglob
 cd "$(dirname "$0")/.."
 top=$(pwd)
+PGBIN=${BENCH_PGBIN:-${PGBIN:-}}
+[ -n "$PGBIN" ] || unset PGBIN
 . test/lib/cluster.sh
 
 clients="1 4 8 16"; rounds=3; seconds=5; samples=200
@@ -29,8 +32,9 @@ if [ "${1:-}" = "--quick" ]; then clients="8"; rounds=1; seconds=3; samples=50; 
 began=$(date +%s)
 
 if [ "$(id -u)" = 0 ]; then
-	# dlsm as README's set-up built it, or built now
-	[ -f /usr/lib/postgresql/15/lib/dlsm.so ] && [ -x "$PGBIN/pgbench" ] ||
+	# dlsm as README's set-up built it (or a private installation's, with
+	# BENCH_PGBIN naming its bin directory), or built now
+	[ -f "$PGBIN/../lib/dlsm.so" ] && [ -x "$PGBIN/pgbench" ] ||
 		bash test/setup.sh >/dev/null
 	command -v gnuplot >/dev/null ||
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnuplot-nox >/dev/null
