@@ -91,7 +91,9 @@ SELECT count(*) AS handed_out FROM dlsm_claim('q');
 SELECT kind, status, detail = format('create request %s of entity "s4" ended in error', :s4c) AS names_create
   FROM q WHERE entity = 's4' ORDER BY id;
 
--- transactional claims: a rollback returns the rows to new
+-- transactional claims: a claim writes its rows when its transaction
+-- commits (or when it settles them); until then they read 'new', locked.
+-- A rollback leaves them as they were.
 SELECT dlsm_enqueue('q', 'tx');
 BEGIN;
 SELECT entity FROM dlsm_claim('q');

@@ -469,14 +469,11 @@ require_read_committed(const char *function)
 
 /* Put one claimed row into the function's result. */
 static void
-emit_claimed(void *arg, HeapTuple tuple, TupleDesc desc)
+emit_claimed(void *arg, Datum *values, bool *nulls)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) arg;
-	Datum		values[N_CLAIM - 1];
-	bool		nulls[N_CLAIM - 1];
 
-	Assert(desc->natts == N_CLAIM - 1 && rsinfo->setDesc->natts == N_CLAIM - 1);
-	heap_deform_tuple(tuple, desc, values, nulls);
+	Assert(rsinfo->setDesc->natts == N_CLAIM - 1);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
@@ -677,6 +674,8 @@ dlsm_wake(PG_FUNCTION_ARGS)
 	if (!dlsm_extension_current())
 	{
 		/* the SQL objects await ALTER EXTENSION dlsm UPDATE: only wake */
+		dlsm_wake_rows_ready_at_commit(RelationGetRelid(trigdata->tg_relation),
+									   PG_INT64_MIN);
 		dlsm_wake_claimers_at_commit();
 		return PointerGetDatum(NULL);
 	}

@@ -17,14 +17,26 @@
  * entity's ready updates after it, up to its next request of another kind,
  * as one unit under one process id.  Every claim statement runs after the
  * entity locks were granted, with a fresh snapshot, so it sees every claim
- * of the entity that committed before; it is a compare-and-set naming the
- * rows and the state ('new') it expects.
+ * of the entity that committed before; it checks the rows are in the state
+ * it expects ('new', nothing blocking them) and locks them (FOR UPDATE).
+ * It writes nothing: each unit gets its process id, fence and lease here,
+ * and pending.c keeps them until a settle in the same transaction writes
+ * the rows' outcome, or the commit writes them 'in-progress'.
+ *
+ * A walk starts at the queue's floor (shmem.c) rather than at its line in
+ * the sand, when that is below: no row under the floor is ready, but the
+ * rows of parked entities, which wait for their create in progress or to
+ * come.  Each walk that began at the floor moves it to where it met the
+ * first row it could not pass over: the first new row, unless that row's
+ * entity waits for its create (the walk parks the entity and goes on).
+ * Commits that make rows ready again lower it (wake.c).
  *
  * A claim with a wait sleeps on the condition variable of shmem.c and is
  * woken, after their locks are released, by the end of any transaction
  * that made work claimable (wake.c).
  *
- * Calls plans.c, queue.c, locks.c, fence.c, wake.c and shmem.c.
+ * Calls plans.c, queue.c, locks.c, fence.c, wake.c, pending.c and
+ * shmem.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -35,6 +47,9 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "access/transam.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "utils/builtins.h"
@@ -47,6 +62,7 @@
 #include "fence.h"
 #include "guc.h"
 #include "locks.h"
+#include "pending.h"
 #include "shmem.h"
 #include "wake.h"
 
@@ -61,11 +77,19 @@
 /* A waiting claim looks again at least this often, for delayed rows. */
 #define WAIT_RECHECK_MS 1000
 
+/*
+ * A claim scans from its line in the sand instead of the queue's floor at
+ * least this often, to find rows made ready behind dlsm's back (an UPDATE
+ * by hand setting a row back to 'new').
+ */
+#define FLOOR_CHECK_MS 1000
+
 typedef struct Candidate
 {
 	int64		id;
 	char	   *kind;
 	char	   *entity;
+	bool		due;			/* its run_at has come */
 } Candidate;
 
 /* What a pass knows of an entity it looked at. */
@@ -73,8 +97,23 @@ typedef enum EntityState
 {
 	ENTITY_UNSEEN,				/* not looked at yet */
 	ENTITY_DONE,				/* claimed, or busy: pass over its requests */
-	ENTITY_WAITS_FOR_CREATE		/* its updates wait: only its create may go */
+	ENTITY_WAITS_FOR_CREATE,	/* its updates wait: only its create may go */
+	ENTITY_HELD_BY_CREATE		/* its create is in progress: all of it waits */
 } EntityState;
+
+/*
+ * A pass's walk from the queue's floor: how far it found no row it could
+ * claim but those of entities that wait for their create (parked), to
+ * move the floor there (shmem.c).
+ */
+typedef struct FloorWalk
+{
+	DlsmFloorSeen seen;			/* the floor, read before the first scan */
+	bool		open;			/* every row so far was passed over */
+	int64		line;			/* the last id passed over */
+	int			nparked;		/* entities parked by this walk */
+	DlsmParked	parked[DLSM_MAX_PARKED];
+} FloorWalk;
 
 typedef struct SeenEntity
 {
@@ -86,87 +125,140 @@ typedef struct SeenEntity
 typedef struct ClaimPass
 {
 	DlsmClaimArgs *args;
-	Datum		lease;			/* the lease as an interval */
 	DlsmClaimEmit emit;
 	void	   *arg;
 	HTAB	   *seen;			/* SeenEntity by hash of the entity */
+	FloorWalk	floor;
+	bool		wrote;			/* wrote rows (failed updates) */
 	int			units;			/* claimed so far */
 	Candidate  *singles[SCAN_WIDE]; /* entity locked, to claim together */
 	int			nsingles;
 } ClaimPass;
 
-typedef struct ClaimedRow
+/* One locked row of a claim statement. */
+typedef struct LockedRow
 {
 	int64		id;
 	HeapTuple	tuple;
-} ClaimedRow;
+} LockedRow;
 
 static int
-claimed_row_cmp(const void *a, const void *b)
+locked_row_cmp(const void *a, const void *b)
 {
-	int64		x = ((const ClaimedRow *) a)->id;
-	int64		y = ((const ClaimedRow *) b)->id;
+	int64		x = ((const LockedRow *) a)->id;
+	int64		y = ((const LockedRow *) b)->id;
 
 	return (x > y) - (x < y);
 }
 
-/* Hand the rows of the last claim statement to the caller, oldest first. */
+/* A fresh process id; its last byte is dlsm.node_id unless that is 0. */
 static void
-emit_rows_in_order(DlsmClaimEmit emit, void *arg)
+new_process_id(pg_uuid_t *pid)
 {
-	ClaimedRow *rows = palloc(sizeof(ClaimedRow) * SPI_processed);
+	if (!pg_strong_random(pid->data, UUID_LEN))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate random values")));
+	pid->data[6] = (pid->data[6] & 0x0f) | 0x40;	/* version 4 */
+	pid->data[8] = (pid->data[8] & 0x3f) | 0x80;	/* RFC 4122 variant */
+	if (dlsm_node_id != 0)
+		pid->data[UUID_LEN - 1] = (unsigned char) dlsm_node_id;
+}
 
-	for (uint64 i = 0; i < SPI_processed; i++)
+/*
+ * Give the row of tuple (columns A_LOCK_*) what its unit's claim gives it,
+ * claimed, keep it as pending and hand it to the caller.
+ */
+static void
+claim_row(ClaimPass *pass, HeapTuple tuple, DlsmClaimed *claimed)
+{
+	Datum		values[N_CLAIM - 1];
+	bool		nulls[N_CLAIM - 1];
+
+	/* the locked columns are the first ones of the result */
+	StaticAssertStmt((int) A_LOCK_ID == (int) A_CLAIM_ID &&
+					 (int) A_LOCK_KIND == (int) A_CLAIM_KIND &&
+					 (int) A_LOCK_ENTITY == (int) A_CLAIM_ENTITY &&
+					 (int) A_LOCK_PAYLOAD == (int) A_CLAIM_PAYLOAD &&
+					 (int) N_LOCK == (int) A_CLAIM_PROCESS_ID,
+					 "the claim's result begins with the locked row");
+	Assert(SPI_tuptable->tupdesc->natts == N_LOCK - 1);
+	heap_deform_tuple(tuple, SPI_tuptable->tupdesc, values, nulls);
+	claimed->id = DatumGetInt64(values[A_LOCK_ID - 1]);
+	dlsm_pending_add(pass->args->queue->relid, claimed,
+					 pass->args->process_id != NULL);
+	values[A_CLAIM_PROCESS_ID - 1] = UUIDPGetDatum(&claimed->process_id);
+	values[A_CLAIM_FENCE - 1] = Int64GetDatum(claimed->fence);
+	values[A_CLAIM_LEASE_UNTIL - 1] = TimestampTzGetDatum(claimed->lease_until);
+	nulls[A_CLAIM_PROCESS_ID - 1] = false;
+	nulls[A_CLAIM_FENCE - 1] = false;
+	nulls[A_CLAIM_LEASE_UNTIL - 1] = false;
+	pass->emit(pass->arg, values, nulls);
+}
+
+/*
+ * Run a claim statement (it locks the rows it claims) and claim what it
+ * locked, oldest first: each row a unit of its own, or all of them one
+ * unit when one_unit.  Returns how many rows; they stay in SPI_tuptable.
+ */
+static uint64
+run_claim(ClaimPass *pass, DlsmQueryId query, Datum *values, bool one_unit)
+{
+	DlsmClaimArgs *args = pass->args;
+	TimestampTz now = GetCurrentTimestamp();
+	DlsmClaimed claimed;
+	LockedRow  *rows;
+	uint64		n;
+
+	values[P_LOCK_NOW] = TimestampTzGetDatum(now);
+	n = dlsm_plan_run(&args->queue->plans, query, values, NULL, 0);
+	if (n == 0)
+		return 0;
+	dlsm_wake_claimers_at_end();	/* a rollback frees the rows */
+	rows = palloc(sizeof(LockedRow) * n);
+	for (uint64 i = 0; i < n; i++)
 	{
 		bool		isnull;
 
 		rows[i].tuple = SPI_tuptable->vals[i];
-		rows[i].id = DatumGetInt64(dlsm_plan_value(i, A_CLAIM_ID, &isnull));
+		rows[i].id = DatumGetInt64(dlsm_plan_value(i, A_LOCK_ID, &isnull));
 	}
-	qsort(rows, SPI_processed, sizeof(ClaimedRow), claimed_row_cmp);
-	for (uint64 i = 0; i < SPI_processed; i++)
-		emit(arg, rows[i].tuple, SPI_tuptable->tupdesc);
-	pfree(rows);
-}
-
-/* Fill the parameters the claim statements share. */
-static void
-claim_params(ClaimPass *pass, Datum *values, char *nulls)
-{
-	pg_uuid_t  *pid = pass->args->process_id;
-
-	values[P_CLAIM_PROCESS_ID] = pid ? UUIDPGetDatum(pid) : (Datum) 0;
-	nulls[P_CLAIM_PROCESS_ID] = pid ? ' ' : 'n';
-	values[P_CLAIM_LEASE] = pass->lease;
-	values[P_CLAIM_NODE] = Int32GetDatum(dlsm_node_id);
-}
-
-/* Run a claim statement and emit what it claimed; returns how many rows. */
-static uint64
-run_claim(ClaimPass *pass, DlsmQueryId query, Datum *values, char *nulls)
-{
-	if (dlsm_plan_run(&pass->args->queue->plans, query, values, nulls, 0) > 0)
+	qsort(rows, n, sizeof(LockedRow), locked_row_cmp);
+	claimed.claimed_at = now;
+	claimed.lease_until = now + args->lease_us;
+	for (uint64 i = 0; i < n; i++)
 	{
-		dlsm_wake_claimers_at_end();	/* a rollback frees the rows */
-		emit_rows_in_order(pass->emit, pass->arg);
+		if (i == 0 || !one_unit)
+		{
+			if (args->process_id != NULL)
+				claimed.process_id = *args->process_id;
+			else
+				new_process_id(&claimed.process_id);
+			claimed.fence = dlsm_fence_next();
+		}
+		claim_row(pass, rows[i].tuple, &claimed);
 	}
-	return SPI_processed;
+	pfree(rows);
+	return n;
 }
 
 /*
  * An update of entity c was not claimable: when its entity's create ended
- * in error, settle the entity's pending updates as error.  Returns whether
- * the entity's create is still to come (new, not in progress), so that the
- * create itself may be claimed.
+ * in error, settle the entity's pending updates as error.  Returns the
+ * entity's state for the rest of the pass: waiting for its create (new,
+ * so that it may be claimed, or in progress), or done (busy, or its
+ * updates failed).
  */
-static bool
-check_create(DlsmQueue *queue, Candidate *c)
+static EntityState
+check_create(ClaimPass *pass, Candidate *c)
 {
+	DlsmQueue  *queue = pass->args->queue;
 	Datum		values[N_ENTITY_STATE_PARAMS];
 	bool		isnull;
 	bool		blocked;
 	char	   *status;
 	char	   *detail = NULL;
+	EntityState state = ENTITY_DONE;
 
 	values[P_ENTITY_STATE_ENTITY] = CStringGetTextDatum(c->entity);
 	values[P_ENTITY_STATE_ID] = Int64GetDatum(c->id);
@@ -177,14 +269,20 @@ check_create(DlsmQueue *queue, Candidate *c)
 		detail = psprintf("create request %s of entity \"%s\" ended in error",
 						  dlsm_plan_text(0, A_ENTITY_STATE_CREATE_ID),
 						  c->entity);
+	if (status != NULL && strcmp(status, "new") == 0)
+		state = ENTITY_WAITS_FOR_CREATE;
+	else if (status != NULL && strcmp(status, "in-progress") == 0)
+		state = ENTITY_HELD_BY_CREATE;
 	SPI_freetuptable(SPI_tuptable);
 	if (detail != NULL)
 	{
 		values[P_FAIL_UPDATES_ENTITY] = CStringGetTextDatum(c->entity);
 		values[P_FAIL_UPDATES_DETAIL] = CStringGetTextDatum(detail);
 		dlsm_plan_run(&queue->plans, DLSM_Q_FAIL_UPDATES, values, NULL, 0);
+		dlsm_wake_entity_changed_at_commit(queue->relid, c->entity);
+		pass->wrote = true;
 	}
-	return status != NULL && strcmp(status, "new") == 0;
+	return state;
 }
 
 /*
@@ -196,17 +294,14 @@ static EntityState
 try_group(ClaimPass *pass, Candidate *c)
 {
 	DlsmQueue  *queue = pass->args->queue;
-	Datum		values[N_CLAIM_GROUP_PARAMS];
-	char		nulls[N_CLAIM_GROUP_PARAMS];
-	bool		waits;
+	Datum		values[N_LOCK_GROUP_PARAMS];
+	EntityState state;
 
 	if (!dlsm_lock_entity_try(queue->relid, c->entity))
 		return ENTITY_DONE;
-	memset(nulls, ' ', sizeof(nulls));
-	claim_params(pass, values, nulls);
-	values[P_CLAIM_FIRST] = Int64GetDatum(c->id);
-	values[P_CLAIM_ENTITY] = CStringGetTextDatum(c->entity);
-	if (run_claim(pass, DLSM_Q_CLAIM_GROUP, values, nulls) > 0)
+	values[P_LOCK_ID] = Int64GetDatum(c->id);
+	values[P_LOCK_ENTITY] = CStringGetTextDatum(c->entity);
+	if (run_claim(pass, DLSM_Q_LOCK_GROUP, values, true) > 0)
 	{
 		SPI_freetuptable(SPI_tuptable);
 		pass->units++;
@@ -215,9 +310,9 @@ try_group(ClaimPass *pass, Candidate *c)
 	SPI_freetuptable(SPI_tuptable);
 
 	/* busy, waiting for its create, or taken by a client locking by hand */
-	waits = check_create(queue, c);
+	state = check_create(pass, c);
 	dlsm_lock_entity_release(queue->relid, c->entity);
-	return waits ? ENTITY_WAITS_FOR_CREATE : ENTITY_DONE;
+	return state;
 }
 
 /*
@@ -229,8 +324,7 @@ static void
 claim_singles(ClaimPass *pass)
 {
 	DlsmQueue  *queue = pass->args->queue;
-	Datum		values[N_CLAIM_SINGLES_PARAMS];
-	char		nulls[N_CLAIM_SINGLES_PARAMS];
+	Datum		values[N_LOCK_SINGLES_PARAMS];
 	Datum	   *ids;
 	uint64		claimed;
 
@@ -239,13 +333,11 @@ claim_singles(ClaimPass *pass)
 	ids = palloc(sizeof(Datum) * pass->nsingles);
 	for (int i = 0; i < pass->nsingles; i++)
 		ids[i] = Int64GetDatum(pass->singles[i]->id);
-	memset(nulls, ' ', sizeof(nulls));
-	claim_params(pass, values, nulls);
-	values[P_CLAIM_FIRST] = PointerGetDatum(construct_array(ids, pass->nsingles,
-															INT8OID, 8,
-															FLOAT8PASSBYVAL,
-															TYPALIGN_DOUBLE));
-	claimed = run_claim(pass, DLSM_Q_CLAIM_SINGLES, values, nulls);
+	values[P_LOCK_ID] = pass->nsingles == 1 ? ids[0] :
+		PointerGetDatum(construct_array(ids, pass->nsingles, INT8OID, 8,
+										FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	claimed = run_claim(pass, pass->nsingles == 1 ?
+						DLSM_Q_LOCK_ONE : DLSM_Q_LOCK_SINGLES, values, false);
 
 	/* busy, or taken by a client locking by hand: give the entity back */
 	for (int i = 0; i < pass->nsingles; i++)
@@ -256,7 +348,7 @@ claim_singles(ClaimPass *pass)
 		{
 			bool		isnull;
 
-			found = DatumGetInt64(dlsm_plan_value(r, A_CLAIM_ID, &isnull)) ==
+			found = DatumGetInt64(dlsm_plan_value(r, A_LOCK_ID, &isnull)) ==
 				pass->singles[i]->id;
 		}
 		if (!found)
@@ -285,13 +377,22 @@ seen_entity(ClaimPass *pass, const char *entity)
 static void
 look_at(ClaimPass *pass, Candidate *c)
 {
-	SeenEntity *seen = seen_entity(pass, c->entity);
+	SeenEntity *seen;
 	bool		is_update = strcmp(c->kind, "update") == 0;
 
-	if (seen->state == ENTITY_DONE ||
+	if (!c->due)
+		return;					/* its turn has not come */
+	seen = seen_entity(pass, c->entity);
+	if (seen->state == ENTITY_DONE || seen->state == ENTITY_HELD_BY_CREATE ||
 		(seen->state == ENTITY_WAITS_FOR_CREATE &&
 		 strcmp(c->kind, "create") != 0))
 		return;
+	if (dlsm_pending_holds(pass->args->queue->relid, c->id))
+	{
+		/* claimed by this transaction: in progress, as it will read */
+		seen->state = ENTITY_DONE;
+		return;
+	}
 	if (!is_update)
 	{
 		/* claimed or not, an entity is looked at once per pass */
@@ -324,9 +425,85 @@ scan(ClaimPass *pass, int64 line, int limit, Candidate *batch)
 		batch[i].id = DatumGetInt64(dlsm_plan_value(i, A_SCAN_ID, &isnull));
 		batch[i].kind = dlsm_plan_text(i, A_SCAN_KIND);
 		batch[i].entity = dlsm_plan_text(i, A_SCAN_ENTITY);
+		batch[i].due = DatumGetBool(dlsm_plan_value(i, A_SCAN_DUE, &isnull));
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return n;
+}
+
+/*
+ * Where the pass starts: its line in the sand, or the queue's floor above
+ * it (shmem.c), read before the first scan's snapshot.  A transaction that
+ * wrote already (a write of its own would read as done to it, and might
+ * roll back) neither uses nor moves the floor.
+ */
+static void
+read_floor(ClaimPass *pass)
+{
+	FloorWalk  *walk = &pass->floor;
+
+	walk->seen.line = pass->args->after;
+	walk->seen.publish = false;
+	walk->seen.may_park = false;
+	if (!TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		dlsm_shmem_floor_read(pass->args->queue->relid, pass->args->after,
+							  FLOOR_CHECK_MS, &walk->seen);
+	walk->open = walk->seen.publish;
+	walk->line = walk->seen.line;
+	walk->nparked = 0;
+}
+
+/*
+ * The walk from the floor met candidate c, which the pass looked at: pass
+ * over it if it waits for its entity's create (parking the entity), or
+ * stop the walk before it.
+ */
+static void
+walk_past(ClaimPass *pass, Candidate *c)
+{
+	FloorWalk  *walk = &pass->floor;
+	SeenEntity *seen = c->due ? seen_entity(pass, c->entity) : NULL;
+	uint64		key = dlsm_shmem_entity_key(c->entity);
+	bool		parked = false;
+	int			k = 0;
+
+	if (!walk->open)
+		return;
+	if (walk->seen.may_park && seen != NULL &&
+		(seen->state == ENTITY_HELD_BY_CREATE ||
+		 (seen->state == ENTITY_WAITS_FOR_CREATE &&
+		  strcmp(c->kind, "update") == 0)))
+	{
+		for (int i = 0; i < walk->seen.nparked && !parked; i++)
+			parked = walk->seen.parked[i].entity == key;
+		while (k < walk->nparked && walk->parked[k].entity != key)
+			k++;
+		if (k == walk->nparked &&
+			walk->seen.nparked + walk->nparked < DLSM_MAX_PARKED)
+		{
+			walk->parked[walk->nparked].entity = key;
+			walk->parked[walk->nparked++].lowest = c->id;
+		}
+		parked = parked || k < walk->nparked;
+	}
+	if (parked)
+		walk->line = c->id;
+	else
+	{
+		walk->line = c->id - 1;
+		walk->open = false;
+	}
+}
+
+/* The pass is over: move the floor to where its walk stopped. */
+static void
+publish_floor(ClaimPass *pass)
+{
+	FloorWalk  *walk = &pass->floor;
+
+	if (walk->seen.publish && !pass->wrote)
+		dlsm_shmem_floor_publish(pass->args->queue->relid, &walk->seen,
+								 walk->line, walk->parked, walk->nparked);
 }
 
 /*
@@ -337,7 +514,7 @@ static int
 claim_pass(ClaimPass *pass, MemoryContext pass_context)
 {
 	DlsmClaimArgs *args = pass->args;
-	int64		line = args->after;
+	int64		line;
 	bool		wide = args->units > SCAN_BATCH;
 	HASHCTL		ctl;
 	MemoryContext oldcontext = MemoryContextSwitchTo(pass_context);
@@ -349,6 +526,9 @@ claim_pass(ClaimPass *pass, MemoryContext pass_context)
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	pass->units = 0;
 	pass->nsingles = 0;
+	pass->wrote = false;
+	read_floor(pass);
+	line = pass->floor.seen.line;
 	for (;;)
 	{
 		Candidate	batch[SCAN_WIDE];
@@ -361,14 +541,19 @@ claim_pass(ClaimPass *pass, MemoryContext pass_context)
 		{
 			line = batch[i].id;
 			look_at(pass, &batch[i]);
+			walk_past(pass, &batch[i]);
 		}
 		claim_singles(pass);
+		/* the walk stops at the first row not looked at */
+		if (i < n)
+			walk_past(pass, &batch[i]);
 		/* done when enough, or every ready row was looked at */
 		if (pass->units >= args->units || (n < limit && i == n))
 			break;
 		if (pass->units == before)
 			wide = true;
 	}
+	publish_floor(pass);
 	MemoryContextSwitchTo(oldcontext);
 	MemoryContextReset(pass_context);
 	return pass->units;
@@ -383,14 +568,12 @@ claim_pass(ClaimPass *pass, MemoryContext pass_context)
 int
 dlsm_claim_units(DlsmClaimArgs *args, DlsmClaimEmit emit, void *arg)
 {
-	Interval   *lease = palloc0(sizeof(Interval));
-	ClaimPass	pass = {args, IntervalPGetDatum(lease), emit, arg};
+	ClaimPass	pass = {args, emit, arg};
 	MemoryContext pass_context;
 	TimestampTz deadline = 0;
 	bool		waiting = args->wait_us != 0;
 	int			units;
 
-	lease->time = args->lease_us;
 	dlsm_fence_prepare();
 	pass_context = AllocSetContextCreate(CurrentMemoryContext,
 										 "dlsm claim pass",
@@ -453,6 +636,8 @@ dlsm_claim_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
 	if (!dlsm_lock_entity_try(queue->relid, entity))
 		report_busy(queue, entity,
 					"Another transaction is claiming requests of this entity.");
+	/* this transaction's claims read as they will after its commit */
+	dlsm_pending_write(queue, NULL, 0);
 	values[P_GROUP_ENTITY] = CStringGetTextDatum(entity);
 	values[P_GROUP_PROCESS_ID] = UUIDPGetDatum(process_id);
 	dlsm_plan_run(&queue->plans, DLSM_Q_GROUP_BUSY, values, NULL, 1);
@@ -464,6 +649,7 @@ dlsm_claim_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
 	values[P_GROUP_LEASE] = IntervalPGetDatum(lease);
 	dlsm_fence_prepare();
 	dlsm_plan_run(&queue->plans, DLSM_Q_GROUP, values, NULL, 0);
+	dlsm_wake_entity_changed_at_commit(queue->relid, entity);
 	dlsm_wake_claimers_at_end();
 	return (int64) SPI_processed;
 }

@@ -31,10 +31,10 @@ typedef struct DlsmClaimArgs
 } DlsmClaimArgs;
 
 /*
- * Called for each claimed row (columns A_CLAIM_* of plans.h), to build the
- * caller's result.
+ * Called for each claimed row, oldest first: values and nulls are its
+ * columns A_CLAIM_* of plans.h, at index A_CLAIM_* - 1.
  */
-typedef void (*DlsmClaimEmit) (void *arg, HeapTuple tuple, TupleDesc desc);
+typedef void (*DlsmClaimEmit) (void *arg, Datum *values, bool *nulls);
 
 extern int	dlsm_claim_units(DlsmClaimArgs *args, DlsmClaimEmit emit,
 							 void *arg);

@@ -10,10 +10,11 @@
  *
  * The modules, in layers (a module calls only modules below it):
  *
- *	6 entry		dlsm.c
- *	5 top		api.c views.c worker.c launcher.c hooks.c
- *	4 work		handler.c
- *	3 moves		claim.c state.c namedlock.c capture.c
+ *	7 entry		dlsm.c
+ *	6 top		api.c views.c worker.c launcher.c hooks.c
+ *	5 work		handler.c
+ *	4 moves		claim.c state.c namedlock.c capture.c
+ *	3 pending	pending.c
  *	2 queues	queue.c fence.c wake.c
  *	1 services	plans.c notify.c locks.c
  *	0 base		extension.c identity.c subxact.c shmem.c guc.c, compat.h
@@ -42,6 +43,7 @@
 #include "hooks.h"
 #include "namedlock.h"
 #include "notify.h"
+#include "pending.h"
 #include "queue.h"
 #include "shmem.h"
 #include "wake.h"
@@ -60,6 +62,7 @@ _PG_init(void)
 	dlsm_notify_init();
 	dlsm_wake_init();
 	dlsm_queue_init();
+	dlsm_pending_init();
 	dlsm_named_init();
 	dlsm_capture_init();
 	dlsm_hooks_init();

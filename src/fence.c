@@ -24,7 +24,7 @@
  * one timeline may reach 2^53 bytes (8 PiB) before a re-created extension
  * leaves it; timelines up to 2047 fit in a positive bigint.
  *
- * Calls plans.c and locks.c.
+ * Calls plans.c, locks.c and extension.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -36,7 +36,9 @@
 #include "postgres.h"
 
 #include "access/xlog.h"
+#include "utils/fmgrprotos.h"
 
+#include "extension.h"
 #include "fence.h"
 #include "locks.h"
 #include "plans.h"
@@ -95,6 +97,19 @@ dlsm_fence_prepare(void)
 		return;
 	(void) raise_to(timeline_floor(tli));
 	floored_timeline = tli;
+}
+
+/*
+ * The next fence, as the current user (nextval of the fence sequence).
+ * Call dlsm_fence_prepare first in the transaction.
+ */
+int64
+dlsm_fence_next(void)
+{
+	Oid			seq = dlsm_extension_object(DLSM_OBJ_FENCE_SEQ);
+
+	return DatumGetInt64(DirectFunctionCall1(nextval_oid,
+											 ObjectIdGetDatum(seq)));
 }
 
 /*

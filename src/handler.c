@@ -81,15 +81,11 @@ typedef struct HandlerUnit
 } HandlerUnit;
 
 static void
-collect_row(void *arg, HeapTuple tuple, TupleDesc desc)
+collect_row(void *arg, Datum *values, bool *nulls)
 {
 	HandlerUnit *unit = (HandlerUnit *) arg;
-	Datum		values[N_CLAIM - 1];
-	bool		nulls[N_CLAIM - 1];
 	MemoryContext old;
 
-	Assert(desc->natts == N_CLAIM - 1);
-	heap_deform_tuple(tuple, desc, values, nulls);
 	old = MemoryContextSwitchTo(unit->context);
 	if (unit->rows++ == 0)
 	{

@@ -11,7 +11,11 @@
  * autovacuum and REFRESH MATERIALIZED VIEW) and opens a GUC nest level:
  * settings the code run as that role changes are undone when dlsm switches
  * back, so they cannot leak into later work done as someone else.  An
- * error undoes both with the (sub)transaction.
+ * error undoes both with the (sub)transaction.  The one exception resumes
+ * an identity a caller ran with (dlsm_identity_resume): the claims a
+ * transaction did not settle are written at its commit as the caller who
+ * claimed them, in the context the claim ran in, restricted no more than
+ * the claim itself was.
  *
  * Calls nothing of dlsm.
  *
@@ -37,6 +41,19 @@ dlsm_identity_switch(Oid role, DlsmIdentity *saved)
 	SetUserIdAndSecContext(role, saved->sec_context |
 						   SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
+	saved->guc_nest_level = NewGUCNestLevel();
+}
+
+/*
+ * Act as role in security context sec_context from now on: the identity an
+ * earlier call ran with (GetUserIdAndSecContext), resumed; saved is what
+ * dlsm_identity_restore needs.
+ */
+void
+dlsm_identity_resume(Oid role, int sec_context, DlsmIdentity *saved)
+{
+	GetUserIdAndSecContext(&saved->userid, &saved->sec_context);
+	SetUserIdAndSecContext(role, sec_context);
 	saved->guc_nest_level = NewGUCNestLevel();
 }
 

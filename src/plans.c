@@ -57,35 +57,6 @@
 /* The most parameters of one statement. */
 #define MAX_PARAMS 10
 
-/* The claim's process id, fence and clock, computed once per statement. */
-#define CLAIM_UNIT \
-	"WITH u AS MATERIALIZED (" \
-	" SELECT COALESCE($2, " NEW_PROCESS_ID("$4") ") AS pid," \
-	"  pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass)" \
-	"   AS fence," \
-	"  pg_catalog.clock_timestamp() AS now) "
-
-/*
- * A fresh process id; its last byte is the node id n (dlsm.node_id) unless
- * that is 0, so that a router can tell which server holds a claim.
- */
-#define NEW_PROCESS_ID(n) \
-	"CASE WHEN " n " {=} 0 THEN pg_catalog.gen_random_uuid() ELSE" \
-	" pg_catalog.encode(pg_catalog.overlay(pg_catalog.uuid_send(" \
-	"  pg_catalog.gen_random_uuid()), pg_catalog.set_byte(" \
-	"  '\\x00'::pg_catalog.bytea, 0, " n "), 16), 'hex')::pg_catalog.uuid" \
-	" END"
-
-#define CLAIM_SET \
-	" SET {status} = 'in-progress', {pid} = u.pid{pidin}, fence = u.fence," \
-	" attempts = t.attempts {+} 1, claimed_at = u.now," \
-	" lease_until = u.now {+} $3, settled_at = NULL, detail = NULL" \
-	" FROM u "
-
-#define CLAIM_RETURNING \
-	" RETURNING t.{id}, t.{kind}, t.{entity}, t.payload, u.pid, u.fence," \
-	" t.lease_until"
-
 /*
  * Request o of candidate c's entity keeps c waiting: it is in progress, or
  * it is an older open request, unless c is a create and o an update (an
@@ -97,12 +68,37 @@
 	" AND (" o ".{status} {=} 'in-progress' OR (" o ".{id} {<} " c \
 	"  AND NOT (" ckind " {=} 'create' AND " o ".{kind} {=} 'update')))"
 
-/* Exponential backoff for retries: 1 s, 2 s, 4 s ... at most an hour. */
-#define RETRY_BACKOFF \
+/*
+ * Exponential backoff for retries after a attempts: 1 s, 2 s, 4 s ... at
+ * most an hour.
+ */
+#define RETRY_BACKOFF(a) \
 	"LEAST('1 second'::pg_catalog.interval {*}" \
 	" pg_catalog.power(2::pg_catalog.float8," \
-	"  LEAST(t.attempts {-} 1, 12)::pg_catalog.float8)," \
+	"  LEAST(" a " {-} 1, 12)::pg_catalog.float8)," \
 	" '1 hour'::pg_catalog.interval)"
+
+/*
+ * The rows of pending claims (pending.c) and what their claim gave them,
+ * $1 to $5 (P_CLAIMED_*), as v; t is the queue.
+ */
+#define CLAIMED_ROWS \
+	" FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[])," \
+	"  pg_catalog.unnest($2::pg_catalog.uuid[])," \
+	"  pg_catalog.unnest($3::pg_catalog.int8[])," \
+	"  pg_catalog.unnest($4::pg_catalog.timestamptz[])," \
+	"  pg_catalog.unnest($5::pg_catalog.timestamptz[]))" \
+	"  AS v(id, pid, fence, claimed_at, lease_until)"
+
+/* What a claim writes into a row: from CLAIMED_ROWS, or one row's $2 to $5. */
+#define CLAIMED_SET_AS(pid, fence, at, until) \
+	" {pid} = " pid "{pidin}, fence = " fence ", attempts = t.attempts {+} 1," \
+	" claimed_at = " at ", lease_until = " until
+#define CLAIMED_SET CLAIMED_SET_AS("v.pid", "v.fence", "v.claimed_at", "v.lease_until")
+
+/* A pending claim's row: still new, as its claim locked it. */
+#define CLAIMED_WHERE \
+	" WHERE t.{id} {=} v.id AND t.{status} {=} 'new'"
 
 /* The clock of a statement, read once. */
 #define ONE_CLOCK \
@@ -120,9 +116,10 @@ typedef struct DlsmQueryDef
 
 static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	[DLSM_Q_SCAN] = {
-		"SELECT {id}, {kind}, {entity} FROM {q}"
+		/* delayed rows too: the floor of the queue stops at them */
+		"SELECT {id}, {kind}, {entity},"
+		" run_at {<=} pg_catalog.clock_timestamp() FROM {q}"
 		" WHERE {status} {=} 'new' AND {id} {>} $1"
-		" AND run_at {<=} pg_catalog.clock_timestamp()"
 		" ORDER BY {id} LIMIT $2",
 		N_SCAN_PARAMS, {INT8OID, INT8OID},
 		SPI_OK_SELECT, N_SCAN, "the candidate scan"
@@ -137,59 +134,107 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		N_ENTITY_STATE_PARAMS, {TEXTOID, INT8OID},
 		SPI_OK_SELECT, N_ENTITY_STATE, "the entity state query"
 	},
-	[DLSM_Q_CLAIM_SINGLES] = {
+	[DLSM_Q_LOCK_SINGLES] = {
 		/*
-		 * Single-request units, one per row, each with its own process id
-		 * (unless given) and fence.  Read after the entity locks were
-		 * granted: each candidate is still new and due, and its entity has
-		 * nothing in progress and no older open request blocking it.
+		 * Single-request units, one per row.  Read after the entity locks
+		 * were granted: each candidate is still new and due, and its
+		 * entity has nothing in progress and no older open request
+		 * blocking it.
 		 */
-		ONE_CLOCK
-		" UPDATE {q} t SET {status} = 'in-progress',"
-		" {pid} = (COALESCE($2, " NEW_PROCESS_ID("$4") ")){pidin},"
-		" fence = pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass),"
-		" attempts = t.attempts {+} 1, claimed_at = u.now,"
-		" lease_until = u.now {+} $3, settled_at = NULL, detail = NULL"
-		" FROM u"
-		" WHERE t.{id} {=} ANY (SELECT c.{id} FROM {q} c, u"
-		"  WHERE c.{id} {=} ANY ($1) AND c.{status} {=} 'new'"
-		"  AND c.run_at {<=} u.now"
-		"  AND NOT EXISTS (SELECT 1 FROM {q} o WHERE o.{entity} {=} c.{entity}"
-		"   AND " BLOCKS("o", "c.{id}", "c.{kind}") ")"
-		"  FOR UPDATE OF c SKIP LOCKED)"
-		" RETURNING t.{id}, t.{kind}, t.{entity}, t.payload, t.{pid}{pidout},"
-		" t.fence, t.lease_until",
-		N_CLAIM_SINGLES_PARAMS, {INT8ARRAYOID, UUIDOID, INTERVALOID, INT4OID},
-		SPI_OK_UPDATE_RETURNING, N_CLAIM, "a claim"
+		"SELECT c.{id}, c.{kind}, c.{entity}, c.payload FROM {q} c"
+		" WHERE c.{id} {=} ANY ($1) AND c.{status} {=} 'new'"
+		" AND c.run_at {<=} $2"
+		" AND NOT EXISTS (SELECT 1 FROM {q} o WHERE o.{entity} {=} c.{entity}"
+		"  AND " BLOCKS("o", "c.{id}", "c.{kind}") ")"
+		" FOR UPDATE OF c SKIP LOCKED",
+		N_LOCK_SINGLES_PARAMS, {INT8ARRAYOID, TIMESTAMPTZOID},
+		SPI_OK_SELECT, N_LOCK, "a claim"
 	},
-	[DLSM_Q_CLAIM_GROUP] = {
+	[DLSM_Q_LOCK_ONE] = {
+		/* LOCK_SINGLES for one candidate */
+		"SELECT c.{id}, c.{kind}, c.{entity}, c.payload FROM {q} c"
+		" WHERE c.{id} {=} $1 AND c.{status} {=} 'new'"
+		" AND c.run_at {<=} $2"
+		" AND NOT EXISTS (SELECT 1 FROM {q} o WHERE o.{entity} {=} c.{entity}"
+		"  AND " BLOCKS("o", "c.{id}", "c.{kind}") ")"
+		" FOR UPDATE OF c SKIP LOCKED",
+		N_LOCK_SINGLES_PARAMS, {INT8OID, TIMESTAMPTZOID},
+		SPI_OK_SELECT, N_LOCK, "a claim"
+	},
+	[DLSM_Q_LOCK_GROUP] = {
 		/*
-		 * As CLAIM_SINGLES, and the entity's create, if any, is complete.
+		 * As LOCK_SINGLES, and the entity's create, if any, is complete.
 		 * The first update is locked first: when another transaction holds
 		 * it, nothing is claimed.  The group is the updates from the first
 		 * up to the entity's next new request that is not a due update.
 		 */
-		CLAIM_UNIT
-		", first AS MATERIALIZED (SELECT f.{id} FROM {q} f, u"
-		"  WHERE f.{id} {=} $1 AND f.{status} {=} 'new' AND f.run_at {<=} u.now"
-		"  AND NOT EXISTS (SELECT 1 FROM {q} o WHERE o.{entity} {=} $5"
+		"WITH first AS MATERIALIZED (SELECT f.{id} FROM {q} f"
+		"  WHERE f.{id} {=} $1 AND f.{status} {=} 'new' AND f.run_at {<=} $2"
+		"  AND NOT EXISTS (SELECT 1 FROM {q} o WHERE o.{entity} {=} $3"
 		"   AND " BLOCKS("o", "$1", "'update'") ")"
-		"  AND NOT EXISTS (SELECT 1 FROM {q} c WHERE c.{entity} {=} $5"
+		"  AND NOT EXISTS (SELECT 1 FROM {q} c WHERE c.{entity} {=} $3"
 		"   AND c.{kind} {=} 'create' AND c.{status} {<>} 'complete')"
 		"  FOR UPDATE OF f SKIP LOCKED) "
-		"UPDATE {q} t" CLAIM_SET
-		" WHERE EXISTS (SELECT 1 FROM first) AND t.{id} {=} ANY ("
-		"  SELECT {id} FROM {q}"
-		"  WHERE {entity} {=} $5 AND {kind} {=} 'update'"
-		"  AND {status} {=} 'new' AND {id} {>=} $1"
-		"  AND {id} {<} COALESCE((SELECT pg_catalog.min(n.{id}) FROM {q} n, u"
-		"   WHERE n.{entity} {=} $5 AND n.{status} {=} 'new' AND n.{id} {>} $1"
-		"   AND (n.{kind} {<>} 'update' OR n.run_at {>} u.now)),"
-		"   9223372036854775807)"
-		"  ORDER BY {id} FOR UPDATE SKIP LOCKED)"
-		CLAIM_RETURNING,
-		N_CLAIM_GROUP_PARAMS, {INT8OID, UUIDOID, INTERVALOID, INT4OID, TEXTOID},
-		SPI_OK_UPDATE_RETURNING, N_CLAIM, "a claim"
+		"SELECT g.{id}, g.{kind}, g.{entity}, g.payload FROM {q} g"
+		" WHERE EXISTS (SELECT 1 FROM first)"
+		" AND g.{entity} {=} $3 AND g.{kind} {=} 'update'"
+		" AND g.{status} {=} 'new' AND g.{id} {>=} $1"
+		" AND g.{id} {<} COALESCE((SELECT pg_catalog.min(n.{id}) FROM {q} n"
+		"  WHERE n.{entity} {=} $3 AND n.{status} {=} 'new' AND n.{id} {>} $1"
+		"  AND (n.{kind} {<>} 'update' OR n.run_at {>} $2)),"
+		"  9223372036854775807)"
+		" FOR UPDATE OF g SKIP LOCKED",
+		N_LOCK_GROUP_PARAMS, {INT8OID, TIMESTAMPTZOID, TEXTOID},
+		SPI_OK_SELECT, N_LOCK, "a claim"
+	},
+	[DLSM_Q_WRITE_CLAIMS] = {
+		/* pending claims not settled by their transaction, at its commit */
+		"UPDATE {q} t SET {status} = 'in-progress'," CLAIMED_SET ","
+		" settled_at = NULL, detail = NULL"
+		CLAIMED_ROWS CLAIMED_WHERE
+		" RETURNING t.{entity}",
+		N_CLAIMED_PARAMS, {INT8ARRAYOID, UUIDARRAYOID, INT8ARRAYOID,
+		TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID},
+		SPI_OK_UPDATE_RETURNING, N_WRITE_CLAIMS, "writing claims"
+	},
+	[DLSM_Q_SETTLE_CLAIMED_FINAL] = {
+		/* as SETTLE_FINAL, for claims of this transaction: one row version */
+		"UPDATE {q} t SET {status} = $6," CLAIMED_SET ","
+		" settled_at = pg_catalog.clock_timestamp(), detail = $7"
+		CLAIMED_ROWS CLAIMED_WHERE
+		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}",
+		N_SETTLE_CLAIMED_FINAL_PARAMS, {INT8ARRAYOID, UUIDARRAYOID,
+		INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, TEXTOID,
+		TEXTOID},
+		SPI_OK_UPDATE_RETURNING, N_SETTLE, "a settle"
+	},
+	[DLSM_Q_SETTLE_ONE_FINAL] = {
+		/* SETTLE_CLAIMED_FINAL for one row, its values as scalars */
+		"UPDATE {q} t SET {status} = $6,"
+		CLAIMED_SET_AS("$2", "$3", "$4", "$5") ","
+		" settled_at = pg_catalog.clock_timestamp(), detail = $7"
+		" WHERE t.{id} {=} $1 AND t.{status} {=} 'new'"
+		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}",
+		N_SETTLE_CLAIMED_FINAL_PARAMS, {INT8OID, UUIDOID, INT8OID,
+		TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID},
+		SPI_OK_UPDATE_RETURNING, N_SETTLE, "a settle"
+	},
+	[DLSM_Q_SETTLE_CLAIMED_RETRY] = {
+		/* as SETTLE_RETRY, for claims of this transaction */
+		ONE_CLOCK
+		" UPDATE {q} t SET" CLAIMED_SET ","
+		" {status} = CASE WHEN t.attempts {+} 1 {>=} $8 THEN 'error' ELSE 'new' END,"
+		" settled_at = CASE WHEN t.attempts {+} 1 {>=} $8 THEN u.now END,"
+		" run_at = u.now {+} COALESCE($7, " RETRY_BACKOFF("(t.attempts {+} 1)") "),"
+		" detail = CASE WHEN t.attempts {+} 1 {>=} $8"
+		"  THEN pg_catalog.format('retries exhausted after %s attempts: %s',"
+		"   t.attempts {+} 1, $6) ELSE $6 END"
+		CLAIMED_ROWS ", u" CLAIMED_WHERE
+		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}",
+		N_SETTLE_CLAIMED_RETRY_PARAMS, {INT8ARRAYOID, UUIDARRAYOID,
+		INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, TEXTOID,
+		INTERVALOID, INT4OID},
+		SPI_OK_UPDATE_RETURNING, N_SETTLE, "a settle"
 	},
 	[DLSM_Q_FAIL_UPDATES] = {
 		"UPDATE {q} SET {status} = 'error',"
@@ -215,8 +260,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	[DLSM_Q_GROUP] = {
 		/*
 		 * The entity's new updates, and those $2 holds already, up to its
-		 * next new request of another kind.  $2 is given, so the node id of
-		 * CLAIM_UNIT is never read; it is passed as 0.
+		 * next new request of another kind.
 		 */
 		"WITH u AS MATERIALIZED (SELECT $2 AS pid,"
 		"  pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass)"
@@ -242,7 +286,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"UPDATE {q} t SET {status} = $2,"
 		" settled_at = pg_catalog.clock_timestamp(), detail = $3"
 		" WHERE {pid} {=} ANY ($1{pidarr}) AND {status} {=} 'in-progress'"
-		" RETURNING {pid}{pidout}",
+		" RETURNING {pid}{pidout}, {id}, {entity}",
 		N_SETTLE_FINAL_PARAMS, {UUIDARRAYOID, TEXTOID, TEXTOID},
 		SPI_OK_UPDATE_RETURNING, N_SETTLE, "a settle"
 	},
@@ -252,13 +296,13 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" UPDATE {q} t SET"
 		" {status} = CASE WHEN t.attempts {>=} $4 THEN 'error' ELSE 'new' END,"
 		" settled_at = CASE WHEN t.attempts {>=} $4 THEN u.now END,"
-		" run_at = u.now {+} COALESCE($3, " RETRY_BACKOFF "),"
+		" run_at = u.now {+} COALESCE($3, " RETRY_BACKOFF("t.attempts") "),"
 		" detail = CASE WHEN t.attempts {>=} $4"
 		"  THEN pg_catalog.format('retries exhausted after %s attempts: %s',"
 		"   t.attempts, $2) ELSE $2 END"
 		" FROM u"
 		" WHERE {pid} {=} ANY ($1{pidarr}) AND {status} {=} 'in-progress'"
-		" RETURNING {pid}{pidout}",
+		" RETURNING {pid}{pidout}, {id}, {entity}",
 		N_SETTLE_RETRY_PARAMS, {UUIDARRAYOID, TEXTOID, INTERVALOID, INT4OID},
 		SPI_OK_UPDATE_RETURNING, N_SETTLE, "a settle"
 	},
@@ -295,7 +339,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" FROM u"
 		" WHERE t.{id} {=} ANY (SELECT {id} FROM expired"
 		"  WHERE {pid} {=} ANY (SELECT {pid} FROM whole))"
-		" RETURNING t.{status}",
+		" RETURNING t.{status}, t.{id}, t.{entity}",
 		N_REAP_PARAMS, {INT4OID},
 		SPI_OK_UPDATE_RETURNING, N_REAP, "the reaper"
 	},

@@ -26,10 +26,15 @@
 /* ---- statements on a queue ---- */
 typedef enum DlsmQueryId
 {
-	DLSM_Q_SCAN,				/* ready candidates after a line in the sand */
+	DLSM_Q_SCAN,				/* new rows after a line in the sand */
 	DLSM_Q_ENTITY_STATE,		/* an entity's create, and is it blocked? */
-	DLSM_Q_CLAIM_SINGLES,		/* claim single-request units together */
-	DLSM_Q_CLAIM_GROUP,			/* claim an update and the updates after it */
+	DLSM_Q_LOCK_SINGLES,		/* lock single-request units to claim */
+	DLSM_Q_LOCK_ONE,			/* lock one single-request unit to claim */
+	DLSM_Q_LOCK_GROUP,			/* lock an update and the updates after it */
+	DLSM_Q_WRITE_CLAIMS,		/* write pending claims as in-progress */
+	DLSM_Q_SETTLE_CLAIMED_FINAL,	/* settle pending claims: complete, error */
+	DLSM_Q_SETTLE_ONE_FINAL,	/* settle one pending claim: complete, error */
+	DLSM_Q_SETTLE_CLAIMED_RETRY,	/* settle pending claims for a retry */
 	DLSM_Q_FAIL_UPDATES,		/* settle updates of a failed create as error */
 	DLSM_Q_GROUP_BUSY,			/* why an entity's updates cannot be grouped */
 	DLSM_Q_GROUP,				/* dlsm_group_updates */
@@ -50,7 +55,7 @@ enum
 };
 enum
 {
-	A_SCAN_ID = 1, A_SCAN_KIND, A_SCAN_ENTITY, N_SCAN
+	A_SCAN_ID = 1, A_SCAN_KIND, A_SCAN_ENTITY, A_SCAN_DUE, N_SCAN
 };
 enum
 {
@@ -62,21 +67,56 @@ enum
 	A_ENTITY_STATE_BLOCKED, N_ENTITY_STATE
 };
 
-/* the claim statements share their parameters and their result */
+/*
+ * The claim statements lock the rows they claim and write nothing
+ * (pending.c keeps what the claim gave them); they share their parameters
+ * and their result.
+ */
 enum
 {
-	P_CLAIM_FIRST,				/* CLAIM_SINGLES: the ids; CLAIM_GROUP: the first */
-	P_CLAIM_PROCESS_ID,			/* given process id, or NULL */
-	P_CLAIM_LEASE,
-	P_CLAIM_NODE,				/* dlsm.node_id */
-	P_CLAIM_ENTITY,				/* CLAIM_GROUP only */
-	N_CLAIM_GROUP_PARAMS
+	P_LOCK_ID,					/* LOCK_SINGLES: the ids; LOCK_ONE: the id;
+								 * LOCK_GROUP: the first */
+	P_LOCK_NOW,					/* the claim's clock */
+	P_LOCK_ENTITY,				/* LOCK_GROUP only */
+	N_LOCK_GROUP_PARAMS
 };
-#define N_CLAIM_SINGLES_PARAMS P_CLAIM_ENTITY
+#define N_LOCK_SINGLES_PARAMS P_LOCK_ENTITY
+enum
+{
+	A_LOCK_ID = 1, A_LOCK_KIND, A_LOCK_ENTITY, A_LOCK_PAYLOAD, N_LOCK
+};
+
+/* What dlsm_claim returns for a claimed row. */
 enum
 {
 	A_CLAIM_ID = 1, A_CLAIM_KIND, A_CLAIM_ENTITY, A_CLAIM_PAYLOAD,
 	A_CLAIM_PROCESS_ID, A_CLAIM_FENCE, A_CLAIM_LEASE_UNTIL, N_CLAIM
+};
+
+/*
+ * Statements that write pending claims (WRITE_CLAIMS, SETTLE_CLAIMED_*):
+ * the rows and what their claim gave them, as arrays of one length
+ * (SETTLE_ONE_FINAL: one row, as scalars); the settles take the parameters
+ * of SETTLE_FINAL or SETTLE_RETRY after these.
+ */
+enum
+{
+	P_CLAIMED_IDS, P_CLAIMED_PROCESS_IDS, P_CLAIMED_FENCES, P_CLAIMED_AT,
+	P_CLAIMED_LEASE_UNTIL, N_CLAIMED_PARAMS
+};
+enum
+{
+	P_CLAIMED_STATUS = N_CLAIMED_PARAMS, P_CLAIMED_DETAIL,
+	N_SETTLE_CLAIMED_FINAL_PARAMS
+};
+enum
+{
+	P_CLAIMED_RETRY_DETAIL = N_CLAIMED_PARAMS, P_CLAIMED_RETRY_AFTER,
+	P_CLAIMED_RETRY_MAX_ATTEMPTS, N_SETTLE_CLAIMED_RETRY_PARAMS
+};
+enum
+{
+	A_WRITE_CLAIMS_ENTITY = 1, N_WRITE_CLAIMS
 };
 enum
 {
@@ -103,7 +143,7 @@ enum
 };
 enum
 {
-	A_SETTLE_PROCESS_ID = 1, N_SETTLE
+	A_SETTLE_PROCESS_ID = 1, A_SETTLE_ID, A_SETTLE_ENTITY, N_SETTLE
 };
 enum
 {
@@ -119,7 +159,7 @@ enum
 };
 enum
 {
-	A_REAP_STATUS = 1, N_REAP
+	A_REAP_STATUS = 1, A_REAP_ID, A_REAP_ENTITY, N_REAP
 };
 enum
 {

@@ -29,6 +29,10 @@
  *	named[]							the backend whose pid is in the entry
  *	listen_db[], listeners[]		any backend, at its (UN)LISTEN's commit
  *
+ * The floors of the queues have a lock of their own, DlsmShared.floor_lock
+ * (the second of the tranche), held the same way; any backend reads and
+ * writes them (dlsm_shmem_floor_*), as the rules below them say.
+ *
  * Calls nothing of dlsm.
  *
  * Copyright (c) 2026, dlsm developers
@@ -57,6 +61,9 @@
 /* How often a waiting claim looks again when dlsm is not preloaded. */
 #define POLL_MS 50
 
+/* The most queues whose floor is kept; more share the slots in turn. */
+#define DLSM_MAX_FLOORS 128
+
 /* One database's worker, as the launcher and the worker see it. */
 typedef struct DlsmSlot
 {
@@ -66,6 +73,35 @@ typedef struct DlsmSlot
 	TimestampTz paused_until;	/* the launcher starts no worker before */
 	TimestampTz stopped_until;	/* no worker runs before (DROP DATABASE) */
 } DlsmSlot;
+
+/*
+ * Where the ready rows of a queue begin.  Rules: every row with an id in
+ * (base, line] was seen by a claim not new, or new but belonging to a
+ * parked entity (from its lowest id up), whose rows wait for a change of
+ * that entity.  The claim's snapshot was taken after it read gen, and
+ * after it read the generation of the bucket of each entity it parked.  A
+ * commit that may make such a row ready moves them on: one that makes a
+ * row new again (an insert, a retry, a reap) lowers line below it and
+ * moves gen on; one that changes rows of an entity moves its bucket's
+ * generation on and, if the entity is parked, unparks it, lowering line
+ * below its lowest id and moving gen on.  A claim publishes what it saw
+ * only if those generations did not move since it read them.  Changes
+ * dlsm cannot see (a row set back to 'new' by hand) are found by a claim
+ * that scans from its line in the sand again, at most every check_ms
+ * (dlsm_shmem_floor_read).
+ */
+typedef struct DlsmFloor
+{
+	Oid			dboid;			/* with relid, the key; InvalidOid: free */
+	Oid			relid;
+	int64		base;			/* rows above base... */
+	int64		line;			/* ...up to line are not ready */
+	uint64		gen;			/* from floor_clock, when last lowered */
+	TimestampTz checked_at;		/* last scan from base */
+	int			nparked;
+	DlsmParked	parked[DLSM_MAX_PARKED];
+	uint64		bucket_gen[DLSM_ENTITY_BUCKETS];
+} DlsmFloor;
 
 typedef struct DlsmShared
 {
@@ -80,6 +116,10 @@ typedef struct DlsmShared
 	Oid			listen_db[DLSM_MAX_DATABASES];	/* databases with... */
 	int			listeners[DLSM_MAX_DATABASES];	/* ...client backends that LISTEN */
 	bool		listeners_lost; /* a listener found no free entry */
+	LWLock	   *floor_lock;		/* guards the fields below */
+	uint64		floor_clock;	/* moved on by every lowering */
+	int			floor_victim;	/* the next slot to take when all are used */
+	DlsmFloor	floors[DLSM_MAX_FLOORS];
 } DlsmShared;
 
 static DlsmShared *shared = NULL;
@@ -94,7 +134,7 @@ shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(MAXALIGN(sizeof(DlsmShared)));
-	RequestNamedLWLockTranche("dlsm", 1);
+	RequestNamedLWLockTranche("dlsm", 2);
 }
 
 static void
@@ -110,7 +150,8 @@ shmem_startup(void)
 	if (!found)
 	{
 		memset(shared, 0, sizeof(DlsmShared));
-		shared->lock = &(GetNamedLWLockTranche("dlsm"))->lock;
+		shared->lock = &(GetNamedLWLockTranche("dlsm"))[0].lock;
+		shared->floor_lock = &(GetNamedLWLockTranche("dlsm"))[1].lock;
 		ConditionVariableInit(&shared->work_cv);
 	}
 	LWLockRelease(AddinShmemInitLock);
@@ -665,4 +706,222 @@ dlsm_shmem_anyone_listens(Oid dboid)
 		listens = shared->listen_db[i] == dboid && shared->listeners[i] > 0;
 	LWLockRelease(shared->lock);
 	return listens;
+}
+
+/* ---------------------------------------------------------------------
+ * Floors: where the ready rows of a queue begin
+ * ---------------------------------------------------------------------
+ */
+
+/* The floor of relid in this database, or NULL.  floor_lock held. */
+static DlsmFloor *
+find_floor(Oid relid)
+{
+	for (int i = 0; i < DLSM_MAX_FLOORS; i++)
+	{
+		DlsmFloor  *f = &shared->floors[i];
+
+		if (f->relid == relid && f->dboid == MyDatabaseId)
+			return f;
+	}
+	return NULL;
+}
+
+/*
+ * Before a claim's first scan of relid with line in the sand after: where
+ * to start (seen->line, above after) and whether the claim may publish
+ * what the scan finds (seen->publish).  When the floor was last checked
+ * from its base more than check_ms ago, this claim checks it: it starts at
+ * after (seen->check).
+ */
+void
+dlsm_shmem_floor_read(Oid relid, int64 after, int check_ms,
+					  DlsmFloorSeen *seen)
+{
+	DlsmFloor  *f;
+	TimestampTz now;
+
+	seen->line = after;
+	seen->publish = false;
+	seen->check = true;
+	seen->nparked = 0;
+	seen->may_park = false;
+	if (shared == NULL)
+		return;
+	LWLockAcquire(shared->floor_lock, LW_SHARED);
+	f = find_floor(relid);
+	seen->gen = f ? f->gen : shared->floor_clock;
+	seen->base = after;
+	seen->publish = f == NULL || after <= f->line;
+	if (f != NULL)
+	{
+		seen->may_park = true;
+		memcpy(seen->bucket_gen, f->bucket_gen, sizeof(f->bucket_gen));
+		if (f->base <= after && after <= f->line)
+		{
+			seen->base = f->base;
+			seen->line = f->line;
+			seen->check = false;
+			seen->nparked = f->nparked;
+			memcpy(seen->parked, f->parked, sizeof(DlsmParked) * f->nparked);
+		}
+	}
+	now = GetCurrentTimestamp();
+	if (!seen->check && TimestampDifferenceExceeds(f->checked_at, now,
+												   check_ms))
+	{
+		/* this claim checks the floor; the others go on */
+		LWLockRelease(shared->floor_lock);
+		LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+		f = find_floor(relid);
+		if (f != NULL && TimestampDifferenceExceeds(f->checked_at, now,
+													 check_ms))
+		{
+			f->checked_at = now;
+			seen->line = seen->base = after;
+			seen->check = true;
+			seen->nparked = 0;
+		}
+	}
+	LWLockRelease(shared->floor_lock);
+}
+
+/* A new floor for relid, in a free slot or the next one in turn. */
+static DlsmFloor *
+add_floor(Oid relid)
+{
+	DlsmFloor  *f = NULL;
+
+	for (int i = 0; i < DLSM_MAX_FLOORS && f == NULL; i++)
+		if (shared->floors[i].relid == InvalidOid)
+			f = &shared->floors[i];
+	if (f == NULL)
+	{
+		f = &shared->floors[shared->floor_victim];
+		shared->floor_victim = (shared->floor_victim + 1) % DLSM_MAX_FLOORS;
+	}
+	memset(f, 0, sizeof(DlsmFloor));
+	f->dboid = MyDatabaseId;
+	f->relid = relid;
+	f->gen = shared->floor_clock;
+	return f;
+}
+
+/*
+ * Add the parked entities of a claim to floor f (or, after a check, put
+ * them in place of its own): false when they do not fit, or when one of
+ * them changed since the claim read the floor.
+ */
+static bool
+park(DlsmFloor *f, const DlsmFloorSeen *seen, const DlsmParked *parked,
+	 int n)
+{
+	DlsmParked	all[DLSM_MAX_PARKED];
+	int			count = seen->check ? 0 : f->nparked;
+
+	memcpy(all, f->parked, sizeof(DlsmParked) * count);
+	for (int i = 0; i < n; i++)
+	{
+		int			b = parked[i].entity % DLSM_ENTITY_BUCKETS;
+		int			k = 0;
+
+		if (!seen->may_park || f->bucket_gen[b] != seen->bucket_gen[b])
+			return false;
+		while (k < count && all[k].entity != parked[i].entity)
+			k++;
+		if (k == count && count == DLSM_MAX_PARKED)
+			return false;
+		if (k == count)
+			all[count++] = parked[i];
+		else
+			all[k].lowest = Min(all[k].lowest, parked[i].lowest);
+	}
+	memcpy(f->parked, all, sizeof(DlsmParked) * count);
+	f->nparked = count;
+	return true;
+}
+
+/*
+ * A claim whose scan began at seen->line found no ready row up to line
+ * but those of the parked entities (n of them): record it, unless a
+ * change since seen was read may have made such a row ready.
+ */
+void
+dlsm_shmem_floor_publish(Oid relid, const DlsmFloorSeen *seen, int64 line,
+						 const DlsmParked *parked, int n)
+{
+	DlsmFloor  *f;
+
+	if (shared == NULL || !seen->publish ||
+		(line == seen->line && n == 0 && !seen->check))
+		return;
+	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+	f = find_floor(relid);
+	if (f == NULL && seen->gen == shared->floor_clock && n == 0)
+		f = add_floor(relid);
+	if (f != NULL && f->gen == seen->gen && park(f, seen, parked, n))
+	{
+		if (seen->check)
+			f->checked_at = GetCurrentTimestamp();
+		f->base = seen->base;
+		f->line = line;
+	}
+	LWLockRelease(shared->floor_lock);
+}
+
+/* Lower floor f below id below, after the commit of a change. */
+static void
+lower(DlsmFloor *f, int64 below)
+{
+	f->line = Max(f->base, Min(f->line, below == PG_INT64_MIN ?
+							   PG_INT64_MIN : below - 1));
+	f->gen = ++shared->floor_clock;
+}
+
+/*
+ * Rows of relid with ids from below up may have become ready (this
+ * transaction committed an insert, a retry, a reap): lower the floor under
+ * them.  Call after the commit.
+ */
+void
+dlsm_shmem_floor_lower(Oid relid, int64 below)
+{
+	DlsmFloor  *f;
+
+	if (shared == NULL)
+		return;
+	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+	f = find_floor(relid);
+	if (f != NULL)
+		lower(f, below);
+	else
+		shared->floor_clock++;
+	LWLockRelease(shared->floor_lock);
+}
+
+/*
+ * This transaction changed rows of the given entities of relid (n keys):
+ * unpark them.  Call after the commit.
+ */
+void
+dlsm_shmem_floor_entities(Oid relid, const uint64 *entities, int n)
+{
+	DlsmFloor  *f;
+
+	if (shared == NULL || n == 0)
+		return;
+	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+	f = find_floor(relid);
+	for (int i = 0; f != NULL && i < n; i++)
+	{
+		f->bucket_gen[entities[i] % DLSM_ENTITY_BUCKETS]++;
+		for (int k = 0; k < f->nparked; k++)
+		{
+			if (f->parked[k].entity != entities[i])
+				continue;
+			lower(f, f->parked[k].lowest);
+			f->parked[k--] = f->parked[--f->nparked];
+		}
+	}
+	LWLockRelease(shared->floor_lock);
 }

@@ -13,6 +13,7 @@
 #ifndef DLSM_SHMEM_H
 #define DLSM_SHMEM_H
 
+#include "common/hashfn.h"
 #include "datatype/timestamp.h"
 
 /* The most databases dlsm's workers serve at once. */
@@ -69,6 +70,42 @@ typedef enum DlsmStartDecision
 	DLSM_START_NO_SLOT			/* every slot is taken */
 } DlsmStartDecision;
 
+/* The most entities whose waiting rows a queue's floor passes over. */
+#define DLSM_MAX_PARKED 8
+
+/* Entities fall into this many buckets, each with its own generation. */
+#define DLSM_ENTITY_BUCKETS 32
+
+/* An entity whose rows wait, passed over by a floor, from lowest up. */
+typedef struct DlsmParked
+{
+	uint64		entity;			/* dlsm_shmem_entity_key */
+	int64		lowest;
+} DlsmParked;
+
+/* What a claim read of its queue's floor before its scan (shmem.c). */
+typedef struct DlsmFloorSeen
+{
+	int64		line;			/* scan the rows above it */
+	bool		publish;		/* may publish what the scan finds */
+	bool		check;			/* the scan starts at the line in the sand */
+	bool		may_park;		/* may pass over waiting entities' rows */
+	int			nparked;		/* the entities the floor passes over */
+	DlsmParked	parked[DLSM_MAX_PARKED];
+	/* private to shmem.c */
+	int64		base;
+	uint64		gen;
+	uint64		bucket_gen[DLSM_ENTITY_BUCKETS];
+} DlsmFloorSeen;
+
+/* The key of an entity in the floors: a hash of its name. */
+static inline uint64
+dlsm_shmem_entity_key(const char *entity)
+{
+	return hash_bytes_extended((const unsigned char *) entity,
+							   strlen(entity), 0);
+}
+
 extern void dlsm_shmem_init(void);
 extern bool dlsm_shmem_available(void);
 
@@ -102,6 +139,16 @@ extern int	dlsm_shmem_named_enter(const char *name, bool lease);
 extern void dlsm_shmem_named_granted(int entry, int64 fence);
 extern void dlsm_shmem_named_leave(int entry);
 extern int	dlsm_shmem_copy_named(DlsmNamedEntry *out);
+
+/* where the ready rows of a queue begin */
+extern void dlsm_shmem_floor_read(Oid relid, int64 after, int check_ms,
+								  DlsmFloorSeen *seen);
+extern void dlsm_shmem_floor_publish(Oid relid, const DlsmFloorSeen *seen,
+									 int64 line, const DlsmParked *parked,
+									 int nparked);
+extern void dlsm_shmem_floor_lower(Oid relid, int64 below);
+extern void dlsm_shmem_floor_entities(Oid relid, const uint64 *entities,
+									  int n);
 
 /* client backends that LISTEN */
 extern void dlsm_shmem_count_listener(Oid dboid, int delta);

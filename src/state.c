@@ -8,7 +8,12 @@
  * compare-and-set statement in plans.c naming the rows and the state it
  * expects them in):
  *
- *	new			-> in-progress	claim (dlsm_claim, dlsm_group_updates)
+ *	new			-> in-progress	claim (dlsm_claim, dlsm_group_updates);
+ *								dlsm_claim's is written when its
+ *								transaction commits without settling it
+ *				-> complete		claimed and settled in one transaction:
+ *				-> error		one write from 'new' (pending.c)
+ *				-> new			(a retry: attempts and run_at move on)
  *				-> error		its entity's create failed (updates only)
  *	in-progress	-> complete		settle 'complete' by the claimant
  *				-> error		settle 'error', or retries spent
@@ -25,7 +30,7 @@
  * (the caller switches, identity.c).  The caller holds an SPI connection
  * and a pin on the queue.
  *
- * Calls plans.c, queue.c and wake.c.
+ * Calls plans.c, queue.c, pending.c and wake.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -42,6 +47,7 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+#include "pending.h"
 #include "state.h"
 #include "wake.h"
 
@@ -72,42 +78,137 @@ dlsm_outcome_parse(const char *name, DlsmOutcome *outcome)
 	return false;
 }
 
-/*
- * Settle the in-progress rows of the given process ids (a uuid[]); rows
- * of the statement are left in SPI_tuptable, one per settled row, with
- * the process id in A_SETTLE_PROCESS_ID.
- */
-static uint64
-settle_rows(DlsmQueue *queue, Datum process_ids, DlsmSettle *settle)
+/* Parameters and statement of a settle, after the rows' own (base). */
+static DlsmQueryId
+settle_params(DlsmQueue *queue, DlsmSettle *settle, bool claimed,
+			  Datum *values, char *nulls)
 {
-	Datum		values[N_SETTLE_RETRY_PARAMS];
-	char		nulls[N_SETTLE_RETRY_PARAMS];
 	const char *detail = settle->detail;
-	uint64		n;
+	int			base = claimed ? N_CLAIMED_PARAMS : 1;
 
-	memset(nulls, ' ', sizeof(nulls));
+	StaticAssertStmt((int) P_RETRY_PROCESS_IDS == (int) P_SETTLE_PROCESS_IDS &&
+					 (int) P_RETRY_DETAIL == 1 && (int) P_SETTLE_STATUS == 1 &&
+					 (int) P_CLAIMED_RETRY_DETAIL == (int) N_CLAIMED_PARAMS &&
+					 (int) P_CLAIMED_STATUS == (int) N_CLAIMED_PARAMS &&
+					 (int) P_RETRY_AFTER - (int) P_RETRY_DETAIL ==
+					 (int) P_CLAIMED_RETRY_AFTER - (int) P_CLAIMED_RETRY_DETAIL &&
+					 (int) P_RETRY_MAX_ATTEMPTS - (int) P_RETRY_DETAIL ==
+					 (int) P_CLAIMED_RETRY_MAX_ATTEMPTS - (int) P_CLAIMED_RETRY_DETAIL &&
+					 (int) P_SETTLE_DETAIL - (int) P_SETTLE_STATUS ==
+					 (int) P_CLAIMED_DETAIL - (int) P_CLAIMED_STATUS,
+					 "the settles' own parameters follow their rows' in one order");
+	memset(nulls, ' ', N_SETTLE_CLAIMED_RETRY_PARAMS);
 	if (settle->outcome == DLSM_OUTCOME_RETRY)
 	{
-		values[P_RETRY_PROCESS_IDS] = process_ids;
-		values[P_RETRY_DETAIL] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
-		nulls[P_RETRY_DETAIL] = detail ? ' ' : 'n';
-		values[P_RETRY_AFTER] = PointerGetDatum(settle->retry_after);
-		nulls[P_RETRY_AFTER] = settle->retry_after ? ' ' : 'n';
-		values[P_RETRY_MAX_ATTEMPTS] = Int32GetDatum(queue->max_attempts);
-		n = dlsm_plan_run(&queue->plans, DLSM_Q_SETTLE_RETRY, values, nulls, 0);
+		int			d = base - P_RETRY_DETAIL;
+
+		values[d + P_RETRY_DETAIL] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
+		nulls[d + P_RETRY_DETAIL] = detail ? ' ' : 'n';
+		values[d + P_RETRY_AFTER] = PointerGetDatum(settle->retry_after);
+		nulls[d + P_RETRY_AFTER] = settle->retry_after ? ' ' : 'n';
+		values[d + P_RETRY_MAX_ATTEMPTS] = Int32GetDatum(queue->max_attempts);
+		return claimed ? DLSM_Q_SETTLE_CLAIMED_RETRY : DLSM_Q_SETTLE_RETRY;
 	}
 	else
 	{
-		values[P_SETTLE_PROCESS_IDS] = process_ids;
-		values[P_SETTLE_STATUS] =
+		int			d = base - P_SETTLE_STATUS;
+
+		values[d + P_SETTLE_STATUS] =
 			CStringGetTextDatum(dlsm_outcome_name(settle->outcome));
-		values[P_SETTLE_DETAIL] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
-		nulls[P_SETTLE_DETAIL] = detail ? ' ' : 'n';
-		n = dlsm_plan_run(&queue->plans, DLSM_Q_SETTLE_FINAL, values, nulls, 0);
+		values[d + P_SETTLE_DETAIL] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
+		nulls[d + P_SETTLE_DETAIL] = detail ? ' ' : 'n';
+		return claimed ? DLSM_Q_SETTLE_CLAIMED_FINAL : DLSM_Q_SETTLE_FINAL;
 	}
-	if (n > 0)
+}
+
+/*
+ * Count the rows the last settle statement returned into counts, by
+ * process id (pids, n of them, contiguous); a process id given twice gets
+ * its count twice.  The floor of the queue learns, at commit, of the
+ * entities settled and of the rows a retry made new again.
+ */
+static void
+count_settled(DlsmQueue *queue, DlsmSettle *settle, const pg_uuid_t *pids,
+			  int n, int64 *counts)
+{
+	int64		lowest = PG_INT64_MAX;
+
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		bool		isnull;
+		pg_uuid_t  *pid = DatumGetUUIDP(dlsm_plan_value(r, A_SETTLE_PROCESS_ID,
+														&isnull));
+
+		for (int i = 0; i < n; i++)
+			if (memcmp(&pids[i], pid, UUID_LEN) == 0)
+				counts[i]++;
+		lowest = Min(lowest, DatumGetInt64(dlsm_plan_value(r, A_SETTLE_ID,
+														   &isnull)));
+		dlsm_wake_entity_changed_at_commit(queue->relid,
+										   dlsm_plan_text(r, A_SETTLE_ENTITY));
+	}
+	/* a retry makes its rows ready again (or error: no harm) */
+	if (settle->outcome == DLSM_OUTCOME_RETRY && SPI_processed > 0)
+		dlsm_wake_rows_ready_at_commit(queue->relid, lowest);
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * Settle the rows held by the given process ids (n of them): those this
+ * transaction claimed, still pending, in one statement from 'new' to the
+ * outcome; those in progress, claimed before, in another (not run when
+ * the pending rows are all the process ids hold).  Adds to counts[i] the
+ * rows pids[i] held; returns the rows settled.
+ */
+static uint64
+settle_rows(DlsmQueue *queue, const pg_uuid_t *pids, int n,
+			DlsmSettle *settle, int64 *counts)
+{
+	Datum		values[N_SETTLE_CLAIMED_RETRY_PARAMS];
+	char		nulls[N_SETTLE_CLAIMED_RETRY_PARAMS];
+	DlsmPendingSet set;
+	DlsmQueryId query;
+	uint64		settled = 0;
+
+	if (dlsm_pending_select(queue->relid, pids, n, &set))
+	{
+		query = settle_params(queue, settle, true, values, nulls);
+		values[P_CLAIMED_IDS] = set.ids;
+		values[P_CLAIMED_PROCESS_IDS] = set.process_ids;
+		values[P_CLAIMED_FENCES] = set.fences;
+		values[P_CLAIMED_AT] = set.claimed_at;
+		values[P_CLAIMED_LEASE_UNTIL] = set.lease_until;
+		if (set.n == 1 && query == DLSM_Q_SETTLE_CLAIMED_FINAL)
+		{
+			/* the common case, one row: its values as scalars */
+			query = DLSM_Q_SETTLE_ONE_FINAL;
+			values[P_CLAIMED_IDS] = Int64GetDatum(set.first.id);
+			values[P_CLAIMED_PROCESS_IDS] = UUIDPGetDatum(&set.first.process_id);
+			values[P_CLAIMED_FENCES] = Int64GetDatum(set.first.fence);
+			values[P_CLAIMED_AT] = TimestampTzGetDatum(set.first.claimed_at);
+			values[P_CLAIMED_LEASE_UNTIL] =
+				TimestampTzGetDatum(set.first.lease_until);
+		}
+		settled += dlsm_plan_run(&queue->plans, query, values, nulls, 0);
+		count_settled(queue, settle, pids, n, counts);
+		dlsm_pending_written(&set);
+	}
+	if (!set.complete)
+	{
+		Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
+
+		for (int i = 0; i < n; i++)
+			d[i] = UUIDPGetDatum(&pids[i]);
+		query = settle_params(queue, settle, false, values, nulls);
+		values[P_SETTLE_PROCESS_IDS] =
+			PointerGetDatum(construct_array(d, n, UUIDOID, UUID_LEN, false,
+											TYPALIGN_CHAR));
+		settled += dlsm_plan_run(&queue->plans, query, values, nulls, 0);
+		count_settled(queue, settle, pids, n, counts);
+	}
+	if (settled > 0)
 		dlsm_wake_claimers_at_commit();
-	return n;
+	return settled;
 }
 
 static void
@@ -129,15 +230,11 @@ report_lost(DlsmQueue *queue, pg_uuid_t *process_id)
 int64
 dlsm_state_settle(DlsmQueue *queue, pg_uuid_t *process_id, DlsmSettle *settle)
 {
-	Datum		d = UUIDPGetDatum(process_id);
-	ArrayType  *ids = construct_array(&d, 1, UUIDOID, UUID_LEN, false,
-									  TYPALIGN_CHAR);
-	uint64		n = settle_rows(queue, PointerGetDatum(ids), settle);
+	int64		count = 0;
 
-	SPI_freetuptable(SPI_tuptable);
-	if (n == 0)
+	if (settle_rows(queue, process_id, 1, settle, &count) == 0)
 		report_lost(queue, process_id);
-	return (int64) n;
+	return count;
 }
 
 /*
@@ -148,31 +245,20 @@ void
 dlsm_state_settle_many(DlsmQueue *queue, ArrayType *process_ids,
 					   DlsmSettle *settle, DlsmSettledEmit emit, void *arg)
 {
-	Datum	   *pids;
-	int			npids;
+	Datum	   *d;
+	int			n;
+	pg_uuid_t  *pids;
 	int64	   *counts;
-	uint64		n;
 
 	deconstruct_array(process_ids, UUIDOID, UUID_LEN, false, TYPALIGN_CHAR,
-					  &pids, NULL, &npids);
-	counts = palloc0(sizeof(int64) * Max(npids, 1));
-	n = settle_rows(queue, PointerGetDatum(process_ids), settle);
-	for (uint64 r = 0; r < n; r++)
-	{
-		bool		isnull;
-		pg_uuid_t  *pid = DatumGetUUIDP(dlsm_plan_value(r, A_SETTLE_PROCESS_ID,
-														&isnull));
-
-		/* a process id given twice gets its count twice */
-		for (int i = 0; i < npids; i++)
-		{
-			if (memcmp(DatumGetUUIDP(pids[i]), pid, UUID_LEN) == 0)
-				counts[i]++;
-		}
-	}
-	SPI_freetuptable(SPI_tuptable);
-	for (int i = 0; i < npids; i++)
-		emit(arg, DatumGetUUIDP(pids[i]), counts[i]);
+					  &d, NULL, &n);
+	pids = palloc(sizeof(pg_uuid_t) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		pids[i] = *DatumGetUUIDP(d[i]);
+	counts = palloc0(sizeof(int64) * Max(n, 1));
+	(void) settle_rows(queue, pids, n, settle, counts);
+	for (int i = 0; i < n; i++)
+		emit(arg, &pids[i], counts[i]);
 }
 
 /* dlsm_heartbeat: extend the lease of process_id; 55000 when lost. */
@@ -185,6 +271,8 @@ dlsm_state_heartbeat(DlsmQueue *queue, pg_uuid_t *process_id, int64 lease_us)
 	TimestampTz until;
 
 	lease->time = lease_us;
+	/* a claim of this transaction: write it, then extend it */
+	dlsm_pending_write(queue, process_id, 1);
 	values[P_HEARTBEAT_PROCESS_ID] = UUIDPGetDatum(process_id);
 	values[P_HEARTBEAT_LEASE] = IntervalPGetDatum(lease);
 	dlsm_plan_run(&queue->plans, DLSM_Q_HEARTBEAT, values, NULL, 0);
@@ -205,16 +293,28 @@ dlsm_state_reap(DlsmQueue *queue)
 {
 	Datum		values[N_REAP_PARAMS];
 	int64		released = 0;
+	int64		lowest = PG_INT64_MAX;
 	int64		moved;
 
 	values[P_REAP_MAX_ATTEMPTS] = Int32GetDatum(queue->max_attempts);
 	dlsm_plan_run(&queue->plans, DLSM_Q_REAP, values, NULL, 0);
 	for (uint64 i = 0; i < SPI_processed; i++)
-		released += strcmp(dlsm_plan_text(i, A_REAP_STATUS), "new") == 0;
+	{
+		bool		isnull;
+
+		dlsm_wake_entity_changed_at_commit(queue->relid,
+										   dlsm_plan_text(i, A_REAP_ENTITY));
+		if (strcmp(dlsm_plan_text(i, A_REAP_STATUS), "new") != 0)
+			continue;
+		released++;
+		lowest = Min(lowest, DatumGetInt64(dlsm_plan_value(i, A_REAP_ID,
+														   &isnull)));
+	}
 	moved = (int64) SPI_processed;
 	SPI_freetuptable(SPI_tuptable);
 	if (released > 0)
 	{
+		dlsm_wake_rows_ready_at_commit(queue->relid, lowest);
 		dlsm_wake_channel_at_commit(queue->channel);
 		dlsm_wake_claimers_at_commit();
 	}
@@ -284,6 +384,7 @@ dlsm_state_enqueue(DlsmQueue *queue, DlsmRequest *request)
 void
 dlsm_state_enqueued(DlsmQueue *queue)
 {
+	dlsm_wake_rows_ready_at_commit(queue->relid, PG_INT64_MIN);
 	dlsm_wake_channel_at_commit(queue->channel);
 	dlsm_wake_claimers_at_commit();
 	if (queue->handler != NULL)

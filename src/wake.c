@@ -5,7 +5,8 @@
  *
  * A transaction that enqueued, settled, reaped or released a lease makes
  * work claimable when it commits; one that claimed makes it claimable
- * again when it rolls back.  The changes only note that here; at the end
+ * again when it rolls back.  Rows that become ready again lower their
+ * queue's floor (shmem.c) after the commit.  The changes only note that here; at the end
  * of the transaction, after its locks are released (a commit callback
  * would run before the entity locks are gone, and a woken claimer would
  * find them busy), waiting claims are woken (shmem.c), the database's
@@ -39,12 +40,24 @@
 #include "shmem.h"
 #include "wake.h"
 
+/* What the transaction changed in a queue, for its floor (shmem.c). */
+typedef struct QueueChanges
+{
+	Oid			relid;
+	int64		lowest;			/* rows from this id up may be ready again;
+								 * PG_INT64_MIN: any, PG_INT64_MAX: none */
+	int			nentities;		/* entities whose rows it changed */
+	int			maxentities;
+	uint64	   *entities;		/* their keys (dlsm_shmem_entity_key) */
+} QueueChanges;
+
 /* What the transaction did that may make work claimable when it ends. */
 static bool wake_at_commit = false; /* enqueued, settled or reaped */
 static bool wake_at_abort = false;	/* claimed: rollback frees rows */
 static bool wake_worker = false;	/* enqueued into a queue with a handler */
 static bool wake_launcher = false;	/* the extension was created */
 static List *channels = NIL;		/* to notify, in TopTransactionContext */
+static List *changes = NIL;		/* of QueueChanges, in TopTransactionContext */
 
 static void
 release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
@@ -58,6 +71,20 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 		dlsm_shmem_wake_worker(MyDatabaseId);
 	if (isCommit && wake_launcher)
 		dlsm_shmem_wake_launcher();
+	if (isCommit)
+	{
+		ListCell   *lc;
+
+		foreach(lc, changes)
+		{
+			QueueChanges *q = lfirst(lc);
+
+			if (q->lowest != PG_INT64_MAX)
+				dlsm_shmem_floor_lower(q->relid, q->lowest);
+			dlsm_shmem_floor_entities(q->relid, q->entities, q->nentities);
+		}
+	}
+	changes = NIL;				/* lived in TopTransactionContext */
 	wake_at_commit = false;
 	wake_at_abort = false;
 	wake_worker = false;
@@ -125,5 +152,68 @@ dlsm_wake_channel_at_commit(const char *channel)
 			return;
 	old = MemoryContextSwitchTo(TopTransactionContext);
 	channels = lappend(channels, pstrdup(channel));
+	MemoryContextSwitchTo(old);
+}
+
+/* The changes of this transaction to queue relid. */
+static QueueChanges *
+queue_changes(Oid relid)
+{
+	ListCell   *lc;
+	QueueChanges *q;
+
+	foreach(lc, changes)
+	{
+		q = lfirst(lc);
+		if (q->relid == relid)
+			return q;
+	}
+	q = MemoryContextAllocZero(TopTransactionContext, sizeof(QueueChanges));
+	q->relid = relid;
+	q->lowest = PG_INT64_MAX;
+	changes = lappend(changes, q);	/* in the context of the list */
+	return q;
+}
+
+/*
+ * Rows of queue relid with ids from lowest up (PG_INT64_MIN: any) become
+ * ready when this transaction commits: an insert, a retry, a reap.
+ */
+void
+dlsm_wake_rows_ready_at_commit(Oid relid, int64 lowest)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	QueueChanges *q = queue_changes(relid);
+
+	q->lowest = Min(q->lowest, lowest);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * This transaction changed rows of entity in queue relid (a settle, a
+ * reap, a claim written): when it commits, rows waiting for the entity may
+ * be ready.
+ */
+void
+dlsm_wake_entity_changed_at_commit(Oid relid, const char *entity)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	QueueChanges *q = queue_changes(relid);
+	uint64		key = dlsm_shmem_entity_key(entity);
+
+	for (int i = 0; i < q->nentities; i++)
+		if (q->entities[i] == key)
+		{
+			MemoryContextSwitchTo(old);
+			return;
+		}
+	if (q->nentities == q->maxentities)
+	{
+		q->maxentities = Max(8, q->maxentities * 2);
+		q->entities = q->entities == NULL ?
+			palloc(sizeof(uint64) * q->maxentities) :
+			repalloc(q->entities, sizeof(uint64) * q->maxentities);
+	}
+	q->entities[q->nentities++] = key;
 	MemoryContextSwitchTo(old);
 }

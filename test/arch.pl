@@ -16,10 +16,11 @@ my %layer = (
 	shmem => 0, extension => 0,
 	plans => 1, notify => 1, locks => 1,
 	queue => 2, fence => 2, wake => 2,
-	claim => 3, state => 3, namedlock => 3, capture => 3,
-	handler => 4,
-	api => 5, views => 5, worker => 5, launcher => 5, hooks => 5,
-	dlsm => 6);
+	pending => 3,
+	claim => 4, state => 4, namedlock => 4, capture => 4,
+	handler => 5,
+	api => 6, views => 6, worker => 6, launcher => 6, hooks => 6,
+	dlsm => 7);
 my $n = 0;
 my $failed = 0;
 

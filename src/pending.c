@@ -1,0 +1,389 @@
+/*-------------------------------------------------------------------------
+ *
+ * pending.c
+ *	  Claims of this transaction whose rows still read 'new': written by
+ *	  their settle, or as 'in-progress' when the transaction commits.
+ *
+ * A claim (claim.c) locks its rows (FOR UPDATE) and its entity (locks.c)
+ * and writes nothing: what it gave each row (process id, fence, clock,
+ * lease) is kept here, in the transaction's memory.  Other sessions cannot
+ * tell the difference: they never saw an uncommitted 'in-progress', and
+ * the row and entity locks keep other claims away as before.  A settle in
+ * the same transaction (state.c) then writes each row once, from 'new'
+ * straight to its outcome: one row version per request instead of two.
+ * The claims still unsettled when the transaction commits are written as
+ * 'in-progress', with what the claim returned, by a pre-commit callback,
+ * as the user who claimed, in one statement per queue.  A statement that
+ * must see them as 'in-progress' (a heartbeat, dlsm_group_updates) writes
+ * them first (dlsm_pending_write).
+ *
+ * Subtransactions: a claim made in a subtransaction that rolls back is
+ * forgotten (its row and entity locks are gone, its rows unchanged); a
+ * row written in one that rolls back is pending again.  PREPARE
+ * TRANSACTION is refused while a claim is pending: the callback that
+ * would write it does not run for a prepared transaction.
+ *
+ * Calls plans.c, queue.c, wake.c and identity.c.
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/pending.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "identity.h"
+#include "pending.h"
+#include "wake.h"
+
+/* One claimed row of this transaction. */
+typedef struct PendingClaim
+{
+	Oid			relid;			/* the queue */
+	DlsmClaimed row;
+	bool		given;			/* the caller gave the process id */
+	Oid			userid;			/* who claimed: the row is written as them... */
+	int			sec_context;	/* ...in the security context of the claim */
+	SubTransactionId made;		/* the subtransaction that claimed */
+	SubTransactionId written;	/* the one that wrote it, or Invalid */
+} PendingClaim;
+
+/* This transaction's claims, in TopTransactionContext; none outside one. */
+static PendingClaim *claims = NULL;
+static int	nclaims = 0;
+static int	maxclaims = 0;
+
+/*
+ * Is claim c of relid, unwritten, held by one of process_ids (any if NULL)
+ * and made with the identity of like (any if NULL)?
+ */
+static bool
+matches(PendingClaim *c, Oid relid, const pg_uuid_t *process_ids, int n,
+		PendingClaim *like)
+{
+	if (c->relid != relid || c->written != InvalidSubTransactionId ||
+		(like != NULL && (c->userid != like->userid ||
+						  c->sec_context != like->sec_context)))
+		return false;
+	if (process_ids == NULL)
+		return true;
+	for (int i = 0; i < n; i++)
+		if (memcmp(&c->row.process_id, &process_ids[i], UUID_LEN) == 0)
+			return true;
+	return false;
+}
+
+/* Record a row claimed by this transaction in relid. */
+void
+dlsm_pending_add(Oid relid, const DlsmClaimed *row, bool given_process_id)
+{
+	PendingClaim *c;
+
+	if (nclaims == maxclaims)
+	{
+		maxclaims = Max(16, maxclaims * 2);
+		claims = claims == NULL ?
+			MemoryContextAlloc(TopTransactionContext,
+							   sizeof(PendingClaim) * maxclaims) :
+			repalloc(claims, sizeof(PendingClaim) * maxclaims);
+	}
+	c = &claims[nclaims++];
+	c->relid = relid;
+	c->row = *row;
+	c->given = given_process_id;
+	GetUserIdAndSecContext(&c->userid, &c->sec_context);
+	c->made = GetCurrentSubTransactionId();
+	c->written = InvalidSubTransactionId;
+}
+
+/*
+ * Does this transaction hold row id of relid by a claim not yet written?
+ * (Its own claims read 'new' to it too.)
+ */
+bool
+dlsm_pending_holds(Oid relid, int64 id)
+{
+	for (int i = 0; i < nclaims; i++)
+		if (claims[i].row.id == id && claims[i].relid == relid &&
+			claims[i].written == InvalidSubTransactionId)
+			return true;
+	return false;
+}
+
+/* One of the arrays of a DlsmPendingSet, from values (n of type). */
+static Datum
+make_array(Datum *values, int n, Oid type)
+{
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	get_typlenbyvalalign(type, &typlen, &typbyval, &typalign);
+	return PointerGetDatum(construct_array(values, n, type, typlen, typbyval,
+										   typalign));
+}
+
+/*
+ * Fill set with the unwritten claims of relid held by process_ids (n of
+ * them; all the queue's when NULL); false when there are none.
+ * set->complete tells whether those process ids hold nothing else: each
+ * holds a pending claim and none was given by the caller (a given process
+ * id may hold rows that an earlier transaction wrote).
+ */
+static bool
+select_claims(Oid relid, const pg_uuid_t *process_ids, int n,
+			  PendingClaim *like, DlsmPendingSet *set)
+{
+	Datum	   *ids;
+	Datum	   *pids;
+	Datum	   *fences;
+	Datum	   *claimed;
+	Datum	   *leases;
+	bool	   *held;
+	int			k = 0;
+
+	set->n = 0;
+	set->complete = false;
+	if (nclaims == 0)
+		return false;
+	ids = palloc(sizeof(Datum) * nclaims);
+	pids = palloc(sizeof(Datum) * nclaims);
+	fences = palloc(sizeof(Datum) * nclaims);
+	claimed = palloc(sizeof(Datum) * nclaims);
+	leases = palloc(sizeof(Datum) * nclaims);
+	set->entries = palloc(sizeof(int) * nclaims);
+	held = palloc0(sizeof(bool) * Max(n, 1));
+	set->complete = true;
+	for (int i = 0; i < nclaims; i++)
+	{
+		PendingClaim *c = &claims[i];
+
+		if (!matches(c, relid, process_ids, n, like))
+			continue;
+		set->entries[k] = i;
+		if (k == 0)
+			set->first = c->row;
+		ids[k] = Int64GetDatum(c->row.id);
+		pids[k] = UUIDPGetDatum(&c->row.process_id);
+		fences[k] = Int64GetDatum(c->row.fence);
+		claimed[k] = TimestampTzGetDatum(c->row.claimed_at);
+		leases[k] = TimestampTzGetDatum(c->row.lease_until);
+		k++;
+		if (c->given)
+			set->complete = false;
+		for (int p = 0; process_ids != NULL && p < n; p++)
+			if (memcmp(&c->row.process_id, &process_ids[p], UUID_LEN) == 0)
+				held[p] = true;
+	}
+	for (int p = 0; process_ids != NULL && p < n; p++)
+		if (!held[p])
+			set->complete = false;
+	set->n = k;
+	if (k == 0)
+		return false;
+	set->ids = make_array(ids, k, INT8OID);
+	set->process_ids = make_array(pids, k, UUIDOID);
+	set->fences = make_array(fences, k, INT8OID);
+	set->claimed_at = make_array(claimed, k, TIMESTAMPTZOID);
+	set->lease_until = make_array(leases, k, TIMESTAMPTZOID);
+	return true;
+}
+
+bool
+dlsm_pending_select(Oid relid, const pg_uuid_t *process_ids, int n,
+					DlsmPendingSet *set)
+{
+	return select_claims(relid, process_ids, n, NULL, set);
+}
+
+/* The rows of set were written by a statement of this subtransaction. */
+void
+dlsm_pending_written(DlsmPendingSet *set)
+{
+	for (int k = 0; k < set->n; k++)
+		claims[set->entries[k]].written = GetCurrentSubTransactionId();
+}
+
+/* Write the claims of set, of queue, as 'in-progress'. */
+static void
+write_claims(DlsmQueue *queue, DlsmPendingSet *set)
+{
+	Datum		values[N_CLAIMED_PARAMS];
+
+	values[P_CLAIMED_IDS] = set->ids;
+	values[P_CLAIMED_PROCESS_IDS] = set->process_ids;
+	values[P_CLAIMED_FENCES] = set->fences;
+	values[P_CLAIMED_AT] = set->claimed_at;
+	values[P_CLAIMED_LEASE_UNTIL] = set->lease_until;
+	dlsm_plan_run(&queue->plans, DLSM_Q_WRITE_CLAIMS, values, NULL, 0);
+	for (uint64 r = 0; r < SPI_processed; r++)
+		dlsm_wake_entity_changed_at_commit(queue->relid,
+										   dlsm_plan_text(r, A_WRITE_CLAIMS_ENTITY));
+	SPI_freetuptable(SPI_tuptable);
+	dlsm_pending_written(set);
+}
+
+/*
+ * Write the pending claims of queue held by process_ids (n of them; every
+ * pending claim of the queue when NULL) as 'in-progress', for a statement
+ * that must see them so.  The caller holds an SPI connection and a pin on
+ * queue.
+ */
+void
+dlsm_pending_write(DlsmQueue *queue, const pg_uuid_t *process_ids, int n)
+{
+	DlsmPendingSet set;
+
+	if (dlsm_pending_select(queue->relid, process_ids, n, &set))
+		write_claims(queue, &set);
+}
+
+/* The first unwritten claim, or NULL. */
+static PendingClaim *
+first_unwritten(void)
+{
+	for (int i = 0; i < nclaims; i++)
+		if (claims[i].written == InvalidSubTransactionId)
+			return &claims[i];
+	return NULL;
+}
+
+/*
+ * At commit: write every unwritten claim, one statement per queue and
+ * claiming identity, as the claim ran (the caller's role and security
+ * context).  A queue that is no longer one (dropped in this transaction)
+ * has nothing to write.  The deferred triggers these writes queue fire
+ * here: the transaction fired its others already.
+ */
+static void
+write_at_commit(void)
+{
+	PendingClaim *c;
+
+	if (first_unwritten() == NULL)
+		return;
+	dlsm_plan_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	while ((c = first_unwritten()) != NULL)
+	{
+		PendingClaim like = *c;
+		DlsmPendingSet set;
+		DlsmIdentity saved;
+		DlsmQueue  *queue;
+
+		(void) select_claims(like.relid, NULL, 0, &like, &set);
+		dlsm_identity_resume(like.userid, like.sec_context, &saved);
+		queue = dlsm_queue_open(like.relid, DLSM_QUEUE_MISSING_OK |
+								DLSM_QUEUE_ANY_SECURITY);
+		if (queue != NULL)
+		{
+			write_claims(queue, &set);
+			dlsm_queue_close(queue);
+		}
+		else
+			dlsm_pending_written(&set);
+		AfterTriggerFireDeferred();
+		dlsm_identity_restore(&saved);
+	}
+	PopActiveSnapshot();
+	dlsm_plan_finish();
+}
+
+/* PREPARE TRANSACTION: refused while a claim is not written. */
+static void
+refuse_prepare(void)
+{
+	PendingClaim *c = first_unwritten();
+
+	if (c == NULL)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot prepare a transaction that holds unsettled claims of dlsm queue \"%s\"",
+					get_rel_name(c->relid)),
+			 errdetail("dlsm writes a claim that its own transaction did not settle when that transaction commits."),
+			 errhint("Settle the claims before PREPARE TRANSACTION, or claim in a transaction that is not prepared.")));
+}
+
+static void
+xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			if (nclaims > 0)
+				write_at_commit();
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			if (nclaims > 0)
+				refuse_prepare();
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			claims = NULL;		/* lived in TopTransactionContext */
+			nclaims = 0;
+			maxclaims = 0;
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * A subtransaction ended: forget the claims it made if it rolled back, and
+ * what it wrote; hand both to its parent if it committed.
+ */
+static void
+subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+				 SubTransactionId parentSubid, void *arg)
+{
+	int			keep = 0;
+
+	if (nclaims == 0)
+		return;
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		for (int i = 0; i < nclaims; i++)
+		{
+			if (claims[i].made == mySubid)
+				claims[i].made = parentSubid;
+			if (claims[i].written == mySubid)
+				claims[i].written = parentSubid;
+		}
+	}
+	else if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		for (int i = 0; i < nclaims; i++)
+		{
+			if (claims[i].made == mySubid)
+				continue;
+			if (claims[i].written == mySubid)
+				claims[i].written = InvalidSubTransactionId;
+			claims[keep++] = claims[i];
+		}
+		nclaims = keep;
+	}
+}
+
+/* Register the transaction callbacks; called once from _PG_init. */
+void
+dlsm_pending_init(void)
+{
+	RegisterXactCallback(xact_callback, NULL);
+	RegisterSubXactCallback(subxact_callback, NULL);
+}

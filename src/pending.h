@@ -1,0 +1,58 @@
+/*-------------------------------------------------------------------------
+ *
+ * pending.h
+ *	  Claims of this transaction whose rows still read 'new' (pending.c).
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/pending.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DLSM_PENDING_H
+#define DLSM_PENDING_H
+
+#include "datatype/timestamp.h"
+#include "utils/uuid.h"
+
+#include "queue.h"
+
+/* What a claim gave a row, to be written by a settle or at commit. */
+typedef struct DlsmClaimed
+{
+	int64		id;
+	pg_uuid_t	process_id;
+	int64		fence;
+	TimestampTz claimed_at;
+	TimestampTz lease_until;
+} DlsmClaimed;
+
+/*
+ * The pending claims of one queue held by some process ids, as the
+ * parameters of a statement that writes them (P_CLAIMED_* of plans.h).
+ */
+typedef struct DlsmPendingSet
+{
+	int			n;				/* rows */
+	Datum		ids;			/* int8[] */
+	Datum		process_ids;	/* uuid[] */
+	Datum		fences;			/* int8[] */
+	Datum		claimed_at;		/* timestamptz[] */
+	Datum		lease_until;	/* timestamptz[] */
+	DlsmClaimed first;			/* the first row */
+	bool		complete;		/* the process ids hold nothing else */
+	int		   *entries;		/* private to pending.c */
+} DlsmPendingSet;
+
+extern void dlsm_pending_init(void);
+extern void dlsm_pending_add(Oid relid, const DlsmClaimed *row,
+							 bool given_process_id);
+extern bool dlsm_pending_holds(Oid relid, int64 id);
+extern bool dlsm_pending_select(Oid relid, const pg_uuid_t *process_ids,
+								int n, DlsmPendingSet *set);
+extern void dlsm_pending_written(DlsmPendingSet *set);
+extern void dlsm_pending_write(DlsmQueue *queue, const pg_uuid_t *process_ids,
+							   int n);
+
+#endif							/* DLSM_PENDING_H */
