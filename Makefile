@@ -36,7 +36,7 @@ PGFILEDESC = "dlsm - distributed lock state machine"
 REGRESS = queue claim settle group handler locks register capture errors privileges fences
 REGRESS_OPTS = --inputdir=.
 
-ISOLATION = article claim_race create_wait create_first busy_head group_busy settle_race reap_unit wake notify_commit lock_fifo lock_lease pending
+ISOLATION = article claim_race create_wait create_first busy_head group_busy settle_race reap_unit wake notify_commit lock_fifo lock_lease pending floor
 ISOLATION_OPTS = --inputdir=test/isolation
 
 TAP_TESTS = 1
