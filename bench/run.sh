@@ -60,13 +60,14 @@ mkdir -p "$work/log"; give_to_postgres "$work/log"
 # systems run by pgbench, each a script of bench/scripts; the peers run by
 # bench/peers/peer.mjs
 pgbench_systems="physical handwritten handwritten_updates dlsm_tx dlsm_leased
-	dlsm_updates dlsm_batch dlsm_1m dlsm_blocked dlsm_rr"
+	dlsm_updates dlsm_batch dlsm_1m dlsm_blocked dlsm_rr handwritten_rr"
 peer_systems="pgboss graphile graphile_batch"
 systems="$pgbench_systems $peer_systems"
 
 queue_of() {	# the table a system's requests live in
 	case $1 in
 	handwritten) echo hq ;; handwritten_updates) echo hu ;;
+	handwritten_rr) echo hq_rr ;;
 	dlsm_updates) echo uq ;; dlsm_1m) echo sq_1m ;;
 	dlsm_blocked) echo sq_blocked ;; dlsm_rr) echo sq_rr ;;
 	dlsm_*) echo "bq_${1#dlsm_}" ;;
@@ -140,10 +141,10 @@ run() {	# run SYSTEM CLIENTS SECONDS: "requests/s p50 p99 dead_tuples"
 	local system=$1 res dead=-
 	case $system in
 	pgboss|graphile*) res=$(run_peer "$@") ;;
-	dlsm_rr)
+	dlsm_rr|handwritten_rr)
 		hold_snapshot
 		res=$(run_pgbench "$@")
-		dead=$(scalar "SELECT dead_tuple_count FROM pgstattuple('sq_rr')")
+		dead=$(scalar "SELECT dead_tuple_count FROM pgstattuple('$(queue_of "$system")')")
 		release_snapshot ;;
 	dlsm_tx|dlsm_1m|dlsm_blocked)
 		res=$(run_pgbench "$@")

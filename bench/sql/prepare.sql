@@ -1,6 +1,6 @@
 -- bench/sql/prepare.sql: every system's state, rebuilt before each round.
 SET client_min_messages = warning;
-DROP TABLE IF EXISTS phys, hq, hu, bq_tx, bq_leased, bq_batch, uq, sq_blocked, sq_rr;
+DROP TABLE IF EXISTS phys, hq, hq_rr, hu, bq_tx, bq_leased, bq_batch, uq, sq_blocked, sq_rr;
 
 -- the physical reference
 CREATE TABLE phys (id int PRIMARY KEY, v int NOT NULL DEFAULT 0);
@@ -14,6 +14,9 @@ CREATE INDEX ON hq (process_id);
 CREATE INDEX ON hq (id) WHERE status = 'new';
 INSERT INTO hq (entity) SELECT 'e' || g FROM generate_series(1, 100000) g;
 CREATE TABLE hu (LIKE hq INCLUDING ALL);
+-- the same as hq, claimed while a REPEATABLE READ transaction is open
+CREATE TABLE hq_rr (LIKE hq INCLUDING ALL);
+INSERT INTO hq_rr (entity) SELECT 'e' || g FROM generate_series(1, 100000) g;
 CREATE INDEX ON hu (entity);
 
 -- dlsm queues
