@@ -36,10 +36,15 @@ clients = sorted({int(r['clients']) for r in rows})
 systems = [s for s in LABELS if any(r['system'] == s for r in rows)]
 
 
+PEERS = ('pgboss', 'graphile', 'graphile_batch')
+
+
 def values(system, c, col='per_second'):
+    # a peer run that failed (peers.log says why) counts 0: left out
     return [float(r[col]) for r in rows
             if r['system'] == system and int(r['clients']) == c
-            and r[col] not in ('', '-')]
+            and r[col] not in ('', '-')
+            and not (system in PEERS and float(r['per_second']) == 0)]
 
 
 def med(system, c, col='per_second'):

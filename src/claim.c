@@ -462,13 +462,15 @@ static void
 walk_past(ClaimPass *pass, Candidate *c)
 {
 	FloorWalk  *walk = &pass->floor;
-	SeenEntity *seen = c->due ? seen_entity(pass, c->entity) : NULL;
-	uint64		key = dlsm_shmem_entity_key(c->entity);
+	SeenEntity *seen;
+	uint64		key;
 	bool		parked = false;
 	int			k = 0;
 
 	if (!walk->open)
 		return;
+	seen = c->due ? seen_entity(pass, c->entity) : NULL;
+	key = dlsm_shmem_entity_key(c->entity);
 	if (walk->seen.may_park && seen != NULL &&
 		(seen->state == ENTITY_HELD_BY_CREATE ||
 		 (seen->state == ENTITY_WAITS_FOR_CREATE &&
