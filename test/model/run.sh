@@ -7,7 +7,7 @@
 #
 # Run as root (the server runs as postgres) or as postgres:
 #   bash test/model/run.sh
-# Settings (environment): MODEL_EXAMPLES (150), MODEL_STEPS (40 per
+# Settings (environment): MODEL_EXAMPLES (400), MODEL_STEPS (50 per
 # example), MODEL_SEED (derandomized when unset; "random" or a number),
 # MODEL_SCENARIOS=0 (skip the fixed scenarios), MODEL_DIR, MODEL_PORT,
 # MODEL_TIMEOUT (hard limit, s; 600).
