@@ -54,13 +54,19 @@ AMBIGUITIES resolved here (README/DESIGN do not say):
 - Fences: strictly greater than every fence handed out by an earlier claim
   call; the units of one call have distinct fences, in no particular order.
 
-Output: TAP on stdout (scenario tests, then the random run), a summary line
+Before the random run, fixed scenarios (one TAP line each) replay through
+the same model the shortest reproduction of each disagreement found so far
+and a few basic cases.
+
+Output: TAP on stdout (the scenarios, then the random run), a summary line
 "model: ...", and on a disagreement hypothesis's shrunk counterexample with
-the SQL transcript of each session.  Environment: PGHOST/PGPORT (the
-cluster), MODEL_EXAMPLES, MODEL_STEPS, MODEL_SEED (random when set to
-"random"; default derandomized), MODEL_SCENARIOS=0 to skip the scenarios,
-MODEL_UPDATE_BEFORE_CREATE=0 to generate no update before its entity's
-create (to look past defect (a) while it stands; the model is unchanged).
+the SQL transcript of the sessions.  Environment: PGHOST/PGPORT (the
+cluster), MODEL_EXAMPLES (400), MODEL_STEPS (50 per example), MODEL_SEED
+(unset: derandomized, the same examples every run; "random"; or a number),
+MODEL_BUDGET (90 s: the random run stops generating, or shrinking, then),
+MODEL_SCENARIOS=0 to skip the scenarios; to explore past a known defect
+(the model is unchanged): MODEL_UPDATE_BEFORE_CREATE=0 (no update enqueued
+before its entity's create), MODEL_KINDS=create,update (no other kinds).
 """
 import os
 import re
@@ -951,7 +957,6 @@ def main():
     steps = int(os.environ.get('MODEL_STEPS', '50'))
     seed = os.environ.get('MODEL_SEED', '')
     scenarios = SCENARIOS if os.environ.get('MODEL_SCENARIOS', '1') != '0' else []
-    start = time.time()
     connect()
     print('1..%d' % (len(scenarios) + 1))
     failed = 0
@@ -962,7 +967,7 @@ def main():
         try:
             run_scenario(fn)
             print('ok %d - scenario: %s' % (n, name))
-        except Disagreement as e:
+        except Exception as e:
             failed += 1
             print('not ok %d - scenario: %s' % (n, name))
             print_failure(e)
@@ -993,15 +998,23 @@ def main():
         print('not ok %d - %s' % (n, name))
         print_failure(e, reports)
     ran = {k: STATS[k] - before[k] for k in STATS}
-    print('model: %d examples, %d steps (%d x up to %d generated, shrinking included) in %.0f s: '
+    print('model: %d steps in %d examples (at most %d of up to %d steps, shrinking '
+          'included), %.0f s: '
           '%d claims (%d rows, %d units, %d grouped), %d settles, %d settle_many, '
           '%d heartbeats, %d lost-claim 55000s, %d duplicate-create 23505s, %d expiries, '
           '%d reaps (%d rows), %d commits, %d rollbacks, %d view comparisons, %d drains to terminal'
-          % (ran['examples'], ran['steps'], examples, steps, time.time() - start,
+          % (ran['steps'], ran['examples'], examples, steps, time.time() - RUN_START[0],
              ran['claims'], ran['claimed_rows'], ran['units'], ran['groups'], ran['settles'],
              ran['settle_many'], ran['heartbeats'], ran['lost_55000'], ran['dup_23505'],
              ran['expires'], ran['reaps'], ran['reaped_rows'], ran['commits'], ran['rollbacks'],
              ran['view_checks'], ran['drains']))
+    print('model: checked after every step: the ids and units each claim returns '
+          '(FIFO, busy entities, updates waiting for their create, failed creates, '
+          'grouping), the rows each session in a transaction sees and the committed '
+          'rows (status, process id, fence, attempts, detail), settle and settle_many '
+          'counts, 55000 for lost claims, 23505 for a second create, reaped rows, '
+          'one unit per entity, fences rising, a fresh process id per unit; after '
+          'every example: every request terminal once drained')
     if time.time() - RUN_START[0] > BUDGET:
         print('model: the time budget (MODEL_BUDGET=%g s) ended the random run early%s'
               % (BUDGET, ', while shrinking: the counterexample may not be minimal'
