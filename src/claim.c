@@ -155,11 +155,12 @@ run_claim(ClaimPass *pass, DlsmQueryId query, Datum *values, char *nulls)
 
 /*
  * An update of entity c was not claimable: when its entity's create ended
- * in error, settle the entity's pending updates as error.  Returns whether
- * the entity's create is still to come (new, not in progress), so that the
- * create itself may be claimed.
+ * in error, settle the entity's pending updates as error.  Returns what
+ * the rest of the pass may take of the entity: its create, when that is
+ * still to come (new, not in progress); anything, when its updates were
+ * just settled as error; nothing otherwise.
  */
-static bool
+static EntityState
 check_create(DlsmQueue *queue, Candidate *c)
 {
 	Datum		values[N_ENTITY_STATE_PARAMS];
@@ -183,8 +184,10 @@ check_create(DlsmQueue *queue, Candidate *c)
 		values[P_FAIL_UPDATES_ENTITY] = CStringGetTextDatum(c->entity);
 		values[P_FAIL_UPDATES_DETAIL] = CStringGetTextDatum(detail);
 		dlsm_plan_run(&queue->plans, DLSM_Q_FAIL_UPDATES, values, NULL, 0);
+		return ENTITY_UNSEEN;
 	}
-	return status != NULL && strcmp(status, "new") == 0;
+	return (status != NULL && strcmp(status, "new") == 0) ?
+		ENTITY_WAITS_FOR_CREATE : ENTITY_DONE;
 }
 
 /*
@@ -198,7 +201,7 @@ try_group(ClaimPass *pass, Candidate *c)
 	DlsmQueue  *queue = pass->args->queue;
 	Datum		values[N_CLAIM_GROUP_PARAMS];
 	char		nulls[N_CLAIM_GROUP_PARAMS];
-	bool		waits;
+	EntityState state;
 
 	if (!dlsm_lock_entity_try(queue->relid, c->entity))
 		return ENTITY_DONE;
@@ -215,9 +218,9 @@ try_group(ClaimPass *pass, Candidate *c)
 	SPI_freetuptable(SPI_tuptable);
 
 	/* busy, waiting for its create, or taken by a client locking by hand */
-	waits = check_create(queue, c);
+	state = check_create(queue, c);
 	dlsm_lock_entity_release(queue->relid, c->entity);
-	return waits ? ENTITY_WAITS_FOR_CREATE : ENTITY_DONE;
+	return state;
 }
 
 /*

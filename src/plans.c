@@ -88,14 +88,19 @@
 
 /*
  * Request o of candidate c's entity keeps c waiting: it is in progress, or
- * it is an older open request, unless c is a create and o an update (an
- * update enqueued before its create waits for the create, not the other
- * way round).
+ * it is an older open request.  A create waits behind older requests only
+ * while they can go first: when the entity's oldest open request is an
+ * update, that update waits for the create, and every later request waits
+ * behind it, so the create goes first (an update enqueued before its
+ * create waits for the create, not the other way round).
  */
 #define BLOCKS(o, c, ckind) \
 	o ".{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])" \
 	" AND (" o ".{status} {=} 'in-progress' OR (" o ".{id} {<} " c \
-	"  AND NOT (" ckind " {=} 'create' AND " o ".{kind} {=} 'update')))"
+	"  AND (" ckind " {<>} 'create' OR (SELECT f.{kind} FROM {q} f" \
+	"   WHERE f.{entity} {=} " o ".{entity}" \
+	"   AND f.{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])" \
+	"   ORDER BY f.{id} LIMIT 1) IS DISTINCT FROM 'update')))"
 
 /* Exponential backoff for retries: 1 s, 2 s, 4 s ... at most an hour. */
 #define RETRY_BACKOFF \
