@@ -1,7 +1,8 @@
 -- test/pgtap/002_objects.sql
 --
--- The objects the extension owns besides its functions: the registry
--- table dlsm_queues, the fence sequence and the event trigger.  Every
+-- The objects the extension owns besides its functions: the tables
+-- dlsm_queues (the registry), dlsm_captures and dlsm_leases, the fence
+-- sequence and the event trigger.  Every
 -- object dlsm owns is named dlsm_*, is a member of the extension, and lives
 -- in the extension's schema.
 --
