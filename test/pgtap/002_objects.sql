@@ -2,9 +2,8 @@
 --
 -- The objects the extension owns besides its functions: the tables
 -- dlsm_queues (the registry), dlsm_captures and dlsm_leases, the fence
--- sequence and the event trigger.  Every
--- object dlsm owns is named dlsm_*, is a member of the extension, and lives
--- in the extension's schema.
+-- sequence and the event trigger.  Every object dlsm owns is named dlsm_*,
+-- is a member of the extension, and lives in the extension's schema.
 --
 -- The extension goes into a schema of its own that is not on search_path,
 -- so that an object the install script puts anywhere else shows up.
