@@ -1,7 +1,8 @@
 # Copyright (c) 2026, dlsm developers
 #
-# One queue's owner cannot stall the worker for other queues (DESIGN 9b,
-# R7).  bob owns a queue whose handler sleeps 40 s: with
+# One queue's owner cannot stall the worker for other queues: every lock
+# wait of the worker is bounded by dlsm.lock_timeout, every handler call by
+# its statement timeout.  bob owns a queue whose handler sleeps 40 s: with
 # dlsm.handler_timeout = 1000 the call is cut after a second, and dave's
 # expired lease in another queue is reaped within seconds.  Then bob holds
 # ACCESS EXCLUSIVE on his queue in an open transaction: within
