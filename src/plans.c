@@ -385,12 +385,13 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		SPI_OK_UPDATE, 0, "setting a handler"
 	},
 	[DLSM_C_ALTER] = {
-		/* NULL leaves a setting as it is; a zero retention clears it */
+		/* NULL leaves a setting as it is; a zero interval clears it */
 		"UPDATE {queues} SET channel = COALESCE($2, channel),"
 		" max_attempts = COALESCE($3, max_attempts),"
 		" retention = CASE WHEN $4 IS NULL THEN retention"
 		"  WHEN $4 {=} '0'::pg_catalog.interval THEN NULL ELSE $4 END,"
-		" handler_timeout = COALESCE($5, handler_timeout)"
+		" handler_timeout = CASE WHEN $5 IS NULL THEN handler_timeout"
+		"  WHEN $5 {=} '0'::pg_catalog.interval THEN NULL ELSE $5 END"
 		" WHERE queue {=} $1",
 		N_ALTER_PARAMS, {REGCLASSOID, TEXTOID, INT4OID, INTERVALOID,
 		INTERVALOID},
