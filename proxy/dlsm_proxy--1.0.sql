@@ -176,6 +176,21 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 		OR (state = 'XX000' AND message ~ '(PQconnectPoll|PQconnectStart|PQconsumeInput|PQsendQuery|PQflush|connect timeout|query timeout|could not connect|Connection refused|server closed the connection|connection to server|terminating connection|Lost result|Unfinished connection)')
 $$;
 
+-- A node that cannot be reached, as the router reports it: 08006, naming
+-- the node and what could not be done, PL/Proxy's message as the detail.
+CREATE FUNCTION @extschema@.dlsm_proxy_raise_unreachable(node pg_catalog.int4,
+														  what pg_catalog.text,
+														  message pg_catalog.text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION '%: node % of dlsm_proxy cannot be reached', what, node
+		USING ERRCODE = 'connection_failure',
+			  DETAIL = message,
+			  HINT = 'Only the entities, lock names and claims of that node wait until it is back; the other nodes go on. A call whose connection was lost may have taken effect there. dlsm_proxy_status shows which nodes can be reached.';
+END
+$$;
+
 -- Session settings of the router (placeholders: SET them like any setting):
 --   dlsm_proxy.claim_nodes    '' (every node) or a list of node ids, e.g. '2' or '1,3':
 --                             the nodes dlsm_claim takes work from
@@ -221,19 +236,6 @@ LANGUAGE plproxy AS $$
 	SELECT dlsm_settle(p_queue, p_process_id, p_outcome, p_detail, p_retry_after);
 $$;
 
--- process ids split by node: element i goes to node_index[i], in parallel
-CREATE FUNCTION @extschema@.dlsm_proxy_settle_many_split(
-	node_index pg_catalog.int4[], p_queue pg_catalog.text, p_process_ids pg_catalog.uuid[],
-	p_outcome pg_catalog.text, p_detail pg_catalog.text, p_retry_after pg_catalog.interval)
-RETURNS TABLE (process_id pg_catalog.uuid, settled pg_catalog.int8)
-LANGUAGE plproxy AS $$
-	CLUSTER 'dlsm_shards';
-	SPLIT node_index, p_process_ids;
-	RUN ON node_index;
-	SELECT s.process_id, s.settled
-	  FROM dlsm_settle_many(p_queue, p_process_ids, p_outcome, p_detail, p_retry_after) s;
-$$;
-
 CREATE FUNCTION @extschema@.dlsm_proxy_settle_many_on(
 	node_index pg_catalog.int4, p_queue pg_catalog.text, p_process_ids pg_catalog.uuid[],
 	p_outcome pg_catalog.text, p_detail pg_catalog.text, p_retry_after pg_catalog.interval)
@@ -275,6 +277,16 @@ $$;
 -- The API, under dlsm's names.  queue is text here (the table is on the
 -- shards): a name as for regclass, resolved on the shard.
 
+CREATE FUNCTION @extschema@.dlsm_proxy_enqueue_on(
+	p_queue pg_catalog.text, p_entity pg_catalog.text, p_kind pg_catalog.text,
+	p_payload pg_catalog.jsonb, p_run_at pg_catalog.timestamptz)
+RETURNS pg_catalog.int8
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON @extschema@.dlsm_proxy_route_entity(p_entity);
+	SELECT dlsm_enqueue(p_queue, p_entity, p_kind, p_payload, p_run_at);
+$$;
+
 CREATE FUNCTION @extschema@.dlsm_enqueue(
 	queue pg_catalog.text,
 	entity pg_catalog.text,
@@ -282,10 +294,17 @@ CREATE FUNCTION @extschema@.dlsm_enqueue(
 	payload pg_catalog.jsonb DEFAULT NULL,
 	run_at pg_catalog.timestamptz DEFAULT NULL)
 RETURNS pg_catalog.int8
-LANGUAGE plproxy AS $$
-	CLUSTER 'dlsm_shards';
-	RUN ON @extschema@.dlsm_proxy_route_entity(entity);
-	SELECT dlsm_enqueue(queue, entity, kind, payload, run_at);
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	RETURN @extschema@.dlsm_proxy_enqueue_on(queue, entity, kind, payload, run_at);
+EXCEPTION WHEN OTHERS THEN
+	IF @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+		PERFORM @extschema@.dlsm_proxy_raise_unreachable(
+			@extschema@.dlsm_proxy_route_name(entity) + 1,
+			format('dlsm_enqueue of "%s"', entity), SQLERRM);
+	END IF;
+	RAISE;
+END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_enqueue(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb, pg_catalog.timestamptz) IS
 'add a request to the queue on the entity''s shard; its id is unique on that shard';
@@ -538,7 +557,8 @@ DECLARE
 	known		boolean;
 	final		boolean;
 	other		int4;
-	unreached	text;
+	unreached	int4[];
+	last_error	text;
 BEGIN
 	IF dlsm_settle.process_id IS NULL THEN
 		RAISE EXCEPTION 'argument "process_id" must not be null'
@@ -551,17 +571,27 @@ BEGIN
 		PERFORM @extschema@.dlsm_proxy_not_configured();
 	END IF;
 	IF known THEN
-		IF final THEN
-			RETURN @extschema@.dlsm_proxy_settle_on(home - 1, queue, dlsm_settle.process_id,
-													outcome, detail, retry_after);
-		END IF;
 		BEGIN
 			RETURN @extschema@.dlsm_proxy_settle_on(home - 1, queue, dlsm_settle.process_id,
 													outcome, detail, retry_after);
-		EXCEPTION WHEN object_not_in_prerequisite_state THEN
-			NULL;
+		EXCEPTION
+			WHEN object_not_in_prerequisite_state THEN
+				IF final THEN
+					RAISE;
+				END IF;
+			WHEN OTHERS THEN
+				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+					RAISE;
+				END IF;
+				IF final THEN
+					PERFORM @extschema@.dlsm_proxy_raise_unreachable(home,
+						format('dlsm_settle of process id %s', dlsm_settle.process_id), SQLERRM);
+				END IF;
+				unreached := ARRAY[home];
+				last_error := SQLERRM;
 		END;
 	END IF;
+	-- not tagged by every node: the claim may be on another node
 	FOR other IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes_list() x
 				  WHERE x.node_id <> home LOOP
 		BEGIN
@@ -574,14 +604,19 @@ BEGIN
 				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
 					RAISE;
 				END IF;
-				unreached := concat_ws(', ', unreached, other);
+				unreached := unreached || other;
+				last_error := SQLERRM;
 		END;
 	END LOOP;
+	IF unreached IS NOT NULL THEN
+		PERFORM @extschema@.dlsm_proxy_raise_unreachable(unreached[1],
+			format('dlsm_settle of process id %s (not held on the nodes reached)', dlsm_settle.process_id),
+			last_error);
+	END IF;
 	RAISE EXCEPTION 'process id % holds no request in progress in queue "%"',
 		dlsm_settle.process_id, queue
 		USING ERRCODE = 'object_not_in_prerequisite_state',
-			  DETAIL = CASE WHEN unreached IS NULL THEN 'No node holds it.'
-							ELSE format('No node reached holds it; not reached: node %s.', unreached) END;
+			  DETAIL = 'No node holds it.';
 END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_settle(pg_catalog.text, pg_catalog.uuid, pg_catalog.text, pg_catalog.text, pg_catalog.interval) IS
@@ -598,7 +633,8 @@ DECLARE
 	known		boolean;
 	final		boolean;
 	other		int4;
-	unreached	text;
+	unreached	int4[];
+	last_error	text;
 BEGIN
 	IF dlsm_heartbeat.process_id IS NULL THEN
 		RAISE EXCEPTION 'argument "process_id" must not be null'
@@ -611,15 +647,26 @@ BEGIN
 		PERFORM @extschema@.dlsm_proxy_not_configured();
 	END IF;
 	IF known THEN
-		IF final THEN
-			RETURN @extschema@.dlsm_proxy_heartbeat_on(home - 1, queue, dlsm_heartbeat.process_id, lease);
-		END IF;
 		BEGIN
 			RETURN @extschema@.dlsm_proxy_heartbeat_on(home - 1, queue, dlsm_heartbeat.process_id, lease);
-		EXCEPTION WHEN object_not_in_prerequisite_state THEN
-			NULL;
+		EXCEPTION
+			WHEN object_not_in_prerequisite_state THEN
+				IF final THEN
+					RAISE;
+				END IF;
+			WHEN OTHERS THEN
+				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+					RAISE;
+				END IF;
+				IF final THEN
+					PERFORM @extschema@.dlsm_proxy_raise_unreachable(home,
+						format('dlsm_heartbeat of process id %s', dlsm_heartbeat.process_id), SQLERRM);
+				END IF;
+				unreached := ARRAY[home];
+				last_error := SQLERRM;
 		END;
 	END IF;
+	-- not tagged by every node: the claim may be on another node
 	FOR other IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes_list() x
 				  WHERE x.node_id <> home LOOP
 		BEGIN
@@ -631,21 +678,29 @@ BEGIN
 				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
 					RAISE;
 				END IF;
-				unreached := concat_ws(', ', unreached, other);
+				unreached := unreached || other;
+				last_error := SQLERRM;
 		END;
 	END LOOP;
+	IF unreached IS NOT NULL THEN
+		PERFORM @extschema@.dlsm_proxy_raise_unreachable(unreached[1],
+			format('dlsm_heartbeat of process id %s (not held on the nodes reached)', dlsm_heartbeat.process_id),
+			last_error);
+	END IF;
 	RAISE EXCEPTION 'process id % holds no request in progress in queue "%"',
 		dlsm_heartbeat.process_id, queue
 		USING ERRCODE = 'object_not_in_prerequisite_state',
-			  DETAIL = CASE WHEN unreached IS NULL THEN 'No node holds it.'
-							ELSE format('No node reached holds it; not reached: node %s.', unreached) END;
+			  DETAIL = 'No node holds it.';
 END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_heartbeat(pg_catalog.text, pg_catalog.uuid, pg_catalog.interval) IS
 'extend the lease of a claim on the node its process id names';
 
--- A batch is split by node and sent to the nodes in parallel; one row per
--- given process id, in the given order, settled = 0 for a lost one.
+-- A batch goes to the nodes of its process ids, one call per node (a claim
+-- of several units takes them from one node, so usually one call); one row
+-- per given process id, in the given order, settled = 0 for a lost one, and
+-- NULL for one whose node could not be reached (with a WARNING): it stays
+-- claimed until settled again or its lease runs out.
 CREATE FUNCTION @extschema@.dlsm_settle_many(
 	queue pg_catalog.text,
 	process_ids pg_catalog.uuid[],
@@ -660,13 +715,16 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
 	nn			int4;
 	final		boolean;
-	idx			int4[];
+	homes		int4[];
 	rp			uuid[] := '{}';
 	rs			int8[] := '{}';
+	unreached	int4[] := '{}';
 	missing		uuid[];
+	g			record;
+	r			record;
 	other		int4;
 	sub			uuid[];
-	r			record;
+	last_error	text;
 BEGIN
 	IF process_ids IS NULL THEN
 		RAISE EXCEPTION 'argument "process_ids" must not be null'
@@ -688,57 +746,84 @@ BEGIN
 	IF nn = 0 THEN
 		PERFORM @extschema@.dlsm_proxy_not_configured();
 	END IF;
-	-- node ids are 1 .. nn; an untagged id goes to any node first
-	SELECT pg_catalog.array_agg(CASE WHEN b BETWEEN 1 AND nn THEN b - 1
-									 ELSE pg_catalog.abs(pg_catalog.hashtext(u::text)) % nn END
-								ORDER BY o)
-	  INTO idx
+	-- each process id's home: the node in its last byte (nodes are 1 .. nn);
+	-- an untagged one goes to some node first
+	SELECT pg_catalog.array_agg(CASE WHEN b BETWEEN 1 AND nn THEN b
+									 ELSE pg_catalog.abs(pg_catalog.hashtext(a.u::text)) % nn + 1 END
+								ORDER BY a.o)
+	  INTO homes
 	  FROM unnest(process_ids) WITH ORDINALITY AS a(u, o),
 		   LATERAL @extschema@.dlsm_proxy_node_of_process(a.u) AS b;
-	SELECT pg_catalog.array_agg(s.process_id), pg_catalog.array_agg(s.settled)
-	  INTO rp, rs
-	  FROM @extschema@.dlsm_proxy_settle_many_split(idx, queue, process_ids, outcome,
-													 detail, retry_after) s;
+	FOR g IN SELECT h.home, pg_catalog.array_agg(h.u ORDER BY h.o) AS pids
+			   FROM unnest(process_ids, homes) WITH ORDINALITY AS h(u, home, o)
+			  GROUP BY h.home ORDER BY h.home LOOP
+		BEGIN
+			FOR r IN SELECT s.process_id AS p, s.settled AS n
+					   FROM @extschema@.dlsm_proxy_settle_many_on(g.home - 1, queue, g.pids, outcome,
+																   detail, retry_after) s LOOP
+				rp := rp || r.p;
+				rs := rs || r.n;
+			END LOOP;
+		EXCEPTION WHEN OTHERS THEN
+			IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+				RAISE;
+			END IF;
+			unreached := unreached || g.home;
+			last_error := SQLERRM;
+		END;
+	END LOOP;
 	IF NOT final THEN
-		-- untagged or lost: look on the other nodes for what settled nothing
+		-- untagged process ids: look on the other reachable nodes for what
+		-- settled nothing on its first node
 		SELECT pg_catalog.array_agg(DISTINCT a.u) INTO missing
 		  FROM unnest(process_ids) a(u)
-		 WHERE NOT EXISTS (SELECT 1 FROM unnest(rp, rs) x(p, s) WHERE x.p = a.u AND x.s > 0);
+		 WHERE NOT EXISTS (SELECT 1 FROM unnest(rp, rs) x(p, n) WHERE x.p = a.u AND x.n > 0);
 		FOR other IN 1 .. nn LOOP
 			EXIT WHEN missing IS NULL;
-			SELECT pg_catalog.array_agg(m.u) INTO sub
-			  FROM unnest(missing) m(u)
-			 WHERE (CASE WHEN @extschema@.dlsm_proxy_node_of_process(m.u) BETWEEN 1 AND nn
-						 THEN @extschema@.dlsm_proxy_node_of_process(m.u)
-						 ELSE pg_catalog.abs(pg_catalog.hashtext(m.u::text)) % nn + 1 END) <> other;
+			CONTINUE WHEN other = ANY (unreached);
+			SELECT pg_catalog.array_agg(h.u) INTO sub
+			  FROM unnest(process_ids, homes) h(u, home)
+			 WHERE h.u = ANY (missing) AND h.home <> other;
 			CONTINUE WHEN sub IS NULL;
 			BEGIN
-				FOR r IN SELECT s.process_id AS p, s.settled AS s
+				FOR r IN SELECT s.process_id AS p, s.settled AS n
 						   FROM @extschema@.dlsm_proxy_settle_many_on(other - 1, queue, sub, outcome,
 																	   detail, retry_after) s LOOP
 					rp := rp || r.p;
-					rs := rs || r.s;
+					rs := rs || r.n;
 				END LOOP;
 			EXCEPTION WHEN OTHERS THEN
 				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
 					RAISE;
 				END IF;
+				unreached := unreached || other;
+				last_error := SQLERRM;
 			END;
 			SELECT pg_catalog.array_agg(m.u) INTO missing
 			  FROM unnest(missing) m(u)
-			 WHERE NOT EXISTS (SELECT 1 FROM unnest(rp, rs) x(p, s) WHERE x.p = m.u AND x.s > 0);
+			 WHERE NOT EXISTS (SELECT 1 FROM unnest(rp, rs) x(p, n) WHERE x.p = m.u AND x.n > 0);
 		END LOOP;
 	END IF;
+	IF cardinality(unreached) > 0 THEN
+		RAISE WARNING 'dlsm_settle_many: node % of dlsm_proxy cannot be reached', unreached
+			USING DETAIL = last_error,
+				  HINT = 'The process ids that node may hold are reported with settled NULL: settle them again later, or their leases run out.';
+	END IF;
+	-- settled: what a node reported (a process id given twice, twice); NULL
+	-- when its node, or any node for an untagged one, could not be reached
 	RETURN QUERY
-		SELECT a.u, coalesce(r2.s, 0::int8)
-		  FROM unnest(process_ids) WITH ORDINALITY AS a(u, o)
-		  LEFT JOIN (SELECT x.p, pg_catalog.max(x.s) AS s
-					   FROM unnest(rp, rs) x(p, s) GROUP BY x.p) r2 ON r2.p = a.u
+		SELECT a.u,
+			   CASE WHEN r2.n > 0 THEN r2.n
+					WHEN a.home = ANY (unreached) OR (NOT final AND cardinality(unreached) > 0) THEN NULL
+					ELSE 0::int8 END
+		  FROM unnest(process_ids, homes) WITH ORDINALITY AS a(u, home, o)
+		  LEFT JOIN (SELECT x.p, pg_catalog.max(x.n) AS n
+					   FROM unnest(rp, rs) x(p, n) GROUP BY x.p) r2 ON r2.p = a.u
 		 ORDER BY a.o;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_settle_many(pg_catalog.text, pg_catalog.uuid[], pg_catalog.text, pg_catalog.text, pg_catalog.interval) IS
-'settle many claims, each on the node its process id names, the nodes in parallel';
+'settle many claims, each on the node its process id names; settled NULL where that node cannot be reached';
 
 -- Named locks: lease scope only, on the node of the name.
 
