@@ -418,10 +418,10 @@ BEGIN
 		FOR k IN 0 .. n - 1 LOOP
 			node := cand[(first + k) % n + 1];
 			now_s := extract(epoch FROM pg_catalog.clock_timestamp());
-			-- pass 3 tries the nodes found unreachable lately when nothing
-			-- else could be tried; other passes skip them
+			-- pass 3 tries the nodes found unreachable lately when no other
+			-- node answered; other passes skip them
 			IF pass = 3 THEN
-				CONTINUE WHEN st[1 + maxnode + node] <= now_s;
+				CONTINUE WHEN reached OR st[1 + maxnode + node] <= now_s;
 			ELSE
 				CONTINUE WHEN st[1 + maxnode + node] > now_s;
 			END IF;
@@ -827,15 +827,48 @@ COMMENT ON FUNCTION @extschema@.dlsm_settle_many(pg_catalog.text, pg_catalog.uui
 
 -- Named locks: lease scope only, on the node of the name.
 
+CREATE FUNCTION @extschema@.dlsm_proxy_try_lock_on(
+	p_name pg_catalog.text, p_wait pg_catalog.interval, p_lease pg_catalog.interval)
+RETURNS pg_catalog.int8
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON @extschema@.dlsm_proxy_route_lock(p_name, p_lease);
+	SELECT dlsm_try_lock(p_name, p_wait, p_lease);
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_proxy_unlock_on(p_name pg_catalog.text, p_fence pg_catalog.int8)
+RETURNS pg_catalog.bool
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON @extschema@.dlsm_proxy_route_name(p_name);
+	SELECT dlsm_unlock(p_name, p_fence);
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_proxy_refresh_lock_on(
+	p_name pg_catalog.text, p_fence pg_catalog.int8, p_lease pg_catalog.interval)
+RETURNS pg_catalog.timestamptz
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON @extschema@.dlsm_proxy_route_name(p_name);
+	SELECT dlsm_refresh_lock(p_name, p_fence, p_lease);
+$$;
+
 CREATE FUNCTION @extschema@.dlsm_try_lock(
 	name pg_catalog.text,
 	wait pg_catalog.interval DEFAULT '0',
 	lease pg_catalog.interval DEFAULT NULL)
 RETURNS pg_catalog.int8
-LANGUAGE plproxy AS $$
-	CLUSTER 'dlsm_shards';
-	RUN ON @extschema@.dlsm_proxy_route_lock(name, lease);
-	SELECT dlsm_try_lock(name, wait, lease);
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	RETURN @extschema@.dlsm_proxy_try_lock_on(name, wait, lease);
+EXCEPTION WHEN OTHERS THEN
+	IF @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+		PERFORM @extschema@.dlsm_proxy_raise_unreachable(
+			@extschema@.dlsm_proxy_route_name(name) + 1,
+			format('dlsm_try_lock of "%s"', name), SQLERRM);
+	END IF;
+	RAISE;
+END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_try_lock(pg_catalog.text, pg_catalog.interval, pg_catalog.interval) IS
 'take a named lock with a lease on the node of its name; a fence or NULL';
@@ -844,10 +877,17 @@ CREATE FUNCTION @extschema@.dlsm_unlock(
 	name pg_catalog.text,
 	fence pg_catalog.int8)
 RETURNS pg_catalog.bool
-LANGUAGE plproxy AS $$
-	CLUSTER 'dlsm_shards';
-	RUN ON @extschema@.dlsm_proxy_route_name(name);
-	SELECT dlsm_unlock(name, fence);
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	RETURN @extschema@.dlsm_proxy_unlock_on(name, fence);
+EXCEPTION WHEN OTHERS THEN
+	IF @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+		PERFORM @extschema@.dlsm_proxy_raise_unreachable(
+			@extschema@.dlsm_proxy_route_name(name) + 1,
+			format('dlsm_unlock of "%s"', name), SQLERRM);
+	END IF;
+	RAISE;
+END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_unlock(pg_catalog.text, pg_catalog.int8) IS
 'release a named lock on the node of its name';
@@ -857,10 +897,17 @@ CREATE FUNCTION @extschema@.dlsm_refresh_lock(
 	fence pg_catalog.int8,
 	lease pg_catalog.interval)
 RETURNS pg_catalog.timestamptz
-LANGUAGE plproxy AS $$
-	CLUSTER 'dlsm_shards';
-	RUN ON @extschema@.dlsm_proxy_route_name(name);
-	SELECT dlsm_refresh_lock(name, fence, lease);
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	RETURN @extschema@.dlsm_proxy_refresh_lock_on(name, fence, lease);
+EXCEPTION WHEN OTHERS THEN
+	IF @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+		PERFORM @extschema@.dlsm_proxy_raise_unreachable(
+			@extschema@.dlsm_proxy_route_name(name) + 1,
+			format('dlsm_refresh_lock of "%s"', name), SQLERRM);
+	END IF;
+	RAISE;
+END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_refresh_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.interval) IS
 'extend the lease of a named lock on the node of its name';
