@@ -205,20 +205,23 @@ LANGUAGE sql STABLE AS $$
 	SELECT coalesce(nullif(pg_catalog.current_setting(name, true), ''), fallback)
 $$;
 
--- PL/Proxy functions: one call on one node (node_index = node - 1).
-
-CREATE FUNCTION @extschema@.dlsm_proxy_claim_on(
-	node_index pg_catalog.int4, p_queue pg_catalog.text, p_lease pg_catalog.interval,
-	p_process_id pg_catalog.uuid, p_after pg_catalog.int8, p_wait pg_catalog.interval,
-	p_units pg_catalog.int4)
-RETURNS TABLE (
+-- A claimed row, as dlsm_claim returns it.
+CREATE TYPE @extschema@.dlsm_proxy_claimed AS (
 	id pg_catalog.int8,
 	kind pg_catalog.text,
 	entity pg_catalog.text,
 	payload pg_catalog.jsonb,
 	process_id pg_catalog.uuid,
 	fence pg_catalog.int8,
-	lease_until pg_catalog.timestamptz)
+	lease_until pg_catalog.timestamptz);
+
+-- PL/Proxy functions: one call on one node (node_index = node - 1).
+
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_on(
+	node_index pg_catalog.int4, p_queue pg_catalog.text, p_lease pg_catalog.interval,
+	p_process_id pg_catalog.uuid, p_after pg_catalog.int8, p_wait pg_catalog.interval,
+	p_units pg_catalog.int4)
+RETURNS SETOF @extschema@.dlsm_proxy_claimed
 LANGUAGE plproxy AS $$
 	CLUSTER 'dlsm_shards';
 	RUN ON node_index;
@@ -327,21 +330,18 @@ COMMENT ON FUNCTION @extschema@.dlsm_enqueue(pg_catalog.text, pg_catalog.text, p
 -- A caller's process id, and the process id of a single-unit claim, are
 -- made by the router with the node in the last byte; claims of several
 -- units get theirs from dlsm (tagged by the shard's dlsm.node_id).
-CREATE FUNCTION @extschema@.dlsm_proxy_claim(
-	p_queue pg_catalog.text, p_lease pg_catalog.interval, p_process_id pg_catalog.uuid,
-	p_after pg_catalog.int8, p_wait pg_catalog.interval, p_units pg_catalog.int4,
-	p_nodes pg_catalog.int4[])
-RETURNS TABLE (
-	id pg_catalog.int8,
-	kind pg_catalog.text,
-	entity pg_catalog.text,
-	payload pg_catalog.jsonb,
-	process_id pg_catalog.uuid,
-	fence pg_catalog.int8,
-	lease_until pg_catalog.timestamptz)
+CREATE FUNCTION @extschema@.dlsm_claim(
+	queue pg_catalog.text,
+	lease pg_catalog.interval DEFAULT NULL,
+	process_id pg_catalog.uuid DEFAULT NULL,
+	after pg_catalog.int8 DEFAULT 0,
+	wait pg_catalog.interval DEFAULT '0',
+	units pg_catalog.int4 DEFAULT 1)
+RETURNS SETOF @extschema@.dlsm_proxy_claimed
+ROWS 1
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-	cand		int4[] := p_nodes;
+	cand		int4[];
 	cand_text	text;
 	all_nodes	int4[];
 	maxnode		int4;
@@ -364,32 +364,30 @@ DECLARE
 	reached		boolean := false;
 	last_error	text;
 BEGIN
-	IF p_lease IS NULL THEN
+	IF dlsm_claim.lease IS NULL THEN
 		RAISE EXCEPTION 'dlsm_claim through dlsm_proxy needs a lease'
 			USING ERRCODE = 'feature_not_supported',
 				  DETAIL = 'Each call through the router commits on its shard at once: a claim without a lease could not be rolled back.',
 				  HINT = 'Pass lease => ..., or claim and settle in one transaction on the shard itself.';
 	END IF;
-	IF p_wait IS NULL THEN
+	IF dlsm_claim.wait IS NULL THEN
 		RAISE EXCEPTION 'argument "wait" must not be null'
 			USING ERRCODE = 'null_value_not_allowed';
 	END IF;
-	IF p_wait < interval '0' THEN
+	IF dlsm_claim.wait < interval '0' THEN
 		RAISE EXCEPTION 'wait must not be negative'
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
 
 	SELECT pg_catalog.array_agg(x.node_id ORDER BY x.node_id), pg_catalog.max(x.node_id)
 	  INTO all_nodes, maxnode
-	  FROM @extschema@.dlsm_proxy_nodes_list() x;
+	  FROM @extschema@.dlsm_proxy_nodes x;
 	IF all_nodes IS NULL THEN
 		PERFORM @extschema@.dlsm_proxy_not_configured();
 	END IF;
-	IF cand IS NULL THEN
-		cand_text := nullif(pg_catalog.regexp_replace(
-			@extschema@.dlsm_proxy_setting('dlsm_proxy.claim_nodes', ''), '\s', '', 'g'), '');
-		cand := coalesce(pg_catalog.string_to_array(cand_text, ',')::int4[], all_nodes);
-	END IF;
+	cand_text := nullif(pg_catalog.regexp_replace(
+		@extschema@.dlsm_proxy_setting('dlsm_proxy.claim_nodes', ''), '\s', '', 'g'), '');
+	cand := coalesce(pg_catalog.string_to_array(cand_text, ',')::int4[], all_nodes);
 	IF NOT cand OPERATOR(pg_catalog.<@) all_nodes OR cardinality(cand) = 0 THEN
 		RAISE EXCEPTION 'no such node of dlsm_proxy among %', cand
 			USING ERRCODE = 'invalid_parameter_value',
@@ -410,7 +408,7 @@ BEGIN
 	END IF;
 	first := (st[1]::int4 + 1) % n;
 	st[1] := first;
-	deadline := pg_catalog.clock_timestamp() + p_wait;
+	deadline := pg_catalog.clock_timestamp() + dlsm_claim.wait;
 
 	LOOP
 		waited := false;
@@ -433,15 +431,15 @@ BEGIN
 				w := greatest(least(slice, deadline - pg_catalog.clock_timestamp()), interval '0');
 				waited := true;
 			END IF;
-			pid := CASE WHEN p_process_id IS NOT NULL
-						THEN @extschema@.dlsm_proxy_tag(p_process_id, node)
-						WHEN p_units = 1
+			pid := CASE WHEN dlsm_claim.process_id IS NOT NULL
+						THEN @extschema@.dlsm_proxy_tag(dlsm_claim.process_id, node)
+						WHEN dlsm_claim.units = 1
 						THEN @extschema@.dlsm_proxy_tag(pg_catalog.gen_random_uuid(), node) END;
 			tried := tried + 1;
 			BEGIN
 				RETURN QUERY
-					SELECT * FROM @extschema@.dlsm_proxy_claim_on(node - 1, p_queue, p_lease, pid,
-																   p_after, w, p_units);
+					SELECT * FROM @extschema@.dlsm_proxy_claim_on(node - 1, dlsm_claim.queue, dlsm_claim.lease, pid,
+																   dlsm_claim.after, w, dlsm_claim.units);
 				GET DIAGNOSTICS got = ROW_COUNT;
 				reached := true;
 				st[1 + maxnode + node] := 0;
@@ -489,32 +487,7 @@ BEGIN
 END
 $$;
 
--- The nodes, readable by the routing code of any caller.
-CREATE FUNCTION @extschema@.dlsm_proxy_nodes_list(
-	OUT node_id pg_catalog.int4, OUT tags_process_ids pg_catalog.bool)
-RETURNS SETOF record
-LANGUAGE sql STABLE AS $$
-	SELECT n.node_id, n.tags_process_ids FROM @extschema@.dlsm_proxy_nodes n ORDER BY n.node_id
-$$;
 
-CREATE FUNCTION @extschema@.dlsm_claim(
-	queue pg_catalog.text,
-	lease pg_catalog.interval DEFAULT NULL,
-	process_id pg_catalog.uuid DEFAULT NULL,
-	after pg_catalog.int8 DEFAULT 0,
-	wait pg_catalog.interval DEFAULT '0',
-	units pg_catalog.int4 DEFAULT 1)
-RETURNS TABLE (
-	id pg_catalog.int8,
-	kind pg_catalog.text,
-	entity pg_catalog.text,
-	payload pg_catalog.jsonb,
-	process_id pg_catalog.uuid,
-	fence pg_catalog.int8,
-	lease_until pg_catalog.timestamptz)
-LANGUAGE sql VOLATILE ROWS 1 AS $$
-	SELECT * FROM @extschema@.dlsm_proxy_claim($1, $2, $3, $4, $5, $6, NULL)
-$$;
 COMMENT ON FUNCTION @extschema@.dlsm_claim(pg_catalog.text, pg_catalog.interval, pg_catalog.uuid, pg_catalog.int8, pg_catalog.interval, pg_catalog.int4) IS
 'claim with a lease the next units of work of the first node that has some (dlsm_proxy.claim_nodes: which nodes)';
 
@@ -526,16 +499,20 @@ CREATE FUNCTION @extschema@.dlsm_claim_on(
 	after pg_catalog.int8 DEFAULT 0,
 	wait pg_catalog.interval DEFAULT '0',
 	units pg_catalog.int4 DEFAULT 1)
-RETURNS TABLE (
-	id pg_catalog.int8,
-	kind pg_catalog.text,
-	entity pg_catalog.text,
-	payload pg_catalog.jsonb,
-	process_id pg_catalog.uuid,
-	fence pg_catalog.int8,
-	lease_until pg_catalog.timestamptz)
-LANGUAGE sql VOLATILE ROWS 1 AS $$
-	SELECT * FROM @extschema@.dlsm_proxy_claim($2, $3, $4, $5, $6, $7, ARRAY[$1])
+RETURNS SETOF @extschema@.dlsm_proxy_claimed
+ROWS 1
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	saved	text := pg_catalog.current_setting('dlsm_proxy.claim_nodes', true);
+BEGIN
+	IF node_id IS NULL THEN
+		RAISE EXCEPTION 'argument "node_id" must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	PERFORM pg_catalog.set_config('dlsm_proxy.claim_nodes', node_id::text, true);
+	RETURN QUERY SELECT * FROM @extschema@.dlsm_claim(queue, lease, process_id, after, wait, units);
+	PERFORM pg_catalog.set_config('dlsm_proxy.claim_nodes', coalesce(saved, ''), true);
+END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_claim_on(pg_catalog.int4, pg_catalog.text, pg_catalog.interval, pg_catalog.uuid, pg_catalog.int8, pg_catalog.interval, pg_catalog.int4) IS
 'claim with a lease the next units of work of one node';
@@ -566,7 +543,7 @@ BEGIN
 	END IF;
 	home := @extschema@.dlsm_proxy_node_of_process(dlsm_settle.process_id);
 	SELECT pg_catalog.bool_or(x.node_id = home), pg_catalog.bool_and(x.tags_process_ids)
-	  INTO known, final FROM @extschema@.dlsm_proxy_nodes_list() x;
+	  INTO known, final FROM @extschema@.dlsm_proxy_nodes x;
 	IF known IS NULL THEN
 		PERFORM @extschema@.dlsm_proxy_not_configured();
 	END IF;
@@ -592,7 +569,7 @@ BEGIN
 		END;
 	END IF;
 	-- not tagged by every node: the claim may be on another node
-	FOR other IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes_list() x
+	FOR other IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x
 				  WHERE x.node_id <> home LOOP
 		BEGIN
 			RETURN @extschema@.dlsm_proxy_settle_on(other - 1, queue, dlsm_settle.process_id,
@@ -642,7 +619,7 @@ BEGIN
 	END IF;
 	home := @extschema@.dlsm_proxy_node_of_process(dlsm_heartbeat.process_id);
 	SELECT pg_catalog.bool_or(x.node_id = home), pg_catalog.bool_and(x.tags_process_ids)
-	  INTO known, final FROM @extschema@.dlsm_proxy_nodes_list() x;
+	  INTO known, final FROM @extschema@.dlsm_proxy_nodes x;
 	IF known IS NULL THEN
 		PERFORM @extschema@.dlsm_proxy_not_configured();
 	END IF;
@@ -667,7 +644,7 @@ BEGIN
 		END;
 	END IF;
 	-- not tagged by every node: the claim may be on another node
-	FOR other IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes_list() x
+	FOR other IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x
 				  WHERE x.node_id <> home LOOP
 		BEGIN
 			RETURN @extschema@.dlsm_proxy_heartbeat_on(other - 1, queue, dlsm_heartbeat.process_id, lease);
@@ -742,7 +719,7 @@ BEGIN
 		RETURN;
 	END IF;
 	SELECT pg_catalog.count(*), pg_catalog.bool_and(x.tags_process_ids)
-	  INTO nn, final FROM @extschema@.dlsm_proxy_nodes_list() x;
+	  INTO nn, final FROM @extschema@.dlsm_proxy_nodes x;
 	IF nn = 0 THEN
 		PERFORM @extschema@.dlsm_proxy_not_configured();
 	END IF;
