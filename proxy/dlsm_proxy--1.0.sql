@@ -1299,6 +1299,9 @@ DECLARE
 	copied		int8 := 0;
 	failure		text;
 	failure_state text;
+	failure_detail text;
+	failure_hint text;
+	next_note	timestamptz := clock_timestamp() + interval '2 s';
 BEGIN
 	SELECT * INTO m FROM @extschema@.dlsm_proxy_map FOR UPDATE;
 	IF NOT FOUND THEN
@@ -1370,10 +1373,28 @@ BEGIN
 					nparts - 1, moved_parts))::int8;
 			END LOOP;
 			EXIT WHEN open_rows = 0;
+			IF clock_timestamp() > next_note THEN
+				RAISE NOTICE 'draining: % open requests and leases left on node %', open_rows, sources;
+				next_note := clock_timestamp() + interval '2 s';
+			END IF;
 			IF clock_timestamp() > give_up THEN
+				-- say which: a few open requests of each source
+				FOREACH src IN ARRAY sources LOOP
+					FOR q IN SELECT * FROM jsonb_to_recordset(@extschema@.dlsm_proxy_remote(src,
+							'SELECT coalesce(jsonb_agg(jsonb_build_object(''queue'', q.queue::text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::text FROM dlsm_queues q')::jsonb)
+							AS x(queue text, status text, kind text, entity text, id text) LOOP
+						blocker := concat_ws('; ', blocker, @extschema@.dlsm_proxy_remote(src, format(
+							'SELECT string_agg(format(''node %s %s: request %%s (%%s of "%%s", %%s, run_at %%s, lease until %%s)'', t.%I, t.%I, t.%I, t.%I, t.run_at, t.lease_until), ''; '')
+							   FROM (SELECT * FROM %s WHERE %I IN (''new'', ''in-progress'') AND (hashtext(%I) & %s) = ANY (%s)
+									  ORDER BY %I LIMIT 3) t',
+							src, q.queue, q.id, q.kind, q.entity, q.status, q.queue, q.status, q.entity,
+							nparts - 1, moved_parts, q.id)));
+					END LOOP;
+				END LOOP;
 				RAISE EXCEPTION 'the partitions did not drain within %: % open requests and leases left on node %',
 					drain_timeout, open_rows, sources
 					USING ERRCODE = 'lock_not_available',
+						  DETAIL = coalesce('Open: ' || blocker, 'Open: leases of lock names.'),
 						  HINT = 'Keep consumers running, or give a longer drain_timeout.';
 			END IF;
 			PERFORM pg_catalog.pg_sleep(0.2);
@@ -1421,10 +1442,11 @@ BEGIN
 				LOOP
 					chunk := @extschema@.dlsm_proxy_remote(src, format(
 						'SELECT jsonb_build_object(''rows'', jsonb_agg(to_jsonb(t)), ''last'', max(t.%I))::text
-						   FROM (SELECT * FROM %s WHERE %I = ''create'' AND %I > %s
-									AND (hashtext(%I) & %s) = ANY (%s)
+						   FROM (SELECT * FROM %s WHERE %I = ''create'' AND %I IN (''complete'', ''error'')
+									AND %I > %s AND (hashtext(%I) & %s) = ANY (%s)
 								  ORDER BY %I LIMIT 500) t',
-						q.id, q.queue, q.kind, q.id, last_id, q.entity, nparts - 1, moved_parts, q.id));
+						q.id, q.queue, q.kind, q.status, q.id, last_id, q.entity, nparts - 1,
+						moved_parts, q.id));
 					EXIT WHEN chunk::jsonb->'rows' = 'null'::jsonb;
 					last_id := chunk::jsonb->>'last';
 					PERFORM @extschema@.dlsm_proxy_remote(to_node, format(
@@ -1440,8 +1462,8 @@ BEGIN
 			END LOOP;
 		END LOOP;
 	EXCEPTION WHEN OTHERS THEN
-		failure := SQLERRM;
-		failure_state := SQLSTATE;
+		GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, failure_state = RETURNED_SQLSTATE,
+								failure_detail = PG_EXCEPTION_DETAIL, failure_hint = PG_EXCEPTION_HINT;
 	END;
 
 	IF failure IS NOT NULL THEN
@@ -1450,7 +1472,8 @@ BEGIN
 											  changed_at = now();
 		COMMIT;
 		RAISE EXCEPTION 'dlsm_proxy_move: nothing moved: %', failure
-			USING ERRCODE = failure_state;
+			USING ERRCODE = failure_state, DETAIL = coalesce(failure_detail, ''),
+				  HINT = coalesce(failure_hint, '');
 	END IF;
 
 	-- 6. the switch

@@ -71,9 +71,16 @@ CREATE TYPE sh_unit AS (
 	poison		boolean
 );
 
-CREATE FUNCTION sh_running() RETURNS boolean
+-- producers stop at the end of the run, consumers and the killer when the
+-- test says so (a move still draining at the end of the run needs them)
+CREATE FUNCTION sh_producing() RETURNS boolean
 LANGUAGE sql STABLE AS $$
 	SELECT NOT stop AND clock_timestamp() < run_end FROM sh_control
+$$;
+
+CREATE FUNCTION sh_running() RETURNS boolean
+LANGUAGE sql STABLE AS $$
+	SELECT NOT stop FROM sh_control
 $$;
 
 -- a shard that could not be reached, as the router reports it
@@ -100,7 +107,7 @@ DECLARE
 	rid		bigint;
 	nupd	int;
 BEGIN
-	WHILE sh_running() LOOP
+	WHILE sh_producing() LOOP
 		e := 'e' || (1 + floor(random() * n_entities))::int;
 		IF NOT EXISTS (SELECT 1 FROM sh_produced WHERE entity = e AND kind = 'create') THEN
 			k := 'create';
@@ -188,7 +195,10 @@ BEGIN
 									v_outcome, 'stress ' || me, retry)
 				   WITH ORDINALITY AS s(process_id, settled, ord)
 		LOOP
-			IF n = 0 THEN
+			IF n IS NULL THEN
+				-- its node could not be reached: unsettled, its lease runs out
+				PERFORM sh_count('settle-unreachable', me);
+			ELSIF n = 0 THEN
 				lost := lost + 1;
 			ELSE
 				INSERT INTO sh_units (consumer, process_id, fence, entity, kind, ids, single,
