@@ -1046,6 +1046,9 @@ CREATE VIEW @extschema@.dlsm_worker_status AS
 COMMENT ON VIEW @extschema@.dlsm_worker_status IS
 'dlsm_worker_status of every node';
 
+-- as on a shard: the lock view for everyone, the others for pg_monitor
+-- (on the router and, for the remote views, on the shards)
+GRANT SELECT ON @extschema@.dlsm_locks TO PUBLIC;
 GRANT SELECT ON @extschema@.dlsm_queue_stats, @extschema@.dlsm_worker_status TO pg_monitor;
 REVOKE ALL ON @extschema@.dlsm_queue_stats, @extschema@.dlsm_worker_status FROM PUBLIC;
 
@@ -1109,6 +1112,7 @@ CREATE VIEW @extschema@.dlsm_proxy_partitions AS
 		   unnest(m.nodes, m.moving) WITH ORDINALITY AS t(node, moving, p);
 COMMENT ON VIEW @extschema@.dlsm_proxy_partitions IS
 'partition of the entity hash -> node that holds it (and the node it moves to)';
+GRANT SELECT ON @extschema@.dlsm_proxy_partitions TO PUBLIC;
 
 -- Administration (superuser or the extension's owner).
 
