@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
-      libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libkrb5-dev make gcc)
+      libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libkrb5-dev make gcc
+      prometheus-postgres-exporter prometheus)
 missing=()
 for p in "${need[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
