@@ -72,7 +72,7 @@ if ! command -v pgxn >/dev/null; then
 	apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 pgxnclient >/dev/null
 fi
 check "the PGXN client is installed ($(dpkg-query -W -f='pgxnclient ${Version}' pgxnclient 2>/dev/null))" \
-	command -v pgxn >/dev/null
+	test -x "$(command -v pgxn)"
 
 # --- the release: make dist ---
 if ! git -c safe.directory="$GIT_TREE" -C "$GIT_TREE" rev-parse HEAD >/dev/null 2>&1; then
