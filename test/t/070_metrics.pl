@@ -5,7 +5,8 @@
 # test enqueued, claimed, settled, retried, let leases expire and took a
 # named lock with a waiter in line; /metrics is scraped over HTTP and each
 # metric family's values are checked against what the test did.  The alert
-# rules of examples/monitoring/dlsm-alerts.yml pass promtool check rules.
+# rules of examples/monitoring/dlsm-alerts.yml pass promtool check rules,
+# and their unit tests (dlsm-alerts.test.yml) promtool test rules.
 # The exporter connects as a role with pg_monitor and SELECT on two of the
 # three queues, as README's "Monitoring" sets it up.
 use strict;
@@ -24,19 +25,26 @@ use DlsmTest;
 my $exporter_bin = 'prometheus-postgres-exporter';
 my $queries = "$ENV{TESTDIR}/examples/monitoring/dlsm-queries.yaml";
 my $alerts = "$ENV{TESTDIR}/examples/monitoring/dlsm-alerts.yml";
+my $alert_tests = "$ENV{TESTDIR}/examples/monitoring/dlsm-alerts.test.yml";
 
 # ---------------------------------------------------------------------
 # The alert rules
 # ---------------------------------------------------------------------
 SKIP:
 {
-	skip 'promtool is not installed (Debian package prometheus)', 1
+	skip 'promtool is not installed (Debian package prometheus)', 2
 	  unless system('sh', '-c', 'command -v promtool >/dev/null') == 0;
 	my ($out, $err) = ('', '');
 	my $ok = IPC::Run::run([ 'promtool', 'check', 'rules', $alerts ],
 		'>', \$out, '2>', \$err);
-	ok($ok && $out =~ /SUCCESS: (\d+) rules found/,
-		"promtool check rules accepts dlsm-alerts.yml ($out)")
+	my ($rules) = $out =~ /SUCCESS: (\d+) rules found/;
+	ok($ok && $rules, 'promtool check rules accepts dlsm-alerts.yml (' . ($rules // 0) . ' rules)')
+	  or diag "$out$err";
+	($out, $err) = ('', '');
+	$ok = IPC::Run::run([ 'promtool', 'test', 'rules', $alert_tests ],
+		'>', \$out, '2>', \$err);
+	ok($ok && $out =~ /SUCCESS/,
+		'promtool test rules: each alert fires on its case and stays silent on the others')
 	  or diag "$out$err";
 }
 
