@@ -27,6 +27,10 @@ my $queries = "$ENV{TESTDIR}/examples/monitoring/dlsm-queries.yaml";
 my $alerts = "$ENV{TESTDIR}/examples/monitoring/dlsm-alerts.yml";
 my $alert_tests = "$ENV{TESTDIR}/examples/monitoring/dlsm-alerts.test.yml";
 
+# test/setup.sh installs the exporter (and promtool)
+plan skip_all => "$exporter_bin is not installed"
+  unless system('sh', '-c', "command -v $exporter_bin >/dev/null") == 0;
+
 # ---------------------------------------------------------------------
 # The alert rules
 # ---------------------------------------------------------------------
@@ -47,9 +51,6 @@ SKIP:
 		'promtool test rules: each alert fires on its case and stays silent on the others')
 	  or diag "$out$err";
 }
-
-plan skip_all => "$exporter_bin is not installed"
-  unless system('sh', '-c', "command -v $exporter_bin >/dev/null") == 0;
 
 # The reaper runs only when told: expired leases stay until the test asks.
 my $node = dlsm_node('metrics', "dlsm.reap_interval = '1h'\n");
