@@ -70,3 +70,17 @@ installcheck-ubsan:
 	bash test/ubsan.sh REGRESS="$(REGRESS)" ISOLATION="$(ISOLATION)"
 
 .PHONY: installcheck-ubsan
+
+# PGXN release: dlsm-<META.json's version>.zip of the committed tree (git
+# archive of HEAD), in DIST_DIR (default: here).  `pgxn install` takes it
+# as it is; test/pgxn/run.sh installs it and claims through it.
+GIT ?= git
+DIST_DIR ?= .
+DISTVERSION = $(shell perl -MJSON::PP -e 'local $$/; open my $$f, "<", "$(srcdir)/META.json" or die; print decode_json(<$$f>)->{version}')
+
+dist:
+	$(GIT) -C $(srcdir) archive --format=zip --prefix=$(EXTENSION)-$(DISTVERSION)/ \
+		-o $(abspath $(DIST_DIR))/$(EXTENSION)-$(DISTVERSION).zip HEAD
+	@echo "$(abspath $(DIST_DIR))/$(EXTENSION)-$(DISTVERSION).zip"
+
+.PHONY: dist

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/run.sh: dlsm against the physical limit, the article's hand-written
 # SQL and the Node.js peers (pg-boss, graphile-worker), side by side on one
-# throwaway tuned cluster, as ratios.  DESIGN.md section 10 is the budget.
+# throwaway tuned cluster, as ratios.  README's Performance section names the goals.
 #
 #   bash bench/run.sh            # 1, 4, 8, 16 clients, 3 rounds, 5 s each
 #   bash bench/run.sh --quick    # 8 clients, 1 round, 3 s each

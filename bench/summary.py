@@ -3,7 +3,7 @@
 
 Reads OUT/results.csv, OUT/latency.csv and OUT/coalesce.csv written by
 bench/run.sh; prints Markdown tables of medians (min-max) and ratios, and
-the lines of DESIGN.md section 10 with the figures that decide them; writes
+the performance goals (README) with the figures that decide them; writes
 OUT/chart.dat for bench/chart.gp.
 """
 import csv
@@ -123,7 +123,7 @@ print('| %d | %s | %s | %s | %.1f | %.1f |' % (
     statistics.median(float(r['claim_ms']) for r in co),
     statistics.median(float(r['settle_ms']) for r in co)))
 
-print('\n## DESIGN.md section 10 in this run (%d clients)\n' % c8)
+print('\n## The performance goals in this run (%d clients)\n' % c8)
 
 
 def line(ok, text):

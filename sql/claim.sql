@@ -1,4 +1,4 @@
--- Claiming: the seven rules of DESIGN.md section 3
+-- Claiming: the seven rules of a claim, numbered as in README's dlsm_claim
 SELECT dlsm_create_queue('q');
 
 -- 1. FIFO: oldest ready request first; 6. a fresh process id and fence

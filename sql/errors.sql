@@ -120,3 +120,7 @@ CREATE FUNCTION wrong_stats(OUT queue regclass, OUT new int8)
 RETURNS SETOF record AS 'dlsm', 'dlsm_queue_stats' LANGUAGE C;
 SELECT * FROM wrong_stats();
 DROP FUNCTION wrong_stats();
+
+-- the extension stays where it was created: its C code found its schema
+-- once, and its kept statements name it
+ALTER EXTENSION dlsm SET SCHEMA pg_catalog;

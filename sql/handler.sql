@@ -31,7 +31,10 @@ SELECT channel, max_attempts, retention, handler_timeout
 SELECT dlsm_alter_queue('hq', max_attempts => 0);
 SELECT dlsm_alter_queue('hq', retention => '-1 day');
 SELECT dlsm_alter_queue('hq', retention => '-300000 years');
+SELECT dlsm_alter_queue('hq', handler_timeout => '25 days');
+-- a zero handler_timeout clears it: dlsm.handler_timeout applies again
 SELECT dlsm_alter_queue('hq', handler_timeout => '0');
+SELECT handler_timeout IS NULL AS cleared FROM dlsm_queues WHERE queue = 'hq'::regclass;
 SELECT dlsm_alter_queue('hq', channel => '');
 SELECT dlsm_alter_queue('hq', channel => 'hq');
 

@@ -12,7 +12,7 @@ SELECT dlsm_create_queue('"Odd Schema"."Q 1"');
 SELECT queue, channel, max_attempts, retention, registered_by
   FROM dlsm_queues ORDER BY queue::text;
 
--- the table: columns of DESIGN.md section 2, partial indexes, wake trigger
+-- the table: the columns of README's dlsm_create_queue, partial indexes, wake trigger
 SELECT attname, format_type(atttypid, atttypmod), attnotnull
   FROM pg_attribute
  WHERE attrelid = 'jobs'::regclass AND attnum > 0

@@ -365,11 +365,14 @@ dlsm_alter_queue(PG_FUNCTION_ARGS)
 	queue_options_args(fcinfo, ARG_OPTIONS, true, &opts);
 	if (!PG_ARGISNULL(ARG_HANDLER_TIMEOUT))
 	{
+		/* a zero timeout clears it: dlsm.handler_timeout applies again */
 		if (duration_arg(fcinfo, ARG_HANDLER_TIMEOUT, "handler_timeout",
-						 false) / 1000 >= INT_MAX)
+						 true) / 1000 >= INT_MAX)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("handler_timeout is out of range")));
+					 errmsg("handler_timeout is out of range"),
+					 errdetail("It must be shorter than %d milliseconds.",
+							   INT_MAX)));
 		opts.handler_timeout = PG_GETARG_INTERVAL_P(ARG_HANDLER_TIMEOUT);
 	}
 	queue = begin_queue_call(fcinfo, "dlsm_alter_queue()", ACL_SELECT,

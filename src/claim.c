@@ -246,8 +246,8 @@ run_claim(ClaimPass *pass, DlsmQueryId query, Datum *values, bool one_unit)
  * An update of entity c was not claimable: when its entity's create ended
  * in error, settle the entity's pending updates as error.  Returns the
  * entity's state for the rest of the pass: waiting for its create (new,
- * so that it may be claimed, or in progress), or done (busy, or its
- * updates failed).
+ * so that it may be claimed, or in progress), unseen when its updates were
+ * just settled as error (its next request may go), or done (busy).
  */
 static EntityState
 check_create(ClaimPass *pass, Candidate *c)
@@ -281,6 +281,7 @@ check_create(ClaimPass *pass, Candidate *c)
 		dlsm_plan_run(&queue->plans, DLSM_Q_FAIL_UPDATES, values, NULL, 0);
 		dlsm_wake_entity_changed_at_commit(queue->relid, c->entity);
 		pass->wrote = true;
+		return ENTITY_UNSEEN;
 	}
 	return state;
 }

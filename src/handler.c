@@ -39,6 +39,7 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
@@ -122,6 +123,9 @@ call_step(void *arg)
 		makeArrayResult(unit->payloads, CurrentMemoryContext);
 	for (int i = 0; i < HANDLER_NARGS; i++)
 		fcinfo->args[i].isnull = false;
+	/* the handler's own lock waits are bounded by its timeout alone */
+	(void) set_config_option("lock_timeout", "0", PGC_SUSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 	enable_timeout_after(STATEMENT_TIMEOUT, unit->timeout_ms);
 	PG_TRY();
 	{

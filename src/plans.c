@@ -59,14 +59,19 @@
 
 /*
  * Request o of candidate c's entity keeps c waiting: it is in progress, or
- * it is an older open request, unless c is a create and o an update (an
- * update enqueued before its create waits for the create, not the other
- * way round).
+ * it is an older open request.  A create waits behind older requests only
+ * while they can go first: when the entity's oldest open request is an
+ * update, that update waits for the create, and every later request waits
+ * behind it, so the create goes first (an update enqueued before its
+ * create waits for the create, not the other way round).
  */
 #define BLOCKS(o, c, ckind) \
 	o ".{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])" \
 	" AND (" o ".{status} {=} 'in-progress' OR (" o ".{id} {<} " c \
-	"  AND NOT (" ckind " {=} 'create' AND " o ".{kind} {=} 'update')))"
+	"  AND (" ckind " {<>} 'create' OR (SELECT f.{kind} FROM {q} f" \
+	"   WHERE f.{entity} {=} " o ".{entity}" \
+	"   AND f.{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])" \
+	"   ORDER BY f.{id} LIMIT 1) IS DISTINCT FROM 'update')))"
 
 /*
  * Exponential backoff for retries after a attempts: 1 s, 2 s, 4 s ... at
@@ -424,12 +429,13 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		SPI_OK_UPDATE, 0, "setting a handler"
 	},
 	[DLSM_C_ALTER] = {
-		/* NULL leaves a setting as it is; a zero retention clears it */
+		/* NULL leaves a setting as it is; a zero interval clears it */
 		"UPDATE {queues} SET channel = COALESCE($2, channel),"
 		" max_attempts = COALESCE($3, max_attempts),"
 		" retention = CASE WHEN $4 IS NULL THEN retention"
 		"  WHEN $4 {=} '0'::pg_catalog.interval THEN NULL ELSE $4 END,"
-		" handler_timeout = COALESCE($5, handler_timeout)"
+		" handler_timeout = CASE WHEN $5 IS NULL THEN handler_timeout"
+		"  WHEN $5 {=} '0'::pg_catalog.interval THEN NULL ELSE $5 END"
 		" WHERE queue {=} $1",
 		N_ALTER_PARAMS, {REGCLASSOID, TEXTOID, INT4OID, INTERVALOID,
 		INTERVALOID},

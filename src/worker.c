@@ -67,6 +67,10 @@ static bool reap_requested = false;
 static bool registry_changed = false;
 static char *my_dbname = NULL;
 
+/* What the worker said once and need not repeat at every pass. */
+static List *refused_reported = NIL;	/* queues, in TopMemoryContext */
+static bool outdated_reported = false;	/* the SQL objects await UPDATE */
+
 /* One queue as the worker's last look at the registry found it. */
 typedef struct WorkerQueue
 {
@@ -164,6 +168,7 @@ run_transaction(WorkFn fn, void *arg, const char *queue, const char *activity)
 typedef struct RegistryPass
 {
 	bool		extension;		/* is dlsm installed here? */
+	bool		outdated;		/* at another version than the library's */
 	List	   *queues;			/* of WorkerQueue, in context */
 	MemoryContext context;
 } RegistryPass;
@@ -176,7 +181,8 @@ read_registry(void *arg)
 	ListCell   *lc;
 
 	pass->extension = dlsm_extension_exists();
-	if (!pass->extension)
+	pass->outdated = pass->extension && !dlsm_extension_current();
+	if (!pass->extension || pass->outdated)
 		return;
 	dlsm_notify_unlisten_all();
 	dlsm_notify_listen("dlsm");
@@ -281,7 +287,7 @@ purge_leases(void *arg)
 static List *
 registry_pass(MemoryContext context)
 {
-	RegistryPass pass = {false, NIL, context};
+	RegistryPass pass = {false, false, NIL, context};
 	uint64		pokes = dlsm_shmem_pokes();
 
 	if (!run_transaction(read_registry, &pass, NULL,
@@ -295,6 +301,12 @@ registry_pass(MemoryContext context)
 						my_dbname)));
 		proc_exit(0);
 	}
+	if (pass.outdated && !outdated_reported)
+		ereport(LOG,
+				(errmsg("dlsm worker for database \"%s\" waits: the extension's SQL objects are not at the version of its library",
+						my_dbname),
+				 errhint("Run ALTER EXTENSION dlsm UPDATE in that database.")));
+	outdated_reported = pass.outdated;
 	return pass.queues;
 }
 
@@ -311,8 +323,13 @@ reap_one(WorkerQueue *wq, DlsmWorkerCounts *counts)
 	if (wq->refused)
 	{
 		DlsmWorkerCounts delta = {.skipped = 1};
+		bool		reported = list_member_oid(refused_reported, wq->relid);
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
-		dlsm_shmem_worker_count(&delta,
+		/* said once, not at every pass: other errors stay visible */
+		refused_reported = list_append_unique_oid(refused_reported, wq->relid);
+		MemoryContextSwitchTo(old);
+		dlsm_shmem_worker_count(&delta, reported ? NULL :
 								psprintf("queue \"%s\" has row-level security enabled: dlsm leaves it alone",
 										 wq->name));
 		return;

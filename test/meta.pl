@@ -349,10 +349,12 @@ if (exists $meta->{no_index})
 
 # --- against the repository ---
 
-sub control_version	# default_version of EXT.control, or undef
+sub control_version	# default_version of EXT.control (in DIR, or the top), or undef
 {
-	my ($ext) = @_;
-	open my $fh, '<', "$dist/$ext.control" or return undef;
+	my ($ext, $dir) = @_;
+	my $control = -e "$dist/$ext.control" ? "$dist/$ext.control"
+	  : "$dist/$dir/$ext.control";
+	open my $fh, '<', $control or return undef;
 	while (<$fh>)
 	{
 		return $1 if /^\s*default_version\s*=\s*'([^']*)'/;
@@ -371,6 +373,9 @@ sub semver_of		# "1.0" -> "1.0.0"
 opendir my $dh, $dist or die "cannot read $dist: $!";
 my @controls = sort map { s/\.control\z//r } grep { /\.control\z/ } readdir $dh;
 closedir $dh;
+# and the extensions in a directory of their own (proxy/)
+push @controls, map { m{([^/]+)\.control\z} } glob("$dist/*/*.control");
+@controls = sort @controls;
 check('provides names every extension with a control file',
 	join(', ', map { "$_.control has no provides entry" } grep { !$provides{$_} } @controls));
 
@@ -378,15 +383,19 @@ for my $ext (sort keys %provides)
 {
 	my $e = $provides{$ext};
 	next unless ref $e eq 'HASH';
-	my $cv = control_version($ext);
+	# an extension's files stand beside its install script (sql/ for the
+	# main one, whose control file is at the top)
+	my $dir = (($e->{file} // '') =~ s{\A\./}{}r) =~ m{\A(.*)/[^/]*\z} ? $1 : '.';
+	my $cv = control_version($ext, $dir);
 	next unless check("$ext.control exists with a default_version",
-		defined $cv ? '' : "no default_version in $dist/$ext.control");
+		defined $cv ? '' : "no default_version in $ext.control");
 	check("provides $ext version equals $ext.control default_version $cv (as SemVer)",
 		($e->{version} // '') eq semver_of($cv) ? ''
 		: 'META.json says ' . show($e->{version}) . ', the control file ' . semver_of($cv));
 	check("provides $ext file is the install script of version $cv",
-		(($e->{file} // '') =~ s{\A\./}{}r) eq "sql/$ext--$cv.sql" ? ''
-		: 'file is ' . show($e->{file}) . ", expected sql/$ext--$cv.sql");
+		(($e->{file} // '') =~ s{\A\./}{}r) eq "$dir/$ext--$cv.sql" ? ''
+		: 'file is ' . show($e->{file}) . ", expected $dir/$ext--$cv.sql");
+	next unless $ext eq ($meta->{name} // '');
 	check("distribution version is a release of $ext $cv",
 		is_string($meta->{version}) && semver_of($cv) =~ /\A(\d+\.\d+)\./
 		&& $meta->{version} =~ /\A\Q$1\E\./ ? ''

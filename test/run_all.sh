@@ -12,6 +12,13 @@
 #   failover    test/failover/run.sh: pg_auto_failover, a failover under load
 #   meta        test/meta.pl: META.json against the PGXN Meta Spec and the repo
 #   arch        test/arch.pl: the layers of src/ and the rules its code keeps
+#   package     test/package/run.sh: the Debian package built (debian/build.sh),
+#               lintian, installed in place of the source install, regress and
+#               isolation against it; dlsm installed from source again after
+#   pgxn        test/pgxn/run.sh: make dist, pgxn install, pgxn load, a claim
+#   metrics     bench/metrics_cost.sh: the exporter's queries on a queue of
+#               1,000,000 settled rows: timed, and no sequential scan of it
+#               (the exporter itself is scraped by test/t/070_metrics.pl, tap)
 # `bash test/run_all.sh SUITE...` runs only the suites named.
 #
 # Where it runs: as root, never in the tree it was called from.  The suites
@@ -196,6 +203,29 @@ fi
 # arch: the layers of src/ and the rules the code keeps
 if want arch; then
 	tap_script arch "$log" perl test/arch.pl
+fi
+
+# package: the Debian package, built, linted and installed; the suites
+# against it (as root: it swaps the machine's dlsm for the package and back)
+if want package; then
+	start=$SECONDS
+	tap_script package "$log" bash test/package/run.sh
+	echo "package: $((SECONDS - start)) s"
+fi
+
+# pgxn: the PGXN release (make dist of the git tree) through the PGXN client
+if want pgxn; then
+	start=$SECONDS
+	tap_script pgxn "$log" env DLSM_GIT_TREE="$top" bash test/pgxn/run.sh
+	echo "pgxn: $((SECONDS - start)) s"
+fi
+
+# metrics: the cost of the exporter's queries on 1,000,000 settled rows
+if want metrics; then
+	start=$SECONDS
+	tap_script metrics "$log" bash bench/metrics_cost.sh
+	grep -E '^\|' "$log"
+	echo "metrics: $((SECONDS - start)) s"
 fi
 
 for s in "${suites[@]}"; do

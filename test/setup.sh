@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # test/setup.sh: install what dlsm needs on a fresh Debian machine (as root),
-# then build it with warnings as errors and install it.  Safe to run twice.
-# The tree keeps its owner: the runners whose suites need postgres to write
-# in it (test/run_all.sh, test/valgrind.sh, test/ubsan.sh) work in a copy.
+# then build it with warnings as errors and install it, and install the
+# router extension dlsm_proxy (proxy/, on PL/Proxy) for the sharding tests.
+# Safe to run twice.  The tree keeps its owner: the runners whose suites
+# need postgres to write in it (test/run_all.sh, test/valgrind.sh,
+# test/ubsan.sh) work in a copy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
-      libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libkrb5-dev make gcc)
+need=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap postgresql-15-plproxy
+      libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libkrb5-dev make gcc
+      python3-hypothesis python3-psycopg2 prometheus-postgres-exporter prometheus)
 missing=()
 for p in "${need[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -23,4 +26,6 @@ export PATH=/usr/lib/postgresql/15/bin:$PATH
 make -s clean >/dev/null 2>&1 || true
 make -s PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config PG_CFLAGS=-Werror
 make -s PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config install >/dev/null
-echo "setup: dlsm built and installed"
+# the router extension of a sharded dlsm (SQL only)
+make -s -C proxy PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config install >/dev/null
+echo "setup: dlsm built and installed, dlsm_proxy installed"

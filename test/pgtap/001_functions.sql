@@ -1,12 +1,15 @@
 -- test/pgtap/001_functions.sql
 --
--- The shape of dlsm's SQL functions as DESIGN.md sections 2-4 fix it:
+-- The shape of dlsm's SQL functions, as README's SQL reference gives it:
 -- argument types, names and defaults, result types and columns,
 -- volatility and language, and that no API function runs as its definer
--- (section 9: privileges are the caller's).  What the functions do, and
--- the messages they raise, is pg_regress's business (STYLE.md section 12).
+-- (privileges are the caller's: every statement on a queue runs as the
+-- role that called the function).  What the functions do, and the
+-- messages they raise, is pg_regress's business: each suite tests one
+-- thing, and messages are compared in expected/*.out.
 --
--- The extension goes into the default schema, public, as section 1 says.
+-- The extension goes into the default schema, public, where CREATE
+-- EXTENSION dlsm puts it when no schema is named.
 
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;

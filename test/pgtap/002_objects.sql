@@ -1,9 +1,9 @@
 -- test/pgtap/002_objects.sql
 --
--- The objects the extension owns besides its functions (DESIGN.md
--- section 1): the registry table dlsm_queues, the fence sequence and the
--- event trigger; all named dlsm_*, all members of the extension, and all
--- in the extension's schema.
+-- The objects the extension owns besides its functions: the tables
+-- dlsm_queues (the registry), dlsm_captures and dlsm_leases, the fence
+-- sequence and the event trigger.  Every object dlsm owns is named dlsm_*,
+-- is a member of the extension, and lives in the extension's schema.
 --
 -- The extension goes into a schema of its own that is not on search_path,
 -- so that an object the install script puts anywhere else shows up.

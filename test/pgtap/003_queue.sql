@@ -1,14 +1,15 @@
 -- test/pgtap/003_queue.sql
 --
--- The shape of a queue made by dlsm_create_queue (DESIGN.md section 2):
--- its columns, types, defaults and nullability, its primary key and state
--- check, its partial indexes, its storage settings and the statement
--- trigger that wakes consumers.  What the queue does is pg_regress's
--- business.
+-- The shape of a queue made by dlsm_create_queue (the table of README's
+-- dlsm_create_queue): its columns, types, defaults and nullability, its
+-- primary key and state check, its partial indexes, its storage settings
+-- and the statement trigger that wakes consumers.  What the queue does is
+-- pg_regress's business.
 --
 -- The extension lives in a schema off search_path and the queue in
 -- public, so the trigger check also shows that the C code finds
--- dlsm_wake through the extension's catalog entry (section 1).
+-- dlsm_wake through the extension's catalog entry, never through
+-- search_path.
 
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;

@@ -1,6 +1,6 @@
 -- test/pgtap/004_privileges.sql
 --
--- Who may do what (DESIGN.md section 9).  dlsm's functions are open to
+-- Who may do what.  dlsm's functions are open to
 -- PUBLIC and run with the caller's privileges, so what guards a queue is
 -- the privileges on its table: a role without UPDATE on a queue cannot
 -- claim from it.  The registry is readable by all and written only by

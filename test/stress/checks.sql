@@ -154,9 +154,9 @@ SELECT 7, backwards = 0 AND shared = 0,
 	   (SELECT count(*) - count(DISTINCT fence) AS shared FROM stress_audit) b;
 
 -- 8. requests of one entity are handled in id order: a unit never handles
--- a request while an older request of the same entity is still open (the
--- candidate rule of DESIGN.md 3.3; a group of updates must not jump over
--- an older update either)
+-- a request while an older request of the same entity is still open (a
+-- request waits while an older request of its entity is open; a group of
+-- updates must not jump over an older update either)
 CREATE TEMP TABLE jumps AS
 SELECT x.unit_id, x.entity, x.id, older.id AS older_id
   FROM audit_rows x

@@ -75,6 +75,15 @@ CREATE TRIGGER dlsm_capture_changes AFTER INSERT OR UPDATE OR DELETE ON cust
 	FOR EACH ROW EXECUTE FUNCTION dlsm_capture_trigger('public.changes', 'update', '2', '3');
 });
 
+# the worker waits for the update, and says so once
+ok( $node->wait_for_log(
+		qr/dlsm worker for database "up" waits: the extension's SQL objects are not at the version of its library/),
+	'the worker says it waits for ALTER EXTENSION dlsm UPDATE');
+my $offset = -s $node->logfile;
+$node->safe_psql('postgres', q{SELECT pg_sleep(1)});
+unlike(slurp_file($node->logfile, $offset), qr/waits: the extension|could not read the dlsm registry/,
+	'and does not repeat it at every pass');
+
 # the update
 up('ALTER EXTENSION dlsm UPDATE');
 is(up(q{SELECT extversion FROM pg_extension WHERE extname = 'dlsm'}),

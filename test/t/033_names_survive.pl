@@ -1,7 +1,7 @@
 # Copyright (c) 2026, dlsm developers
 #
 # What dlsm stores survives pg_dump + pg_restore, renames and redeploys, or
-# fails loudly; it never silently stops working (DESIGN 9b).  Each dump is
+# fails loudly; it never silently stops working.  Each dump is
 # restored into a fresh database of the same preloaded cluster, with the
 # worker running.
 #

@@ -14,13 +14,14 @@
 #
 # Then every place where dlsm runs SQL on someone else's table runs:
 # dlsm_enqueue and plain INSERT, dlsm_claim, dlsm_heartbeat, dlsm_settle,
-# dlsm_settle_many, dlsm_group_updates, dlsm_reap by hand (all by alice,
-# DESIGN 9b / R3: as the caller), the worker's reaping, retention purge and
-# handler (R1: as the queue's current owner, never as the role that set the
-# handler), capture (R2: as the queue's owner, the writer needing no
-# privilege on the queue, its schema or dlsm's schema), dlsm_queue_stats
-# read by a pg_monitor role (R4: as the owner), and a queue with row-level
-# security (R5: refused with 0A000).
+# dlsm_settle_many, dlsm_group_updates, dlsm_reap by hand (all by alice;
+# R3: functions a user calls run as the caller), the worker's reaping,
+# retention purge and handler (R1: as the queue's current owner, never as
+# the role that set the handler), capture (R2: as the queue's owner, the
+# writer needing no privilege on the queue, its schema or dlsm's schema),
+# dlsm_queue_stats read by a pg_monitor role (R4: as the owner), and a
+# queue with row-level security (R5: refused with 0A000).  R1 to R6 are
+# the rules of README's "Security model", as this file numbers them.
 #
 # Asserted: mallory never gains an attribute or a membership; every logged
 # execution of her code ran as mallory or as the role that called the dlsm

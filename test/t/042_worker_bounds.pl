@@ -1,7 +1,8 @@
 # Copyright (c) 2026, dlsm developers
 #
-# One queue's owner cannot stall the worker for other queues (DESIGN 9b,
-# R7).  bob owns a queue whose handler sleeps 40 s: with
+# One queue's owner cannot stall the worker for other queues: every lock
+# wait of the worker is bounded by dlsm.lock_timeout, every handler call by
+# its statement timeout.  bob owns a queue whose handler sleeps 40 s: with
 # dlsm.handler_timeout = 1000 the call is cut after a second, and dave's
 # expired lease in another queue is reaped within seconds.  Then bob holds
 # ACCESS EXCLUSIVE on his queue in an open transaction: within
@@ -161,6 +162,34 @@ $bob->quit;
 ok( defined poll_within($node, 'postgres',
 		q{SELECT status = 'complete' FROM bobs_queue WHERE entity = 'late'}, 15),
 	'after the lock, bob\'s queue is served again');
+
+# dlsm.lock_timeout bounds the worker's own lock waits, not a handler's:
+# a handler waiting 3 s for a row lock (dlsm.lock_timeout 1 s) completes
+sql(q{
+ALTER SYSTEM SET dlsm.handler_timeout = 10000;
+SELECT pg_reload_conf();
+CREATE TABLE contended (id int PRIMARY KEY);
+INSERT INTO contended VALUES (1);
+SELECT dlsm_create_queue('patient');
+CREATE FUNCTION wait_for_row(entity text, kind text, ids bigint[], payloads jsonb[])
+RETURNS void LANGUAGE sql AS 'SELECT id FROM contended WHERE id = 1 FOR UPDATE';
+SELECT dlsm_set_handler('patient', 'wait_for_row');
+});
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN; SELECT id FROM contended WHERE id = 1 FOR UPDATE');
+sql(q{SELECT dlsm_enqueue('patient', 'p1')});
+ok( defined poll_within($node, 'postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE backend_type = 'dlsm worker' AND wait_event_type = 'Lock'}, 10),
+	'the handler waits for the row');
+sleep(3);
+$holder->query_safe('COMMIT');
+$holder->quit;
+ok( defined poll_within($node, 'postgres',
+		q{SELECT status = 'complete' FROM patient WHERE entity = 'p1'}, 10),
+	'a handler waits for a lock longer than dlsm.lock_timeout, within its own timeout');
+is(sql(q{SELECT attempts FROM patient WHERE entity = 'p1'}), '1',
+	'at its first attempt');
 
 $node->stop;
 done_testing();

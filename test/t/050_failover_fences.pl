@@ -1,6 +1,6 @@
 # Copyright (c) 2026, dlsm developers
 #
-# Fences never go backwards across a failover (issue 13, F1).
+# Fences never go backwards across a failover.
 #
 # A primary and a streaming standby.  The standby's WAL receiver is
 # stopped (primary_conninfo emptied), then the primary hands out fences in

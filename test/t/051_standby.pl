@@ -1,6 +1,6 @@
 # Copyright (c) 2026, dlsm developers
 #
-# dlsm on a hot standby and across failovers (issue 13, F2 and F3).
+# dlsm on a hot standby and across failovers (F2 and F3 below).
 #
 # F2: on a standby every dlsm function that would write fails with SQLSTATE
 # 25006 and a hint naming the primary (the port, and the host, of

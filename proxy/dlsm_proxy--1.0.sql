@@ -1,0 +1,1509 @@
+/* proxy/dlsm_proxy--1.0.sql */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION dlsm_proxy CASCADE" to load this file. \quit
+
+/*
+ * dlsm_proxy: a router database for dlsm sharded by entity, on PL/Proxy.
+ *
+ * The router has the same function names and arguments as dlsm; each call
+ * goes to one shard (an entity's, a lock name's, a claim's) or, for the
+ * monitoring views, to all of them.  Every shard is an ordinary dlsm
+ * database; one entity lives on one shard, so every per-entity guarantee of
+ * dlsm holds there.
+ *
+ *   entity, lock name  -> partition = hashtext(name) & (partitions - 1)
+ *                      -> node      = dlsm_proxy_map.nodes[partition + 1]
+ *   process id         -> node      = its last byte (dlsm.node_id of the
+ *                                     shard that made it, or the router's tag)
+ *   node n             -> PL/Proxy partition n - 1 of the SQL/MED server
+ *                         dlsm_shards (modular_mapping: one per node)
+ *
+ * Everything below is qualified with @extschema@ or pg_catalog.  The remote
+ * queries (the SELECT of a PL/Proxy function) name dlsm's functions
+ * unqualified: they run with the shard connection's search_path.
+ */
+
+-- Configuration: the shards, and which partitions each one holds.
+
+CREATE TABLE @extschema@.dlsm_proxy_nodes (
+	node_id		pg_catalog.int4 PRIMARY KEY
+		CHECK (node_id OPERATOR(pg_catalog.>=) 1 AND node_id OPERATOR(pg_catalog.<=) 255),
+	connstr		pg_catalog.text NOT NULL,
+	-- the shard's dlsm.node_id is node_id: dlsm tags every process id it
+	-- makes there with it (learned by dlsm_proxy_refresh)
+	tags_process_ids pg_catalog.bool NOT NULL DEFAULT false,
+	added_at	pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE @extschema@.dlsm_proxy_nodes IS
+'the shards of dlsm_proxy: node id (the shard''s dlsm.node_id) and connection string';
+
+-- One row: nodes[p + 1] holds partition p; moving[p + 1] is the node it is
+-- being moved to while CALL dlsm_proxy_move runs.
+CREATE TABLE @extschema@.dlsm_proxy_map (
+	single		pg_catalog.bool PRIMARY KEY DEFAULT true CHECK (single),
+	nodes		pg_catalog.int4[] NOT NULL,
+	moving		pg_catalog.int4[] NOT NULL,
+	changed_at	pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE @extschema@.dlsm_proxy_map IS
+'which node holds each partition of the entity hash, and moves under way';
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlsm_proxy_nodes', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlsm_proxy_map', '');
+-- connection strings may hold passwords: the owner's business; the routing
+-- code of every caller reads the map and the node ids
+REVOKE ALL ON @extschema@.dlsm_proxy_nodes FROM PUBLIC;
+REVOKE ALL ON @extschema@.dlsm_proxy_map FROM PUBLIC;
+GRANT SELECT (node_id, tags_process_ids) ON @extschema@.dlsm_proxy_nodes TO PUBLIC;
+GRANT SELECT ON @extschema@.dlsm_proxy_map TO PUBLIC;
+
+-- Internal helpers.
+
+CREATE FUNCTION @extschema@.dlsm_proxy_not_configured()
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION 'dlsm_proxy is not configured'
+		USING ERRCODE = 'object_not_in_prerequisite_state',
+			  HINT = 'Call dlsm_proxy_configure(ARRAY[''<connection string of node 1>'', ...]).';
+END
+$$;
+
+-- The PL/Proxy partition (node - 1) that holds an entity, for RUN ON.
+-- Refuses an entity whose partition is being moved: new work for it waits
+-- until the move is over.
+CREATE FUNCTION @extschema@.dlsm_proxy_route_entity(entity pg_catalog.text)
+RETURNS pg_catalog.int4
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+	m	record;
+	p	int4;
+BEGIN
+	SELECT nodes, moving INTO m FROM @extschema@.dlsm_proxy_map;
+	IF NOT FOUND THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	IF entity IS NULL THEN
+		RETURN 0;				-- the shard reports the NULL argument
+	END IF;
+	p := (hashtext(entity) & (cardinality(m.nodes) - 1)) + 1;
+	IF m.moving[p] IS NOT NULL THEN
+		RAISE EXCEPTION '"%" is being moved from node % to node %', entity, m.nodes[p], m.moving[p]
+			USING ERRCODE = 'object_in_use',
+				  DETAIL = format('Partition %s of the entity hash is being moved; new work for it is refused until the move is over.', p - 1),
+				  HINT = 'Retry in a moment.';
+	END IF;
+	RETURN m.nodes[p] - 1;
+END
+$$;
+
+-- The same for a lock name taken through the router: leases only.
+CREATE FUNCTION @extschema@.dlsm_proxy_route_lock(name pg_catalog.text, lease pg_catalog.interval)
+RETURNS pg_catalog.int4
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+	IF lease IS NULL AND name IS NOT NULL THEN
+		RAISE EXCEPTION 'dlsm_try_lock through dlsm_proxy needs a lease'
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = 'Each call through the router is its own transaction on the shard: a transaction-scope lock would be released at once.',
+				  HINT = 'Pass lease => ..., or take the lock in a transaction on the shard itself.';
+	END IF;
+	RETURN @extschema@.dlsm_proxy_route_entity(name);
+END
+$$;
+
+-- Where a lock name lives now, moving or not (unlock, refresh).
+CREATE FUNCTION @extschema@.dlsm_proxy_route_name(name pg_catalog.text)
+RETURNS pg_catalog.int4
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+	m	int4[];
+BEGIN
+	SELECT nodes INTO m FROM @extschema@.dlsm_proxy_map;
+	IF NOT FOUND THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	IF name IS NULL THEN
+		RETURN 0;
+	END IF;
+	RETURN m[(hashtext(name) & (cardinality(m) - 1)) + 1] - 1;
+END
+$$;
+
+-- The node that holds an entity (or a lock name) now.
+CREATE FUNCTION @extschema@.dlsm_proxy_node_of(entity pg_catalog.text)
+RETURNS pg_catalog.int4
+LANGUAGE sql STABLE STRICT AS $$
+	SELECT @extschema@.dlsm_proxy_route_name(entity) + 1
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_proxy_node_of(pg_catalog.text) IS
+'the node that holds an entity or a lock name';
+
+-- The partition of the entity hash an entity (or a lock name) falls in.
+CREATE FUNCTION @extschema@.dlsm_proxy_partition_of(entity pg_catalog.text,
+													partitions pg_catalog.int4)
+RETURNS pg_catalog.int4
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+	SELECT pg_catalog.hashtext(entity) OPERATOR(pg_catalog.&) (partitions OPERATOR(pg_catalog.-) 1)
+$$;
+
+-- A process id's node: its last byte (0: untagged).
+CREATE FUNCTION @extschema@.dlsm_proxy_node_of_process(process_id pg_catalog.uuid)
+RETURNS pg_catalog.int4
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+	SELECT pg_catalog.get_byte(pg_catalog.uuid_send(process_id), 15)
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_proxy_node_of_process(pg_catalog.uuid) IS
+'the node a process id names in its last byte (0: untagged)';
+
+-- A process id with its last byte set to node.
+CREATE FUNCTION @extschema@.dlsm_proxy_tag(process_id pg_catalog.uuid, node pg_catalog.int4)
+RETURNS pg_catalog.uuid
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+	SELECT pg_catalog.encode(pg_catalog.set_byte(pg_catalog.uuid_send(process_id), 15, node),
+							 'hex')::pg_catalog.uuid
+$$;
+
+-- Is this error a shard that cannot be reached (down, starting, shutting
+-- down, full, connection lost), as opposed to an answer from dlsm?
+-- PL/Proxy reports libpq failures as XX000 with libpq's message.
+CREATE FUNCTION @extschema@.dlsm_proxy_unreachable(state pg_catalog.text, message pg_catalog.text)
+RETURNS pg_catalog.bool
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+	SELECT state LIKE '08%'
+		OR state IN ('57P01', '57P02', '57P03', '53300')
+		OR (state = 'XX000' AND message ~ '(PQconnectPoll|PQconnectStart|PQconsumeInput|PQsendQuery|PQflush|connect timeout|query timeout|could not connect|Connection refused|server closed the connection|connection to server|terminating connection|Lost result|Unfinished connection)')
+$$;
+
+-- A node that cannot be reached, as the router reports it: 08006, naming
+-- the node and what could not be done, PL/Proxy's message as the detail.
+CREATE FUNCTION @extschema@.dlsm_proxy_raise_unreachable(node pg_catalog.int4,
+														  what pg_catalog.text,
+														  message pg_catalog.text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION '%: node % of dlsm_proxy cannot be reached', what, node
+		USING ERRCODE = 'connection_failure',
+			  DETAIL = message,
+			  HINT = 'Only the entities, lock names and claims of that node wait until it is back; the other nodes go on. A call whose connection was lost may have taken effect there. dlsm_proxy_status shows which nodes can be reached.';
+END
+$$;
+
+-- Session settings of the router (placeholders: SET them like any setting):
+--   dlsm_proxy.claim_nodes    '' (every node) or a list of node ids, e.g. '2' or '1,3':
+--                             the nodes dlsm_claim takes work from
+--   dlsm_proxy.wait_slice     '100ms': how long a waiting claim waits on one
+--                             node before it looks at the others again
+--   dlsm_proxy.empty_backoff  '100ms': a node found empty is looked at again
+--                             after this, before, only when no other node has work
+--   dlsm_proxy.down_backoff   '1s': a node found unreachable is skipped this long
+CREATE FUNCTION @extschema@.dlsm_proxy_setting(name pg_catalog.text, fallback pg_catalog.text)
+RETURNS pg_catalog.text
+LANGUAGE sql STABLE AS $$
+	SELECT coalesce(nullif(pg_catalog.current_setting(name, true), ''), fallback)
+$$;
+
+-- A claimed row, as dlsm_claim returns it.
+CREATE TYPE @extschema@.dlsm_proxy_claimed AS (
+	id pg_catalog.int8,
+	kind pg_catalog.text,
+	entity pg_catalog.text,
+	payload pg_catalog.jsonb,
+	process_id pg_catalog.uuid,
+	fence pg_catalog.int8,
+	lease_until pg_catalog.timestamptz);
+
+-- PL/Proxy functions: one call on one node (node_index = node - 1).
+
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_on(
+	node_index pg_catalog.int4, p_queue pg_catalog.text, p_lease pg_catalog.interval,
+	p_process_id pg_catalog.uuid, p_after pg_catalog.int8, p_wait pg_catalog.interval,
+	p_units pg_catalog.int4)
+RETURNS SETOF @extschema@.dlsm_proxy_claimed
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON node_index;
+	SELECT c.id, c.kind, c.entity, c.payload, c.process_id, c.fence, c.lease_until
+	  FROM dlsm_claim(p_queue, p_lease, p_process_id, p_after, p_wait, p_units) c;
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_proxy_settle_on(
+	node_index pg_catalog.int4, p_queue pg_catalog.text, p_process_id pg_catalog.uuid,
+	p_outcome pg_catalog.text, p_detail pg_catalog.text, p_retry_after pg_catalog.interval)
+RETURNS pg_catalog.int8
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON node_index;
+	SELECT dlsm_settle(p_queue, p_process_id, p_outcome, p_detail, p_retry_after);
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_proxy_settle_many_on(
+	node_index pg_catalog.int4, p_queue pg_catalog.text, p_process_ids pg_catalog.uuid[],
+	p_outcome pg_catalog.text, p_detail pg_catalog.text, p_retry_after pg_catalog.interval)
+RETURNS TABLE (process_id pg_catalog.uuid, settled pg_catalog.int8)
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON node_index;
+	SELECT s.process_id, s.settled
+	  FROM dlsm_settle_many(p_queue, p_process_ids, p_outcome, p_detail, p_retry_after) s;
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_proxy_heartbeat_on(
+	node_index pg_catalog.int4, p_queue pg_catalog.text, p_process_id pg_catalog.uuid,
+	p_lease pg_catalog.interval)
+RETURNS pg_catalog.timestamptz
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON node_index;
+	SELECT dlsm_heartbeat(p_queue, p_process_id, p_lease);
+$$;
+
+-- What the router knows of a shard, from the shard itself.
+CREATE FUNCTION @extschema@.dlsm_proxy_probe_on(
+	node_index pg_catalog.int4,
+	OUT shard_node_id pg_catalog.int4, OUT shard pg_catalog.text,
+	OUT dlsm_version pg_catalog.text, OUT raise_fence pg_catalog.bool)
+RETURNS record
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON node_index;
+	SELECT nullif(current_setting('dlsm.node_id', true), '')::int4 AS shard_node_id,
+		   format('%s/%s', coalesce(nullif(current_setting('cluster_name'), ''),
+									'port ' || current_setting('port')),
+				  current_database()) AS shard,
+		   (SELECT e.extversion FROM pg_extension e WHERE e.extname = 'dlsm') AS dlsm_version,
+		   EXISTS (SELECT 1 FROM pg_proc p WHERE p.proname = 'dlsm_raise_fence') AS raise_fence;
+$$;
+
+-- The API, under dlsm's names.  queue is text here (the table is on the
+-- shards): a name as for regclass, resolved on the shard.
+
+CREATE FUNCTION @extschema@.dlsm_proxy_enqueue_on(
+	p_queue pg_catalog.text, p_entity pg_catalog.text, p_kind pg_catalog.text,
+	p_payload pg_catalog.jsonb, p_run_at pg_catalog.timestamptz)
+RETURNS pg_catalog.int8
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON @extschema@.dlsm_proxy_route_entity(p_entity);
+	SELECT dlsm_enqueue(p_queue, p_entity, p_kind, p_payload, p_run_at);
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_enqueue(
+	queue pg_catalog.text,
+	entity pg_catalog.text,
+	kind pg_catalog.text DEFAULT 'create',
+	payload pg_catalog.jsonb DEFAULT NULL,
+	run_at pg_catalog.timestamptz DEFAULT NULL)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	RETURN @extschema@.dlsm_proxy_enqueue_on(queue, entity, kind, payload, run_at);
+EXCEPTION WHEN OTHERS THEN
+	IF @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+		PERFORM @extschema@.dlsm_proxy_raise_unreachable(
+			@extschema@.dlsm_proxy_route_name(entity) + 1,
+			format('dlsm_enqueue of "%s"', entity), SQLERRM);
+	END IF;
+	RAISE;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_enqueue(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb, pg_catalog.timestamptz) IS
+'add a request to the queue on the entity''s shard; its id is unique on that shard';
+
+-- The claim: one node, or any node with work.
+--
+-- Candidates are the nodes of dlsm_proxy.claim_nodes (or p_nodes), else
+-- all.  Each call starts one node further than the session's last call
+-- (round robin, from a random node), so that one consumer serves every
+-- shard in turn, and goes on to the next node while it finds nothing:
+--   pass 1  nodes not found empty in the last dlsm_proxy.empty_backoff,
+--           without waiting;
+--   pass 2  the nodes found empty lately, without waiting (nothing is
+--           missed: a claim returns nothing only when every node had nothing);
+--   then, until wait runs out, a claim that waits dlsm_proxy.wait_slice on
+--   one node (woken at once by work there) followed by a look at the
+--   others, the waited-on node rotating.
+-- A node that cannot be reached is skipped for dlsm_proxy.down_backoff; a
+-- claim fails (08006) only when no candidate node could be reached.
+-- A caller's process id, and the process id of a single-unit claim, are
+-- made by the router with the node in the last byte; claims of several
+-- units get theirs from dlsm (tagged by the shard's dlsm.node_id).
+CREATE FUNCTION @extschema@.dlsm_claim(
+	queue pg_catalog.text,
+	lease pg_catalog.interval DEFAULT NULL,
+	process_id pg_catalog.uuid DEFAULT NULL,
+	after pg_catalog.int8 DEFAULT 0,
+	wait pg_catalog.interval DEFAULT '0',
+	units pg_catalog.int4 DEFAULT 1)
+RETURNS SETOF @extschema@.dlsm_proxy_claimed
+ROWS 1
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	cand		int4[];
+	cand_text	text;
+	all_nodes	int4[];
+	maxnode		int4;
+	n			int4;
+	st			float8[];
+	first		int4;
+	pass		int4 := 1;
+	k			int4;
+	node		int4;
+	w			interval;
+	got			int8;
+	pid			uuid;
+	deadline	timestamptz;
+	now_s		float8;
+	empty_s		float8;
+	down_s		float8;
+	slice		interval;
+	waited		boolean;
+	tried		int4;
+	reached		boolean := false;
+	last_error	text;
+BEGIN
+	IF dlsm_claim.lease IS NULL THEN
+		RAISE EXCEPTION 'dlsm_claim through dlsm_proxy needs a lease'
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = 'Each call through the router commits on its shard at once: a claim without a lease could not be rolled back.',
+				  HINT = 'Pass lease => ..., or claim and settle in one transaction on the shard itself.';
+	END IF;
+	IF dlsm_claim.wait IS NULL THEN
+		RAISE EXCEPTION 'argument "wait" must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF dlsm_claim.wait < interval '0' THEN
+		RAISE EXCEPTION 'wait must not be negative'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+
+	SELECT pg_catalog.array_agg(x.node_id ORDER BY x.node_id), pg_catalog.max(x.node_id)
+	  INTO all_nodes, maxnode
+	  FROM @extschema@.dlsm_proxy_nodes x;
+	IF all_nodes IS NULL THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	cand_text := nullif(pg_catalog.regexp_replace(
+		@extschema@.dlsm_proxy_setting('dlsm_proxy.claim_nodes', ''), '\s', '', 'g'), '');
+	cand := coalesce(pg_catalog.string_to_array(cand_text, ',')::int4[], all_nodes);
+	IF NOT cand OPERATOR(pg_catalog.<@) all_nodes OR cardinality(cand) = 0 THEN
+		RAISE EXCEPTION 'no such node of dlsm_proxy among %', cand
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = format('The nodes are %s.', all_nodes),
+				  HINT = 'Check dlsm_proxy.claim_nodes.';
+	END IF;
+	n := cardinality(cand);
+
+	empty_s := extract(epoch FROM @extschema@.dlsm_proxy_setting('dlsm_proxy.empty_backoff', '100ms')::interval);
+	down_s := extract(epoch FROM @extschema@.dlsm_proxy_setting('dlsm_proxy.down_backoff', '1s')::interval);
+	slice := @extschema@.dlsm_proxy_setting('dlsm_proxy.wait_slice', '100ms')::interval;
+
+	-- session state: {rotation, empty until (per node), down until (per node)}
+	st := nullif(pg_catalog.current_setting('dlsm_proxy.claim_state', true), '')::float8[];
+	IF st IS NULL OR cardinality(st) <> 1 + 2 * maxnode THEN
+		st := pg_catalog.array_fill(0::float8, ARRAY[1 + 2 * maxnode]);
+		st[1] := floor(random() * n);
+	END IF;
+	first := (st[1]::int4 + 1) % n;
+	st[1] := first;
+	deadline := pg_catalog.clock_timestamp() + dlsm_claim.wait;
+
+	LOOP
+		waited := false;
+		tried := 0;
+		FOR k IN 0 .. n - 1 LOOP
+			node := cand[(first + k) % n + 1];
+			now_s := extract(epoch FROM pg_catalog.clock_timestamp());
+			-- pass 3 tries the nodes found unreachable lately when no other
+			-- node answered; other passes skip them
+			IF pass = 3 THEN
+				CONTINUE WHEN reached OR st[1 + maxnode + node] <= now_s;
+			ELSE
+				CONTINUE WHEN st[1 + maxnode + node] > now_s;
+			END IF;
+			IF pass <= 2 THEN
+				CONTINUE WHEN (st[1 + node] > now_s) <> (pass = 2);
+			END IF;
+			w := interval '0';
+			IF pass >= 4 AND NOT waited THEN
+				w := greatest(least(slice, deadline - pg_catalog.clock_timestamp()), interval '0');
+				waited := true;
+			END IF;
+			pid := CASE WHEN dlsm_claim.process_id IS NOT NULL
+						THEN @extschema@.dlsm_proxy_tag(dlsm_claim.process_id, node)
+						WHEN dlsm_claim.units = 1
+						THEN @extschema@.dlsm_proxy_tag(pg_catalog.gen_random_uuid(), node) END;
+			tried := tried + 1;
+			BEGIN
+				RETURN QUERY
+					SELECT * FROM @extschema@.dlsm_proxy_claim_on(node - 1, dlsm_claim.queue, dlsm_claim.lease, pid,
+																   dlsm_claim.after, w, dlsm_claim.units);
+				GET DIAGNOSTICS got = ROW_COUNT;
+				reached := true;
+				st[1 + maxnode + node] := 0;
+			EXCEPTION WHEN OTHERS THEN
+				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+					RAISE;
+				END IF;
+				last_error := SQLERRM;
+				st[1 + maxnode + node] := extract(epoch FROM pg_catalog.clock_timestamp()) + down_s;
+				got := -1;
+			END;
+			IF got > 0 THEN
+				st[1 + node] := 0;
+				PERFORM pg_catalog.set_config('dlsm_proxy.claim_state', st::text, false);
+				RETURN;
+			ELSIF got = 0 THEN
+				st[1 + node] := extract(epoch FROM pg_catalog.clock_timestamp()) + empty_s;
+			END IF;
+		END LOOP;
+
+		IF pass = 3 THEN
+			-- every node reachable lately was tried; nothing reachable at all?
+			IF NOT reached THEN
+				PERFORM pg_catalog.set_config('dlsm_proxy.claim_state', st::text, false);
+				RAISE EXCEPTION 'dlsm_claim: no shard could be reached'
+					USING ERRCODE = 'connection_failure',
+						  DETAIL = format('Nodes tried: %s. Last error: %s', cand, last_error);
+			END IF;
+		END IF;
+		pass := pass + 1;
+		IF pass >= 4 THEN
+			EXIT WHEN pg_catalog.clock_timestamp() >= deadline;
+			IF pass > 4 THEN
+				first := (first + 1) % n;
+			END IF;
+			IF tried = 0 AND pass > 4 THEN
+				-- nothing reachable to wait on: wait here, then look again
+				PERFORM pg_catalog.pg_sleep(extract(epoch FROM
+					greatest(least(slice, deadline - pg_catalog.clock_timestamp()), interval '0')));
+			END IF;
+		END IF;
+	END LOOP;
+	PERFORM pg_catalog.set_config('dlsm_proxy.claim_state', st::text, false);
+	RETURN;
+END
+$$;
+
+
+COMMENT ON FUNCTION @extschema@.dlsm_claim(pg_catalog.text, pg_catalog.interval, pg_catalog.uuid, pg_catalog.int8, pg_catalog.interval, pg_catalog.int4) IS
+'claim with a lease the next units of work of the first node that has some (dlsm_proxy.claim_nodes: which nodes)';
+
+CREATE FUNCTION @extschema@.dlsm_claim_on(
+	node_id pg_catalog.int4,
+	queue pg_catalog.text,
+	lease pg_catalog.interval DEFAULT NULL,
+	process_id pg_catalog.uuid DEFAULT NULL,
+	after pg_catalog.int8 DEFAULT 0,
+	wait pg_catalog.interval DEFAULT '0',
+	units pg_catalog.int4 DEFAULT 1)
+RETURNS SETOF @extschema@.dlsm_proxy_claimed
+ROWS 1
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	saved	text := pg_catalog.current_setting('dlsm_proxy.claim_nodes', true);
+BEGIN
+	IF node_id IS NULL THEN
+		RAISE EXCEPTION 'argument "node_id" must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	PERFORM pg_catalog.set_config('dlsm_proxy.claim_nodes', node_id::text, true);
+	RETURN QUERY SELECT * FROM @extschema@.dlsm_claim(queue, lease, process_id, after, wait, units);
+	PERFORM pg_catalog.set_config('dlsm_proxy.claim_nodes', coalesce(saved, ''), true);
+END
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_claim_on(pg_catalog.int4, pg_catalog.text, pg_catalog.interval, pg_catalog.uuid, pg_catalog.int8, pg_catalog.interval, pg_catalog.int4) IS
+'claim with a lease the next units of work of one node';
+
+-- Settles and heartbeats go to the node in the process id's last byte.
+-- When every node tags its process ids (dlsm.node_id), that node's answer
+-- is final; otherwise a claim that node does not hold is looked for on the
+-- others (an untagged process id, made by a dlsm without dlsm.node_id).
+CREATE FUNCTION @extschema@.dlsm_settle(
+	queue pg_catalog.text,
+	process_id pg_catalog.uuid,
+	outcome pg_catalog.text DEFAULT 'complete',
+	detail pg_catalog.text DEFAULT NULL,
+	retry_after pg_catalog.interval DEFAULT NULL)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	home		int4;
+	known		boolean;
+	final		boolean;
+	other		int4;
+	unreached	int4[];
+	last_error	text;
+BEGIN
+	IF dlsm_settle.process_id IS NULL THEN
+		RAISE EXCEPTION 'argument "process_id" must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	home := @extschema@.dlsm_proxy_node_of_process(dlsm_settle.process_id);
+	SELECT pg_catalog.bool_or(x.node_id = home), pg_catalog.bool_and(x.tags_process_ids)
+	  INTO known, final FROM @extschema@.dlsm_proxy_nodes x;
+	IF known IS NULL THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	IF known THEN
+		BEGIN
+			RETURN @extschema@.dlsm_proxy_settle_on(home - 1, queue, dlsm_settle.process_id,
+													outcome, detail, retry_after);
+		EXCEPTION
+			WHEN object_not_in_prerequisite_state THEN
+				IF final THEN
+					RAISE;
+				END IF;
+			WHEN OTHERS THEN
+				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+					RAISE;
+				END IF;
+				IF final THEN
+					PERFORM @extschema@.dlsm_proxy_raise_unreachable(home,
+						format('dlsm_settle of process id %s', dlsm_settle.process_id), SQLERRM);
+				END IF;
+				unreached := ARRAY[home];
+				last_error := SQLERRM;
+		END;
+	END IF;
+	-- not tagged by every node: the claim may be on another node
+	FOR other IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x
+				  WHERE x.node_id <> home LOOP
+		BEGIN
+			RETURN @extschema@.dlsm_proxy_settle_on(other - 1, queue, dlsm_settle.process_id,
+													outcome, detail, retry_after);
+		EXCEPTION
+			WHEN object_not_in_prerequisite_state THEN
+				NULL;
+			WHEN OTHERS THEN
+				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+					RAISE;
+				END IF;
+				unreached := unreached || other;
+				last_error := SQLERRM;
+		END;
+	END LOOP;
+	IF unreached IS NOT NULL THEN
+		PERFORM @extschema@.dlsm_proxy_raise_unreachable(unreached[1],
+			format('dlsm_settle of process id %s (not held on the nodes reached)', dlsm_settle.process_id),
+			last_error);
+	END IF;
+	RAISE EXCEPTION 'process id % holds no request in progress in queue "%"',
+		dlsm_settle.process_id, queue
+		USING ERRCODE = 'object_not_in_prerequisite_state',
+			  DETAIL = 'No node holds it.';
+END
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_settle(pg_catalog.text, pg_catalog.uuid, pg_catalog.text, pg_catalog.text, pg_catalog.interval) IS
+'settle a claim on the node its process id names';
+
+CREATE FUNCTION @extschema@.dlsm_heartbeat(
+	queue pg_catalog.text,
+	process_id pg_catalog.uuid,
+	lease pg_catalog.interval DEFAULT NULL)
+RETURNS pg_catalog.timestamptz
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	home		int4;
+	known		boolean;
+	final		boolean;
+	other		int4;
+	unreached	int4[];
+	last_error	text;
+BEGIN
+	IF dlsm_heartbeat.process_id IS NULL THEN
+		RAISE EXCEPTION 'argument "process_id" must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	home := @extschema@.dlsm_proxy_node_of_process(dlsm_heartbeat.process_id);
+	SELECT pg_catalog.bool_or(x.node_id = home), pg_catalog.bool_and(x.tags_process_ids)
+	  INTO known, final FROM @extschema@.dlsm_proxy_nodes x;
+	IF known IS NULL THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	IF known THEN
+		BEGIN
+			RETURN @extschema@.dlsm_proxy_heartbeat_on(home - 1, queue, dlsm_heartbeat.process_id, lease);
+		EXCEPTION
+			WHEN object_not_in_prerequisite_state THEN
+				IF final THEN
+					RAISE;
+				END IF;
+			WHEN OTHERS THEN
+				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+					RAISE;
+				END IF;
+				IF final THEN
+					PERFORM @extschema@.dlsm_proxy_raise_unreachable(home,
+						format('dlsm_heartbeat of process id %s', dlsm_heartbeat.process_id), SQLERRM);
+				END IF;
+				unreached := ARRAY[home];
+				last_error := SQLERRM;
+		END;
+	END IF;
+	-- not tagged by every node: the claim may be on another node
+	FOR other IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x
+				  WHERE x.node_id <> home LOOP
+		BEGIN
+			RETURN @extschema@.dlsm_proxy_heartbeat_on(other - 1, queue, dlsm_heartbeat.process_id, lease);
+		EXCEPTION
+			WHEN object_not_in_prerequisite_state THEN
+				NULL;
+			WHEN OTHERS THEN
+				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+					RAISE;
+				END IF;
+				unreached := unreached || other;
+				last_error := SQLERRM;
+		END;
+	END LOOP;
+	IF unreached IS NOT NULL THEN
+		PERFORM @extschema@.dlsm_proxy_raise_unreachable(unreached[1],
+			format('dlsm_heartbeat of process id %s (not held on the nodes reached)', dlsm_heartbeat.process_id),
+			last_error);
+	END IF;
+	RAISE EXCEPTION 'process id % holds no request in progress in queue "%"',
+		dlsm_heartbeat.process_id, queue
+		USING ERRCODE = 'object_not_in_prerequisite_state',
+			  DETAIL = 'No node holds it.';
+END
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_heartbeat(pg_catalog.text, pg_catalog.uuid, pg_catalog.interval) IS
+'extend the lease of a claim on the node its process id names';
+
+-- A batch goes to the nodes of its process ids, one call per node (a claim
+-- of several units takes them from one node, so usually one call); one row
+-- per given process id, in the given order, settled = 0 for a lost one, and
+-- NULL for one whose node could not be reached (with a WARNING): it stays
+-- claimed until settled again or its lease runs out.
+CREATE FUNCTION @extschema@.dlsm_settle_many(
+	queue pg_catalog.text,
+	process_ids pg_catalog.uuid[],
+	outcome pg_catalog.text DEFAULT 'complete',
+	detail pg_catalog.text DEFAULT NULL,
+	retry_after pg_catalog.interval DEFAULT NULL)
+RETURNS TABLE (
+	process_id pg_catalog.uuid,
+	settled pg_catalog.int8)
+LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+	nn			int4;
+	final		boolean;
+	homes		int4[];
+	rp			uuid[] := '{}';
+	rs			int8[] := '{}';
+	unreached	int4[] := '{}';
+	missing		uuid[];
+	g			record;
+	r			record;
+	other		int4;
+	sub			uuid[];
+	last_error	text;
+BEGIN
+	IF process_ids IS NULL THEN
+		RAISE EXCEPTION 'argument "process_ids" must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF pg_catalog.array_ndims(process_ids) > 1 THEN
+		RAISE EXCEPTION 'process_ids must be a one-dimensional array'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF pg_catalog.array_position(process_ids, NULL) IS NOT NULL THEN
+		RAISE EXCEPTION 'process_ids must not contain nulls'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF cardinality(process_ids) = 0 THEN
+		RETURN;
+	END IF;
+	SELECT pg_catalog.count(*), pg_catalog.bool_and(x.tags_process_ids)
+	  INTO nn, final FROM @extschema@.dlsm_proxy_nodes x;
+	IF nn = 0 THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	-- each process id's home: the node in its last byte (nodes are 1 .. nn);
+	-- an untagged one goes to some node first
+	SELECT pg_catalog.array_agg(CASE WHEN b BETWEEN 1 AND nn THEN b
+									 ELSE pg_catalog.abs(pg_catalog.hashtext(a.u::text)) % nn + 1 END
+								ORDER BY a.o)
+	  INTO homes
+	  FROM unnest(process_ids) WITH ORDINALITY AS a(u, o),
+		   LATERAL @extschema@.dlsm_proxy_node_of_process(a.u) AS b;
+	FOR g IN SELECT h.home, pg_catalog.array_agg(h.u ORDER BY h.o) AS pids
+			   FROM unnest(process_ids, homes) WITH ORDINALITY AS h(u, home, o)
+			  GROUP BY h.home ORDER BY h.home LOOP
+		BEGIN
+			FOR r IN SELECT s.process_id AS p, s.settled AS n
+					   FROM @extschema@.dlsm_proxy_settle_many_on(g.home - 1, queue, g.pids, outcome,
+																   detail, retry_after) s LOOP
+				rp := rp || r.p;
+				rs := rs || r.n;
+			END LOOP;
+		EXCEPTION WHEN OTHERS THEN
+			IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+				RAISE;
+			END IF;
+			unreached := unreached || g.home;
+			last_error := SQLERRM;
+		END;
+	END LOOP;
+	IF NOT final THEN
+		-- untagged process ids: look on the other reachable nodes for what
+		-- settled nothing on its first node
+		SELECT pg_catalog.array_agg(DISTINCT a.u) INTO missing
+		  FROM unnest(process_ids) a(u)
+		 WHERE NOT EXISTS (SELECT 1 FROM unnest(rp, rs) x(p, n) WHERE x.p = a.u AND x.n > 0);
+		FOR other IN 1 .. nn LOOP
+			EXIT WHEN missing IS NULL;
+			CONTINUE WHEN other = ANY (unreached);
+			SELECT pg_catalog.array_agg(h.u) INTO sub
+			  FROM unnest(process_ids, homes) h(u, home)
+			 WHERE h.u = ANY (missing) AND h.home <> other;
+			CONTINUE WHEN sub IS NULL;
+			BEGIN
+				FOR r IN SELECT s.process_id AS p, s.settled AS n
+						   FROM @extschema@.dlsm_proxy_settle_many_on(other - 1, queue, sub, outcome,
+																	   detail, retry_after) s LOOP
+					rp := rp || r.p;
+					rs := rs || r.n;
+				END LOOP;
+			EXCEPTION WHEN OTHERS THEN
+				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+					RAISE;
+				END IF;
+				unreached := unreached || other;
+				last_error := SQLERRM;
+			END;
+			SELECT pg_catalog.array_agg(m.u) INTO missing
+			  FROM unnest(missing) m(u)
+			 WHERE NOT EXISTS (SELECT 1 FROM unnest(rp, rs) x(p, n) WHERE x.p = m.u AND x.n > 0);
+		END LOOP;
+	END IF;
+	IF cardinality(unreached) > 0 THEN
+		RAISE WARNING 'dlsm_settle_many: node % of dlsm_proxy cannot be reached', unreached
+			USING DETAIL = last_error,
+				  HINT = 'The process ids that node may hold are reported with settled NULL: settle them again later, or their leases run out.';
+	END IF;
+	-- settled: what a node reported (a process id given twice, twice); NULL
+	-- when its node, or any node for an untagged one, could not be reached
+	RETURN QUERY
+		SELECT a.u,
+			   CASE WHEN r2.n > 0 THEN r2.n
+					WHEN a.home = ANY (unreached) OR (NOT final AND cardinality(unreached) > 0) THEN NULL
+					ELSE 0::int8 END
+		  FROM unnest(process_ids, homes) WITH ORDINALITY AS a(u, home, o)
+		  LEFT JOIN (SELECT x.p, pg_catalog.max(x.n) AS n
+					   FROM unnest(rp, rs) x(p, n) GROUP BY x.p) r2 ON r2.p = a.u
+		 ORDER BY a.o;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_settle_many(pg_catalog.text, pg_catalog.uuid[], pg_catalog.text, pg_catalog.text, pg_catalog.interval) IS
+'settle many claims, each on the node its process id names; settled NULL where that node cannot be reached';
+
+-- Named locks: lease scope only, on the node of the name.
+
+CREATE FUNCTION @extschema@.dlsm_proxy_try_lock_on(
+	p_name pg_catalog.text, p_wait pg_catalog.interval, p_lease pg_catalog.interval)
+RETURNS pg_catalog.int8
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON @extschema@.dlsm_proxy_route_lock(p_name, p_lease);
+	SELECT dlsm_try_lock(p_name, p_wait, p_lease);
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_proxy_unlock_on(p_name pg_catalog.text, p_fence pg_catalog.int8)
+RETURNS pg_catalog.bool
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON @extschema@.dlsm_proxy_route_name(p_name);
+	SELECT dlsm_unlock(p_name, p_fence);
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_proxy_refresh_lock_on(
+	p_name pg_catalog.text, p_fence pg_catalog.int8, p_lease pg_catalog.interval)
+RETURNS pg_catalog.timestamptz
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON @extschema@.dlsm_proxy_route_name(p_name);
+	SELECT dlsm_refresh_lock(p_name, p_fence, p_lease);
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_try_lock(
+	name pg_catalog.text,
+	wait pg_catalog.interval DEFAULT '0',
+	lease pg_catalog.interval DEFAULT NULL)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	RETURN @extschema@.dlsm_proxy_try_lock_on(name, wait, lease);
+EXCEPTION WHEN OTHERS THEN
+	IF @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+		PERFORM @extschema@.dlsm_proxy_raise_unreachable(
+			@extschema@.dlsm_proxy_route_name(name) + 1,
+			format('dlsm_try_lock of "%s"', name), SQLERRM);
+	END IF;
+	RAISE;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_try_lock(pg_catalog.text, pg_catalog.interval, pg_catalog.interval) IS
+'take a named lock with a lease on the node of its name; a fence or NULL';
+
+CREATE FUNCTION @extschema@.dlsm_unlock(
+	name pg_catalog.text,
+	fence pg_catalog.int8)
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	RETURN @extschema@.dlsm_proxy_unlock_on(name, fence);
+EXCEPTION WHEN OTHERS THEN
+	IF @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+		PERFORM @extschema@.dlsm_proxy_raise_unreachable(
+			@extschema@.dlsm_proxy_route_name(name) + 1,
+			format('dlsm_unlock of "%s"', name), SQLERRM);
+	END IF;
+	RAISE;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_unlock(pg_catalog.text, pg_catalog.int8) IS
+'release a named lock on the node of its name';
+
+CREATE FUNCTION @extschema@.dlsm_refresh_lock(
+	name pg_catalog.text,
+	fence pg_catalog.int8,
+	lease pg_catalog.interval)
+RETURNS pg_catalog.timestamptz
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	RETURN @extschema@.dlsm_proxy_refresh_lock_on(name, fence, lease);
+EXCEPTION WHEN OTHERS THEN
+	IF @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+		PERFORM @extschema@.dlsm_proxy_raise_unreachable(
+			@extschema@.dlsm_proxy_route_name(name) + 1,
+			format('dlsm_refresh_lock of "%s"', name), SQLERRM);
+	END IF;
+	RAISE;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_refresh_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.interval) IS
+'extend the lease of a named lock on the node of its name';
+
+-- On every node: queue administration and the reaper.
+
+CREATE FUNCTION @extschema@.dlsm_create_queue(
+	queue pg_catalog.text,
+	channel pg_catalog.text DEFAULT NULL,
+	max_attempts pg_catalog.int4 DEFAULT 5,
+	retention pg_catalog.interval DEFAULT NULL)
+RETURNS SETOF pg_catalog.text
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON ALL;
+	SELECT dlsm_create_queue(queue, channel, max_attempts, retention)::text;
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_create_queue(pg_catalog.text, pg_catalog.text, pg_catalog.int4, pg_catalog.interval) IS
+'create the queue on every node; one row per node';
+
+CREATE FUNCTION @extschema@.dlsm_drop_queue(
+	queue pg_catalog.text,
+	drop_table pg_catalog.bool DEFAULT false)
+RETURNS SETOF pg_catalog.text
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON ALL;
+	SELECT queue::text FROM dlsm_drop_queue(queue, drop_table);
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_drop_queue(pg_catalog.text, pg_catalog.bool) IS
+'unregister the queue on every node (and drop its tables)';
+
+CREATE FUNCTION @extschema@.dlsm_set_handler(
+	queue pg_catalog.text,
+	handler pg_catalog.text)
+RETURNS SETOF pg_catalog.text
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON ALL;
+	SELECT queue::regclass::text FROM dlsm_set_handler(queue, handler::regproc);
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_set_handler(pg_catalog.text, pg_catalog.text) IS
+'set the queue''s handler on every node (the function must exist on each)';
+
+CREATE FUNCTION @extschema@.dlsm_proxy_reap_all(queue pg_catalog.text)
+RETURNS SETOF pg_catalog.int8
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON ALL;
+	SELECT dlsm_reap(queue);
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_reap(queue pg_catalog.text)
+RETURNS pg_catalog.int8
+LANGUAGE sql VOLATILE AS $$
+	SELECT coalesce(pg_catalog.sum(r), 0)::pg_catalog.int8
+	  FROM @extschema@.dlsm_proxy_reap_all($1) r
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_reap(pg_catalog.text) IS
+'the reaper''s pass on every node; rows moved in all';
+
+-- Monitoring: every node's view, gathered (RUN ON ALL), with the node's
+-- dlsm.node_id and its name as two more columns.  A node that cannot be
+-- reached makes them fail; dlsm_proxy_status says which.
+
+CREATE FUNCTION @extschema@.dlsm_proxy_queue_stats(
+	OUT queue pg_catalog.text,
+	OUT new pg_catalog.int8,
+	OUT in_progress pg_catalog.int8,
+	OUT complete pg_catalog.int8,
+	OUT error pg_catalog.int8,
+	OUT ready pg_catalog.int8,
+	OUT delayed pg_catalog.int8,
+	OUT waiting_on_create pg_catalog.int8,
+	OUT oldest_ready_age pg_catalog.interval,
+	OUT expired_leases pg_catalog.int8,
+	OUT dead_tuples pg_catalog.int8,
+	OUT last_autovacuum pg_catalog.timestamptz,
+	OUT oldest_claim_age pg_catalog.interval,
+	OUT node_id pg_catalog.int4,
+	OUT shard pg_catalog.text)
+RETURNS SETOF record
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON ALL;
+	SELECT s.queue::text AS queue, s.new, s.in_progress, s.complete, s.error, s.ready,
+		   s.delayed, s.waiting_on_create, s.oldest_ready_age, s.expired_leases,
+		   s.dead_tuples, s.last_autovacuum, s.oldest_claim_age,
+		   nullif(current_setting('dlsm.node_id', true), '')::int4 AS node_id,
+		   format('%s/%s', coalesce(nullif(current_setting('cluster_name'), ''),
+									'port ' || current_setting('port')),
+				  current_database()) AS shard
+	  FROM dlsm_queue_stats s;
+$$;
+
+CREATE VIEW @extschema@.dlsm_queue_stats AS
+	SELECT * FROM @extschema@.dlsm_proxy_queue_stats();
+COMMENT ON VIEW @extschema@.dlsm_queue_stats IS
+'dlsm_queue_stats of every node, one row per queue and node';
+
+CREATE FUNCTION @extschema@.dlsm_proxy_locks(
+	OUT name pg_catalog.text,
+	OUT scope pg_catalog.text,
+	OUT fence pg_catalog.int8,
+	OUT holder pg_catalog.text,
+	OUT acquired_at pg_catalog.timestamptz,
+	OUT lease_until pg_catalog.timestamptz,
+	OUT waiters pg_catalog.int4,
+	OUT "position" pg_catalog.int4,
+	OUT age pg_catalog.interval,
+	OUT node_id pg_catalog.int4,
+	OUT shard pg_catalog.text)
+RETURNS SETOF record
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON ALL;
+	SELECT l.name, l.scope, l.fence, l.holder, l.acquired_at, l.lease_until,
+		   l.waiters, l."position", l.age,
+		   nullif(current_setting('dlsm.node_id', true), '')::int4 AS node_id,
+		   format('%s/%s', coalesce(nullif(current_setting('cluster_name'), ''),
+									'port ' || current_setting('port')),
+				  current_database()) AS shard
+	  FROM dlsm_locks l;
+$$;
+
+CREATE VIEW @extschema@.dlsm_locks AS
+	SELECT * FROM @extschema@.dlsm_proxy_locks();
+COMMENT ON VIEW @extschema@.dlsm_locks IS
+'dlsm_locks of every node';
+
+CREATE FUNCTION @extschema@.dlsm_proxy_worker_status(
+	OUT database pg_catalog.name,
+	OUT pid pg_catalog.int4,
+	OUT started_at pg_catalog.timestamptz,
+	OUT last_reap_at pg_catalog.timestamptz,
+	OUT reaped pg_catalog.int8,
+	OUT handled pg_catalog.int8,
+	OUT errors pg_catalog.int8,
+	OUT last_error pg_catalog.text,
+	OUT deleted pg_catalog.int8,
+	OUT wakeups pg_catalog.int8,
+	OUT node_id pg_catalog.int4,
+	OUT shard pg_catalog.text)
+RETURNS SETOF record
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON ALL;
+	SELECT w.database, w.pid, w.started_at, w.last_reap_at, w.reaped, w.handled,
+		   w.errors, w.last_error, w.deleted, w.wakeups,
+		   nullif(current_setting('dlsm.node_id', true), '')::int4 AS node_id,
+		   format('%s/%s', coalesce(nullif(current_setting('cluster_name'), ''),
+									'port ' || current_setting('port')),
+				  current_database()) AS shard
+	  FROM dlsm_worker_status w;
+$$;
+
+CREATE VIEW @extschema@.dlsm_worker_status AS
+	SELECT * FROM @extschema@.dlsm_proxy_worker_status();
+COMMENT ON VIEW @extschema@.dlsm_worker_status IS
+'dlsm_worker_status of every node';
+
+-- as on a shard: the lock view for everyone, the others for pg_monitor
+-- (on the router and, for the remote views, on the shards)
+GRANT SELECT ON @extschema@.dlsm_locks TO PUBLIC;
+GRANT SELECT ON @extschema@.dlsm_queue_stats, @extschema@.dlsm_worker_status TO pg_monitor;
+REVOKE ALL ON @extschema@.dlsm_queue_stats, @extschema@.dlsm_worker_status FROM PUBLIC;
+
+-- The router's own view of its nodes, one at a time, whether reachable.
+CREATE FUNCTION @extschema@.dlsm_proxy_status(
+	OUT node_id pg_catalog.int4,
+	OUT reachable pg_catalog.bool,
+	OUT shard pg_catalog.text,
+	OUT shard_node_id pg_catalog.int4,
+	OUT tags_process_ids pg_catalog.bool,
+	OUT dlsm_version pg_catalog.text,
+	OUT raise_fence pg_catalog.bool,
+	OUT partitions pg_catalog.int4,
+	OUT moving_in pg_catalog.int4,
+	OUT error pg_catalog.text)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	x	record;
+	p	record;
+BEGIN
+	FOR x IN SELECT n.node_id, n.tags_process_ids FROM @extschema@.dlsm_proxy_nodes n ORDER BY 1 LOOP
+		node_id := x.node_id;
+		tags_process_ids := x.tags_process_ids;
+		SELECT count(*) FILTER (WHERE t.node = x.node_id),
+			   count(*) FILTER (WHERE t.moving = x.node_id)
+		  INTO partitions, moving_in
+		  FROM @extschema@.dlsm_proxy_map m, unnest(m.nodes, m.moving) t(node, moving);
+		BEGIN
+			SELECT * INTO p FROM @extschema@.dlsm_proxy_probe_on(x.node_id - 1);
+			reachable := true;
+			shard := p.shard;
+			shard_node_id := p.shard_node_id;
+			dlsm_version := p.dlsm_version;
+			raise_fence := p.raise_fence;
+			error := NULL;
+		EXCEPTION WHEN OTHERS THEN
+			reachable := false;
+			shard := NULL;
+			shard_node_id := NULL;
+			dlsm_version := NULL;
+			raise_fence := NULL;
+			error := SQLERRM;
+		END;
+		RETURN NEXT;
+	END LOOP;
+END
+$$;
+
+CREATE VIEW @extschema@.dlsm_proxy_status AS
+	SELECT * FROM @extschema@.dlsm_proxy_status();
+COMMENT ON VIEW @extschema@.dlsm_proxy_status IS
+'the nodes of dlsm_proxy: reachable or not, dlsm.node_id, version, partitions held';
+REVOKE ALL ON @extschema@.dlsm_proxy_status FROM PUBLIC;
+GRANT SELECT ON @extschema@.dlsm_proxy_status TO pg_monitor;
+
+CREATE VIEW @extschema@.dlsm_proxy_partitions AS
+	SELECT t.p::int4 - 1 AS partition, t.node AS node_id, t.moving AS moving_to
+	  FROM @extschema@.dlsm_proxy_map m,
+		   unnest(m.nodes, m.moving) WITH ORDINALITY AS t(node, moving, p);
+COMMENT ON VIEW @extschema@.dlsm_proxy_partitions IS
+'partition of the entity hash -> node that holds it (and the node it moves to)';
+GRANT SELECT ON @extschema@.dlsm_proxy_partitions TO PUBLIC;
+
+-- Administration (superuser or the extension's owner).
+
+-- Rewrites the SQL/MED server dlsm_shards from dlsm_proxy_nodes: PL/Proxy
+-- partition n - 1 is node n.
+CREATE FUNCTION @extschema@.dlsm_proxy_write_server()
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	have	text[];
+BEGIN
+	SELECT array_agg(split_part(o, '=', 1)) INTO have
+	  FROM pg_catalog.pg_foreign_server s, unnest(s.srvoptions) o
+	 WHERE s.srvname = 'dlsm_shards';
+	IF have IS NULL THEN
+		EXECUTE format('CREATE SERVER dlsm_shards FOREIGN DATA WRAPPER plproxy OPTIONS (modular_mapping ''1'', connection_lifetime ''1800'', %s)',
+					   (SELECT string_agg(format('p%s %L', n.node_id - 1, n.connstr), ', ' ORDER BY n.node_id)
+						  FROM @extschema@.dlsm_proxy_nodes n));
+		CREATE USER MAPPING FOR PUBLIC SERVER dlsm_shards;
+	ELSE
+		EXECUTE format('ALTER SERVER dlsm_shards OPTIONS (%s)',
+					   (SELECT string_agg(format('%s p%s %L',
+												 CASE WHEN 'p' || (n.node_id - 1) = ANY (have) THEN 'SET' ELSE 'ADD' END,
+												 n.node_id - 1, n.connstr), ', ' ORDER BY n.node_id)
+						  FROM @extschema@.dlsm_proxy_nodes n));
+	END IF;
+END
+$$;
+
+-- Learn from each node whether it tags its process ids with its node id.
+CREATE FUNCTION @extschema@.dlsm_proxy_refresh()
+RETURNS SETOF @extschema@.dlsm_proxy_status
+LANGUAGE plpgsql AS $$
+DECLARE
+	s	record;
+BEGIN
+	FOR s IN SELECT * FROM @extschema@.dlsm_proxy_status() LOOP
+		IF s.reachable AND s.shard_node_id IS NOT NULL AND s.shard_node_id <> s.node_id
+		   AND s.shard_node_id <> 0 THEN
+			RAISE EXCEPTION 'node % of dlsm_proxy has dlsm.node_id = %', s.node_id, s.shard_node_id
+				USING ERRCODE = 'invalid_parameter_value',
+					  DETAIL = format('Node %s is %s.', s.node_id, s.shard),
+					  HINT = format('Set dlsm.node_id = %s in that shard''s postgresql.conf and reload it, or fix the connection string with dlsm_proxy_set_node.', s.node_id);
+		END IF;
+		UPDATE @extschema@.dlsm_proxy_nodes n
+		   SET tags_process_ids = coalesce(s.reachable AND s.shard_node_id = s.node_id, false)
+		 WHERE n.node_id = s.node_id;
+	END LOOP;
+	RETURN QUERY SELECT * FROM @extschema@.dlsm_proxy_status();
+END
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_proxy_refresh() IS
+'check every node''s dlsm.node_id and learn which nodes tag their process ids';
+
+CREATE FUNCTION @extschema@.dlsm_proxy_configure(
+	shards pg_catalog.text[],
+	partitions pg_catalog.int4 DEFAULT 256)
+RETURNS SETOF @extschema@.dlsm_proxy_status
+LANGUAGE plpgsql AS $$
+DECLARE
+	n	int4 := cardinality(shards);
+BEGIN
+	IF EXISTS (SELECT 1 FROM @extschema@.dlsm_proxy_map) THEN
+		RAISE EXCEPTION 'dlsm_proxy is configured already'
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = 'Changing the map of a running layout would move entities without draining them.',
+				  HINT = 'Add a node with dlsm_proxy_add_node and move partitions to it with CALL dlsm_proxy_move.';
+	END IF;
+	IF n IS NULL OR n < 1 OR n > 255 OR pg_catalog.array_position(shards, NULL) IS NOT NULL THEN
+		RAISE EXCEPTION 'shards must hold 1 to 255 connection strings'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF partitions IS NULL OR partitions < n OR partitions > 65536
+	   OR (partitions & (partitions - 1)) <> 0 THEN
+		RAISE EXCEPTION 'partitions must be a power of 2 between the number of shards and 65536'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	INSERT INTO @extschema@.dlsm_proxy_nodes (node_id, connstr)
+	SELECT o::int4, c FROM unnest(shards) WITH ORDINALITY AS t(c, o);
+	-- partitions dealt round robin: partition p on node p % n + 1
+	INSERT INTO @extschema@.dlsm_proxy_map (nodes, moving)
+	SELECT array_agg(p % n + 1 ORDER BY p), array_fill(NULL::int4, ARRAY[partitions])
+	  FROM generate_series(0, partitions - 1) p;
+	PERFORM @extschema@.dlsm_proxy_write_server();
+	RETURN QUERY SELECT * FROM @extschema@.dlsm_proxy_refresh();
+END
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_proxy_configure(pg_catalog.text[], pg_catalog.int4) IS
+'set up the router: node i is shards[i]; partitions of the entity hash dealt round robin';
+
+CREATE FUNCTION @extschema@.dlsm_proxy_add_node(connstr pg_catalog.text)
+RETURNS pg_catalog.int4
+LANGUAGE plpgsql AS $$
+DECLARE
+	id	int4;
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM @extschema@.dlsm_proxy_map) THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	SELECT coalesce(max(node_id), 0) + 1 INTO id FROM @extschema@.dlsm_proxy_nodes;
+	INSERT INTO @extschema@.dlsm_proxy_nodes (node_id, connstr) VALUES (id, connstr);
+	PERFORM @extschema@.dlsm_proxy_write_server();
+	PERFORM @extschema@.dlsm_proxy_refresh();
+	RETURN id;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_proxy_add_node(pg_catalog.text) IS
+'add a node (the next node id) holding no partition yet; move partitions to it with CALL dlsm_proxy_move';
+
+CREATE FUNCTION @extschema@.dlsm_proxy_set_node(node_id pg_catalog.int4, connstr pg_catalog.text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+	UPDATE @extschema@.dlsm_proxy_nodes n SET connstr = dlsm_proxy_set_node.connstr
+	 WHERE n.node_id = dlsm_proxy_set_node.node_id;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'node % of dlsm_proxy does not exist', node_id
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	PERFORM @extschema@.dlsm_proxy_write_server();
+END
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_proxy_set_node(pg_catalog.int4, pg_catalog.text) IS
+'point a node at another server (its promoted standby, a new address)';
+
+-- One value from a query on a node, through dblink (administration only).
+CREATE FUNCTION @extschema@.dlsm_proxy_remote(node pg_catalog.int4, query pg_catalog.text)
+RETURNS pg_catalog.text
+LANGUAGE plpgsql AS $$
+DECLARE
+	c	text;
+	s	text;
+	v	text;
+BEGIN
+	SELECT n.connstr INTO c FROM @extschema@.dlsm_proxy_nodes n WHERE n.node_id = node;
+	SELECT e.extnamespace::regnamespace::text INTO s
+	  FROM pg_catalog.pg_extension e WHERE e.extname = 'dblink';
+	EXECUTE format('SELECT t.v FROM %s.dblink($1, $2) AS t(v text)', s) INTO v USING c, query;
+	RETURN v;
+END
+$$;
+
+-- Resharding: move partitions of the entity hash to another node.
+--
+--  1. mark the partitions moving: from now on the router refuses new work
+--     for their entities (dlsm_enqueue, dlsm_try_lock: 55006, retry);
+--  2. wait until every router transaction begun before the mark has ended,
+--     so that no enqueue that passed the old map is still on its way;
+--  3. drain: wait until the nodes that hold them have no open request (new
+--     or in-progress) of those entities in any queue and no live lease of
+--     such a lock name; consumers keep claiming and settling meanwhile;
+--  4. fences: take a fresh fence on every source node (a transaction-scope
+--     lock, above every fence it gave) and raise the target's fences above
+--     the largest with dlsm_raise_fence (setval of dlsm_fence_seq on a dlsm
+--     without it); refused when the target cannot go that high (22023: the
+--     sources' fences lie in a later timeline than the target's);
+--  5. copy the terminal create of each moved entity to the target (one
+--     create per entity, and updates of a failed create fail, as before);
+--  6. switch the map and clear the mark.
+-- Any failure before 6 clears the mark and changes no map: the entities stay
+-- where they were.  Needs the same queues on every node, and every enqueue
+-- of those entities to come through the routers.  With several routers,
+-- mark and switch on each (see README).
+CREATE PROCEDURE @extschema@.dlsm_proxy_move(
+	parts pg_catalog.int4[],
+	to_node pg_catalog.int4,
+	drain_timeout pg_catalog.interval DEFAULT '5 minutes')
+LANGUAGE plpgsql AS $$
+DECLARE
+	m			record;
+	nparts		int4;
+	p			int4;
+	sources		int4[];
+	src			int4;
+	marked_at	timestamptz;
+	give_up		timestamptz;
+	blocker		text;
+	q			record;
+	open_rows	int8;
+	open_where	text;
+	probe		int8;
+	fmax		int8 := 0;
+	tprobe		int8;
+	cols		text;
+	moved_parts	text;
+	last_id		text;
+	chunk		text;
+	copied		int8 := 0;
+	failure		text;
+	failure_state text;
+	failure_detail text;
+	failure_hint text;
+	next_note	timestamptz := clock_timestamp() + interval '2 s';
+BEGIN
+	SELECT * INTO m FROM @extschema@.dlsm_proxy_map FOR UPDATE;
+	IF NOT FOUND THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	nparts := cardinality(m.nodes);
+	IF NOT EXISTS (SELECT 1 FROM @extschema@.dlsm_proxy_nodes n WHERE n.node_id = to_node) THEN
+		RAISE EXCEPTION 'node % of dlsm_proxy does not exist', to_node
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	IF parts IS NULL OR EXISTS (SELECT 1 FROM unnest(parts) x WHERE x IS NULL OR x < 0 OR x >= nparts) THEN
+		RAISE EXCEPTION 'partitions must lie between 0 and %', nparts - 1
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF EXISTS (SELECT 1 FROM unnest(m.moving) x WHERE x IS NOT NULL) THEN
+		RAISE EXCEPTION 'a move is under way already'
+			USING ERRCODE = 'object_in_use';
+	END IF;
+	SELECT array_agg(DISTINCT x ORDER BY x) INTO parts
+	  FROM unnest(parts) x WHERE m.nodes[x + 1] <> to_node;
+	IF parts IS NULL THEN
+		RAISE NOTICE 'node % holds those partitions already', to_node;
+		RETURN;
+	END IF;
+	SELECT array_agg(DISTINCT m.nodes[x + 1]) INTO sources FROM unnest(parts) x;
+	moved_parts := format('%L::int4[]', parts);
+
+	-- 1. the mark
+	FOREACH p IN ARRAY parts LOOP
+		m.moving[p + 1] := to_node;
+	END LOOP;
+	UPDATE @extschema@.dlsm_proxy_map SET moving = m.moving, changed_at = now();
+	COMMIT;
+	marked_at := clock_timestamp();
+	give_up := marked_at + drain_timeout;
+	RAISE NOTICE 'moving % partitions from node % to node %', cardinality(parts), sources, to_node;
+
+	BEGIN
+		-- 2. no transaction of the old map left on this router
+		LOOP
+			PERFORM pg_catalog.pg_stat_clear_snapshot();
+			SELECT string_agg(a.pid::text, ', ') INTO blocker
+			  FROM pg_catalog.pg_stat_activity a
+			 WHERE a.datid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+			   AND a.pid <> pg_catalog.pg_backend_pid()
+			   AND a.backend_type = 'client backend'
+			   AND a.xact_start < marked_at;
+			EXIT WHEN blocker IS NULL;
+			IF clock_timestamp() > give_up THEN
+				RAISE EXCEPTION 'transactions begun before the move are still open: pid %', blocker
+					USING ERRCODE = 'lock_not_available';
+			END IF;
+			PERFORM pg_catalog.pg_sleep(0.05);
+		END LOOP;
+
+		-- 3. drain the sources
+		LOOP
+			open_rows := 0;
+			FOREACH src IN ARRAY sources LOOP
+				FOR q IN SELECT * FROM jsonb_to_recordset(@extschema@.dlsm_proxy_remote(src,
+						'SELECT coalesce(jsonb_agg(jsonb_build_object(''queue'', q.queue::text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::text FROM dlsm_queues q')::jsonb)
+						AS x(queue text, status text, kind text, entity text, id text) LOOP
+					open_rows := open_rows + @extschema@.dlsm_proxy_remote(src, format(
+						'SELECT count(*)::text FROM %s WHERE %I IN (''new'', ''in-progress'') AND (hashtext(%I) & %s) = ANY (%s)',
+						q.queue, q.status, q.entity, nparts - 1, moved_parts))::int8;
+				END LOOP;
+				open_rows := open_rows + @extschema@.dlsm_proxy_remote(src, format(
+					'SELECT count(*)::text FROM dlsm_leases WHERE lease_until > clock_timestamp() AND (hashtext(name) & %s) = ANY (%s)',
+					nparts - 1, moved_parts))::int8;
+			END LOOP;
+			EXIT WHEN open_rows = 0;
+			IF clock_timestamp() > next_note THEN
+				RAISE NOTICE 'draining: % open requests and leases left on node %', open_rows, sources;
+				next_note := clock_timestamp() + interval '2 s';
+			END IF;
+			IF clock_timestamp() > give_up THEN
+				-- say which: a few open requests of each source
+				FOREACH src IN ARRAY sources LOOP
+					FOR q IN SELECT * FROM jsonb_to_recordset(@extschema@.dlsm_proxy_remote(src,
+							'SELECT coalesce(jsonb_agg(jsonb_build_object(''queue'', q.queue::text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::text FROM dlsm_queues q')::jsonb)
+							AS x(queue text, status text, kind text, entity text, id text) LOOP
+						blocker := concat_ws('; ', blocker, @extschema@.dlsm_proxy_remote(src, format(
+							'SELECT string_agg(format(''node %s %s: request %%s (%%s of "%%s", %%s, run_at %%s, lease until %%s)'', t.%I, t.%I, t.%I, t.%I, t.run_at, t.lease_until), ''; '')
+							   FROM (SELECT * FROM %s WHERE %I IN (''new'', ''in-progress'') AND (hashtext(%I) & %s) = ANY (%s)
+									  ORDER BY %I LIMIT 3) t',
+							src, q.queue, q.id, q.kind, q.entity, q.status, q.queue, q.status, q.entity,
+							nparts - 1, moved_parts, q.id)));
+					END LOOP;
+				END LOOP;
+				RAISE EXCEPTION 'the partitions did not drain within %: % open requests and leases left on node %',
+					drain_timeout, open_rows, sources
+					USING ERRCODE = 'lock_not_available',
+						  DETAIL = coalesce('Open: ' || blocker, 'Open: leases of lock names.'),
+						  HINT = 'Keep consumers running, or give a longer drain_timeout.';
+			END IF;
+			PERFORM pg_catalog.pg_sleep(0.2);
+		END LOOP;
+
+		-- 4. fences: the target's above every fence of the sources
+		FOREACH src IN ARRAY sources LOOP
+			probe := @extschema@.dlsm_proxy_remote(src, format(
+				'SELECT dlsm_try_lock(%L)::text', 'dlsm_proxy/fence-probe/' || gen_random_uuid()))::int8;
+			fmax := greatest(fmax, probe);
+		END LOOP;
+		IF @extschema@.dlsm_proxy_remote(to_node,
+				'SELECT EXISTS (SELECT 1 FROM pg_proc WHERE proname = ''dlsm_raise_fence'')::text')::boolean THEN
+			PERFORM @extschema@.dlsm_proxy_remote(to_node, format('SELECT dlsm_raise_fence(%s)::text', fmax));
+		ELSE
+			-- a dlsm whose fences are the values of dlsm_fence_seq
+			PERFORM @extschema@.dlsm_proxy_remote(to_node, format(
+				'SELECT setval(s.oid::regclass, greatest(%s, (SELECT q.last_value FROM dlsm_fence_seq q)))::text
+				   FROM pg_class s WHERE s.relname = ''dlsm_fence_seq'' AND s.relkind = ''S''', fmax));
+		END IF;
+		tprobe := @extschema@.dlsm_proxy_remote(to_node, format(
+			'SELECT dlsm_try_lock(%L)::text', 'dlsm_proxy/fence-probe/' || gen_random_uuid()))::int8;
+		IF tprobe <= fmax THEN
+			RAISE EXCEPTION 'the fences of node % could not be raised above %', to_node, fmax
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('Its next fence is %s.', tprobe);
+		END IF;
+
+		-- 5. the creates of the moved entities
+		FOREACH src IN ARRAY sources LOOP
+			FOR q IN SELECT * FROM jsonb_to_recordset(@extschema@.dlsm_proxy_remote(src,
+					'SELECT coalesce(jsonb_agg(jsonb_build_object(''queue'', q.queue::text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::text FROM dlsm_queues q')::jsonb)
+					AS x(queue text, status text, kind text, entity text, id text) LOOP
+				IF @extschema@.dlsm_proxy_remote(to_node, format(
+						'SELECT count(*)::text FROM dlsm_queues WHERE queue = to_regclass(%L)', q.queue)) <> '1' THEN
+					RAISE EXCEPTION 'queue % of node % is not a queue on node %', q.queue, src, to_node
+						USING ERRCODE = 'undefined_object',
+							  HINT = 'Create the queues on every node (dlsm_create_queue through the router does).';
+				END IF;
+				cols := @extschema@.dlsm_proxy_remote(to_node, format(
+					'SELECT string_agg(quote_ident(attname), '', '' ORDER BY attnum) FROM pg_attribute
+					  WHERE attrelid = %L::regclass AND attnum > 0 AND NOT attisdropped
+						AND attgenerated = '''' AND attname <> %L', q.queue, q.id));
+				last_id := '-9223372036854775808';
+				LOOP
+					chunk := @extschema@.dlsm_proxy_remote(src, format(
+						'SELECT jsonb_build_object(''rows'', jsonb_agg(to_jsonb(t)), ''last'', max(t.%I))::text
+						   FROM (SELECT * FROM %s WHERE %I = ''create'' AND %I IN (''complete'', ''error'')
+									AND %I > %s AND (hashtext(%I) & %s) = ANY (%s)
+								  ORDER BY %I LIMIT 500) t',
+						q.id, q.queue, q.kind, q.status, q.id, last_id, q.entity, nparts - 1,
+						moved_parts, q.id));
+					EXIT WHEN chunk::jsonb->'rows' = 'null'::jsonb;
+					last_id := chunk::jsonb->>'last';
+					PERFORM @extschema@.dlsm_proxy_remote(to_node, format(
+						'WITH i AS (INSERT INTO %1$s (%2$s)
+									SELECT %2$s FROM jsonb_populate_recordset(NULL::%1$s, %3$L) r
+									 WHERE NOT EXISTS (SELECT 1 FROM %1$s x
+														WHERE x.%4$I = r.%4$I AND x.%5$I = ''create'')
+									RETURNING 1)
+						 SELECT count(*)::text FROM i',
+						q.queue, cols, chunk::jsonb->'rows', q.entity, q.kind));
+					copied := copied + jsonb_array_length(chunk::jsonb->'rows');
+				END LOOP;
+			END LOOP;
+		END LOOP;
+	EXCEPTION WHEN OTHERS THEN
+		GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, failure_state = RETURNED_SQLSTATE,
+								failure_detail = PG_EXCEPTION_DETAIL, failure_hint = PG_EXCEPTION_HINT;
+	END;
+
+	IF failure IS NOT NULL THEN
+		-- nothing moved: clear the mark
+		UPDATE @extschema@.dlsm_proxy_map SET moving = array_fill(NULL::int4, ARRAY[nparts]),
+											  changed_at = now();
+		COMMIT;
+		RAISE EXCEPTION 'dlsm_proxy_move: nothing moved: %', failure
+			USING ERRCODE = failure_state, DETAIL = coalesce(failure_detail, ''),
+				  HINT = coalesce(failure_hint, '');
+	END IF;
+
+	-- 6. the switch
+	SELECT * INTO m FROM @extschema@.dlsm_proxy_map FOR UPDATE;
+	FOREACH p IN ARRAY parts LOOP
+		m.nodes[p + 1] := to_node;
+	END LOOP;
+	UPDATE @extschema@.dlsm_proxy_map SET nodes = m.nodes,
+										  moving = array_fill(NULL::int4, ARRAY[nparts]),
+										  changed_at = now();
+	COMMIT;
+	RAISE NOTICE 'moved % partitions to node %: fences there above %, % creates copied',
+		cardinality(parts), to_node, fmax, copied;
+END
+$$;
+COMMENT ON PROCEDURE @extschema@.dlsm_proxy_move(pg_catalog.int4[], pg_catalog.int4, pg_catalog.interval) IS
+'move partitions of the entity hash to a node: refuse new work, drain, raise fences, switch';
+
+REVOKE EXECUTE ON FUNCTION @extschema@.dlsm_proxy_configure(pg_catalog.text[], pg_catalog.int4),
+	@extschema@.dlsm_proxy_add_node(pg_catalog.text),
+	@extschema@.dlsm_proxy_set_node(pg_catalog.int4, pg_catalog.text),
+	@extschema@.dlsm_proxy_refresh(),
+	@extschema@.dlsm_proxy_remote(pg_catalog.int4, pg_catalog.text),
+	@extschema@.dlsm_proxy_write_server(),
+	@extschema@.dlsm_proxy_status()
+	FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.dlsm_proxy_status() TO pg_monitor;
+REVOKE EXECUTE ON PROCEDURE @extschema@.dlsm_proxy_move(pg_catalog.int4[], pg_catalog.int4, pg_catalog.interval)
+	FROM PUBLIC;

@@ -1,0 +1,1026 @@
+#!/usr/bin/python3
+"""test/model/model.py: a model-based (stateful property) test of dlsm's
+claim/settle contract (README: Concepts, Guarantees, dlsm_claim,
+dlsm_settle, dlsm_settle_many, dlsm_heartbeat, dlsm_reap, Fences).
+
+Three client sessions and one superuser "admin" connection are driven
+through random interleavings (hypothesis's RuleBasedStateMachine) of:
+enqueues of creates, updates and another kind over a small pool of
+entities, in any order (updates before their create too, duplicate creates:
+23505); transactional claims (BEGIN; dlsm_claim, again inside the same
+transaction; COMMIT or ROLLBACK later); leased claims committed at once;
+dlsm_settle of every outcome (complete, error, retry with retry_after =>
+'0'); dlsm_settle_many; dlsm_heartbeat; late settles and heartbeats of lost,
+settled, rolled-back, other sessions' uncommitted and never-claimed process
+ids (55000); lease expiry (the admin sets lease_until of a committed
+in-progress unit into the past: no real sleeping) and dlsm_reap.  Every
+step is compared with a small Python model of the README contract:
+
+- which rows and units each claim returns: FIFO by id; entities in progress
+  (in the claimer's view) or claimed by another open transaction passed
+  over; an update waits while its entity's create is new or in progress;
+  the updates of an entity whose create failed are never handed out (and
+  are settled error, with the README's detail); all ready updates of an
+  entity up to its next new request of another kind form one unit (one
+  process id, one fence); a create never waits behind its entity's older
+  requests; other requests never overtake an older open request of their
+  entity (see AMBIGUITIES below);
+- the rows each session sees (its own uncommitted changes, nobody else's)
+  and the committed rows (admin) after every step: status, process id,
+  fence, attempts, detail;
+- what COMMIT and ROLLBACK leave; settle counts, settle_many rows (0 for a
+  lost id, a duplicated id counted twice), 55000 for lost claims, 23505 for
+  a second create; attempts and max_attempts (3: retry and reap turn into
+  error); no entity in two units in any session's view; fences strictly
+  rising across claims, one per unit; a fresh process id per unit;
+- at the end of each example: every open transaction rolled back, then
+  expire + reap + leased claims + settles until nothing moves: every
+  request must be terminal (nothing left stuck) and the model must agree
+  on each claim on the way.
+
+AMBIGUITIES resolved here (README/DESIGN do not say):
+- "never jumping ahead of an earlier request of another kind": a request
+  other than a create is not handed out while an older request of its
+  entity is new (updates waiting for their create included), except older
+  updates whose create failed; a create is handed out whatever older
+  requests of its entity wait (they wait for it, directly or behind such an
+  update), otherwise an update enqueued before its create and followed by
+  another kind would wait forever.
+- A group of updates ends at the entity's next *new* request of another
+  kind; settled ones (e.g. the create it waited for) do not split it.
+- Updates of a failed create may still read 'new' until some claim passes
+  over them; the model accepts 'new' or 'error' with the README's detail
+  until then, and requires 'error' after the final drain.
+- Fences: strictly greater than every fence handed out by an earlier claim
+  call; the units of one call have distinct fences, in no particular order.
+
+Before the random run, fixed scenarios (one TAP line each) replay through
+the same model the shortest reproduction of each disagreement found so far
+and a few basic cases.
+
+Output: TAP on stdout (the scenarios, then the random run), a summary line
+"model: ...", and on a disagreement hypothesis's shrunk counterexample with
+the SQL transcript of the sessions.  Environment: PGHOST/PGPORT (the
+cluster), MODEL_EXAMPLES (400), MODEL_STEPS (50 per example), MODEL_SEED
+(unset: derandomized, the same examples every run; "random"; or a number),
+MODEL_BUDGET (90 s: the random run stops generating, or shrinking, then),
+MODEL_SCENARIOS=0 to skip the scenarios; to explore past a known defect
+(the model is unchanged): MODEL_UPDATE_BEFORE_CREATE=0 (no update enqueued
+before its entity's create), MODEL_KINDS=create,update (no other kinds).
+"""
+import os
+import re
+import sys
+import time
+import traceback
+import uuid
+
+import psycopg2
+import psycopg2.extensions
+import hypothesis.core
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.internal.conjecture import engine as hengine
+from hypothesis.reporting import with_reporter
+from hypothesis.stateful import (RuleBasedStateMachine, precondition, rule,
+                                 run_state_machine_as_test)
+
+NSESS = 3
+ADMIN = NSESS                     # index of the admin connection
+ENTITIES = ('e0', 'e1', 'e2', 'e3')
+# the kinds enqueued, with their weights; MODEL_KINDS=create,update to
+# leave out other kinds (exploration)
+KINDS = tuple(os.environ.get('MODEL_KINDS', 'create,update,update,update,delete').split(','))
+MAX_ATTEMPTS = 3
+TERMINAL = ('complete', 'error')
+# MODEL_UPDATE_BEFORE_CREATE=0: enqueue a create instead of an update whose
+# entity has no create in the session's view (to look past that defect;
+# the model itself is unchanged)
+UPDATE_BEFORE_CREATE = os.environ.get('MODEL_UPDATE_BEFORE_CREATE', '1') != '0'
+
+
+class Disagreement(AssertionError):
+    pass
+
+
+class BudgetSpent(KeyboardInterrupt):
+    """The time budget ran out before any failure: hypothesis lets an
+    interrupt through, ending the run, without recording the example."""
+
+
+# ---------------------------------------------------------------- the model
+
+class Row:
+    __slots__ = ('id', 'kind', 'entity', 'status', 'pid', 'fence', 'attempts',
+                 'expired', 'detail')
+
+    def __init__(self, id, kind, entity):
+        self.id, self.kind, self.entity = id, kind, entity
+        self.status, self.pid, self.fence, self.attempts = 'new', None, None, 0
+        self.expired = False
+        self.detail = None      # None, an exact string, or a compiled regex
+
+    def copy(self):
+        r = Row(self.id, self.kind, self.entity)
+        for a in Row.__slots__[3:]:
+            setattr(r, a, getattr(self, a))
+        return r
+
+    def __repr__(self):
+        return '%d:%s/%s:%s%s' % (self.id, self.kind, self.entity, self.status,
+                                  '@' + self.pid[:8] if self.pid and
+                                  self.status == 'in-progress' else '')
+
+
+class Tx:
+    def __init__(self):
+        self.overlay = {}       # id -> Row written (or inserted) by this transaction
+        self.locks = set()      # entities claimed in this transaction
+
+
+class Model:
+    """The README contract over committed rows plus each open transaction's
+    own changes."""
+
+    def __init__(self):
+        self.committed = {}
+        self.tx = [None] * NSESS
+
+    def view(self, s):
+        if s is None or s == ADMIN or self.tx[s] is None:
+            return self.committed
+        v = dict(self.committed)
+        v.update(self.tx[s].overlay)
+        return v
+
+    def write(self, s, row):
+        if s is not None and s != ADMIN and self.tx[s] is not None:
+            self.tx[s].overlay[row.id] = row
+        else:
+            self.committed[row.id] = row
+
+    def holders(self, rid, but=None):
+        """Open transactions other than `but` that wrote (locked) row rid."""
+        return [i for i, t in enumerate(self.tx)
+                if t is not None and i != but and rid in t.overlay]
+
+    @staticmethod
+    def creates(v):
+        return {r.entity: r for r in v.values() if r.kind == 'create'}
+
+    @staticmethod
+    def doomed(v, r, creates=None):
+        """An update whose entity's create ended in error (never handed out)."""
+        c = (creates if creates is not None else Model.creates(v)).get(r.entity)
+        return r.kind == 'update' and c is not None and c.status == 'error'
+
+    def held(self, v, pid):
+        return sorted((r for r in v.values()
+                       if r.pid == pid and r.status == 'in-progress'),
+                      key=lambda r: r.id)
+
+    def would_block(self, s, pid):
+        """An UPDATE by s of pid's in-progress rows would wait for another
+        open transaction holding one of them."""
+        return any(self.holders(r.id, but=s) for r in self.held(self.view(s), pid))
+
+    def expected_claim(self, s, units):
+        """The units (lists of ids) a claim by session s should return."""
+        v = self.view(s)
+        busy = {r.entity for r in v.values() if r.status == 'in-progress'}
+        for i, t in enumerate(self.tx):
+            if t is not None and i != s:
+                busy |= t.locks
+        creates = self.creates(v)
+        new = sorted((r for r in v.values() if r.status == 'new'),
+                     key=lambda r: r.id)
+        out, taken = [], set()
+        for r in new:
+            if len(out) >= units:
+                break
+            e = r.entity
+            if e in busy or e in taken or self.holders(r.id, but=s):
+                continue
+            if r.kind == 'update':
+                c = creates.get(e)
+                if c is not None and c.status != 'complete':
+                    continue            # waits for its create, or doomed
+            if r.kind != 'create' and any(
+                    o.entity == e and o.id < r.id and not self.doomed(v, o, creates)
+                    for o in new):
+                continue                # never overtakes an older request
+            if r.kind == 'update':
+                group = []
+                for o in new:
+                    if o.entity != e or o.id < r.id:
+                        continue
+                    if o.kind != 'update':
+                        break
+                    group.append(o.id)
+                out.append(group)
+            else:
+                out.append([r.id])
+            taken.add(e)
+        return out
+
+
+# ------------------------------------------------------------ the harness
+
+CONNS = []
+STATS = dict(examples=0, steps=0, claims=0, claimed_rows=0, units=0, groups=0,
+             settles=0, settle_many=0, heartbeats=0, lost_55000=0, dup_23505=0,
+             expires=0, reaps=0, reaped_rows=0, commits=0, rollbacks=0,
+             view_checks=0, drains=0)
+LAST = [None]                       # the machine of the last example run
+RUN_START = [None]                  # when the random run started
+FAILED = [False]                    # some example of the run failed
+SHRINK_CUT = [False]                # shrinking was cut short by the budget
+BUDGET = float(os.environ.get('MODEL_BUDGET', '90'))
+
+
+def shrink_deadline():
+    """Make hypothesis stop shrinking at the time budget rather than after
+    its own five minutes: it checks ConjectureRunner.finish_shrinking_deadline
+    (a time.perf_counter() value) after each test call (hypothesis 6.67, as
+    in Debian bookworm; without that attribute, its default stands)."""
+    runner = hengine.ConjectureRunner
+    original = runner.test_function
+
+    def test_function(self, data):
+        if (getattr(self, 'finish_shrinking_deadline', None) is not None
+                and RUN_START[0] is not None):
+            ours = time.perf_counter() + BUDGET - (time.time() - RUN_START[0])
+            if ours < self.finish_shrinking_deadline:
+                self.finish_shrinking_deadline = ours
+                SHRINK_CUT[0] = True
+        return original(self, data)
+    runner.test_function = test_function
+QUEUE_SEQ = [0]
+
+
+def connect():
+    if CONNS:
+        return
+    for i in range(NSESS + 1):
+        c = psycopg2.connect(dbname=os.environ.get('PGDATABASE', 'postgres'),
+                             user=os.environ.get('PGUSER', 'postgres'),
+                             application_name='dlsm-model-%s' % ('admin' if i == ADMIN else 'S%d' % i))
+        c.autocommit = True
+        with c.cursor() as cur:
+            cur.execute("SET statement_timeout = '30s'")
+            cur.execute("SET lock_timeout = '5s'")
+            cur.execute("SET dlsm.default_lease = '1h'")
+        CONNS.append(c)
+
+
+def who_name(who):
+    return 'A' if who == ADMIN else 'S%d' % who
+
+
+def show_detail(d):
+    if d is None:
+        return 'NULL'
+    if isinstance(d, str):
+        return repr(d)
+    return '/%s/' % d.pattern
+
+
+class DlsmMachine(RuleBasedStateMachine):
+    """Sessions 0..NSESS-1 and the admin against one fresh queue."""
+
+    def __init__(self):
+        super().__init__()
+        connect()
+        # past the time budget with no failure found: end the run here
+        # (with a failure, shrinking ends at the budget: see shrink_deadline)
+        if (RUN_START[0] is not None and time.time() - RUN_START[0] > BUDGET
+                and not FAILED[0]):
+            raise BudgetSpent()
+        self.m = Model()
+        self.pids = []
+        QUEUE_SEQ[0] += 1
+        self.q = 'mq_%d' % QUEUE_SEQ[0]
+        self.max_fence = 0
+        self.last_id = 0
+        self.transcript = []
+        self.broken = False
+        self.nsteps = 0
+        LAST[0] = self
+        STATS['examples'] += 1
+        with CONNS[ADMIN].cursor() as cur:
+            cur.execute("SELECT dlsm_create_queue(%s, max_attempts => %s)",
+                        (self.q, MAX_ATTEMPTS))
+        self.log(ADMIN, "SELECT dlsm_create_queue('q', max_attempts => %d)" % MAX_ATTEMPTS)
+
+    # ------------------------------------------------------------ plumbing
+
+    def log(self, who, text, result=None):
+        line = '%s: %s' % (who_name(who), text.replace(self.q, 'q'))
+        if result is not None:
+            line += '  -> %s' % (result,)
+        self.transcript.append(line)
+
+    def sql(self, who, query, args=None, log=True):
+        with CONNS[who].cursor() as cur:
+            try:
+                cur.execute(query, args)
+            except psycopg2.Error as e:
+                if log:
+                    self.log(who, cur.query.decode() if cur.query else query,
+                             'ERROR %s %s' % (e.pgcode, (e.pgerror or '').strip().split('\n')[0]))
+                raise
+            res = cur.fetchall() if cur.description else cur.rowcount
+            if log:
+                self.log(who, cur.query.decode(), res)
+            return res
+
+    def sql_error(self, who, query, args, code):
+        """Run a statement that must fail with SQLSTATE code, inside a
+        savepoint when the session is in a transaction."""
+        in_tx = who != ADMIN and self.m.tx[who] is not None
+        if in_tx:
+            self.sql(who, 'SAVEPOINT model_expect_error', log=False)
+        try:
+            res = self.sql(who, query, args)
+        except psycopg2.Error as e:
+            if e.pgcode != code:
+                raise Disagreement('%s: expected SQLSTATE %s, got %s: %s'
+                                   % (who_name(who), code, e.pgcode, e.pgerror))
+        else:
+            raise Disagreement('%s: expected SQLSTATE %s, got the result %r'
+                               % (who_name(who), code, res))
+        finally:
+            if in_tx:
+                self.sql(who, 'ROLLBACK TO SAVEPOINT model_expect_error', log=False)
+                self.sql(who, 'RELEASE SAVEPOINT model_expect_error', log=False)
+
+    def fail(self, msg, s=None):
+        v = self.m.view(s)
+        raise Disagreement('%s\n  model view of %s: %s' % (
+            msg, 'committed' if s is None or s == ADMIN else who_name(s),
+            sorted(v.values(), key=lambda r: r.id)))
+
+    def step(self):
+        self.nsteps += 1
+        STATS['steps'] += 1
+
+    # ------------------------------------------------------------- actions
+
+    def act_begin(self, s):
+        if self.m.tx[s] is None:
+            self.sql(s, 'BEGIN')
+            self.m.tx[s] = Tx()
+
+    def act_commit(self, s):
+        self.sql(s, 'COMMIT')
+        self.m.committed.update(self.m.tx[s].overlay)
+        self.m.tx[s] = None
+        STATS['commits'] += 1
+
+    def act_rollback(self, s):
+        self.sql(s, 'ROLLBACK')
+        self.m.tx[s] = None
+        STATS['rollbacks'] += 1
+
+    def act_enqueue(self, s, entity, kind):
+        m = self.m
+        if (kind == 'update' and not UPDATE_BEFORE_CREATE
+                and entity not in m.creates(m.view(s))):
+            kind = 'create'     # exploration knob: creates come first
+        if kind == 'create':
+            other = any(r.kind == 'create' and r.entity == entity
+                        for i, t in enumerate(m.tx) if t is not None and i != s
+                        for r in t.overlay.values())
+            if other:
+                # another open transaction inserted or changed the entity's
+                # create: a second create would wait for it in the unique
+                # index: enqueue an update instead
+                kind = 'update'
+            elif entity in m.creates(m.view(s)):
+                self.sql_error(s, 'SELECT dlsm_enqueue(%s, %s, %s)',
+                               (self.q, entity, kind), '23505')
+                STATS['dup_23505'] += 1
+                return
+        (rid,), = self.sql(s, 'SELECT dlsm_enqueue(%s, %s, %s)', (self.q, entity, kind))
+        if rid <= self.last_id:
+            raise Disagreement('enqueue returned id %d, not above the last id %d'
+                               % (rid, self.last_id))
+        self.last_id = rid
+        m.write(s, Row(rid, kind, entity))
+
+    def act_claim(self, s, units, leased):
+        m = self.m
+        if not leased:
+            self.act_begin(s)
+        expected = m.expected_claim(s, units)
+        v = m.view(s)
+        rows = self.sql(
+            s, 'SELECT id, kind, entity, process_id::text, fence FROM dlsm_claim(%s'
+            + (", lease => '1 hour'" if leased else '') + ', units => %s)', (self.q, units))
+        STATS['claims'] += 1
+        byunit = {}
+        for rid, kind, entity, pid, fence in rows:
+            byunit.setdefault(pid, []).append((rid, kind, entity, fence))
+        got = sorted(tuple(sorted(r[0] for r in u)) for u in byunit.values())
+        want = sorted(tuple(u) for u in expected)
+        if got != want:
+            self.fail('%s: dlsm_claim(units => %d%s) returned units %s, the contract '
+                      'says %s' % (who_name(s), units, ', leased' if leased else '',
+                                   got or 'none', want or 'none'), s)
+        fences = []
+        for pid, unit in byunit.items():
+            if pid in self.pids:
+                raise Disagreement('claim reused process id %s' % pid)
+            ufences = {r[3] for r in unit}
+            if len(ufences) != 1:
+                raise Disagreement('unit %s has fences %s' % (pid, sorted(ufences)))
+            fence = ufences.pop()
+            if fence is None or fence <= self.max_fence:
+                raise Disagreement('fence %s of unit %s not above the last fence %d'
+                                   % (fence, pid, self.max_fence))
+            fences.append(fence)
+            for rid, kind, entity, _ in unit:
+                if (kind, entity) != (v[rid].kind, v[rid].entity):
+                    raise Disagreement('claimed row %d is %s/%s, the model has %s/%s'
+                                       % (rid, kind, entity, v[rid].kind, v[rid].entity))
+        if len(set(fences)) != len(fences):
+            raise Disagreement('units of one claim share a fence: %s' % fences)
+        for pid, unit in sorted(byunit.items(), key=lambda kv: min(r[0] for r in kv[1])):
+            self.pids.append(pid)
+            for rid, _, entity, fence in unit:
+                r = v[rid].copy()
+                r.status, r.pid, r.fence = 'in-progress', pid, fence
+                r.attempts += 1
+                r.expired, r.detail = False, None
+                m.write(s, r)
+                if not leased:
+                    m.tx[s].locks.add(entity)
+            STATS['units'] += 1
+            STATS['groups'] += len(unit) > 1
+        STATS['claimed_rows'] += len(rows)
+        self.max_fence = max([self.max_fence] + fences)
+        return rows
+
+    def apply_settle(self, s, rows, outcome, detail):
+        for r in rows:
+            n = r.copy()
+            if outcome in TERMINAL:
+                n.status, n.detail = outcome, detail
+            elif n.attempts >= MAX_ATTEMPTS:
+                n.status = 'error'
+                n.detail = 'retries exhausted after %d attempts: %s' % (n.attempts, detail or '')
+            else:
+                n.status, n.detail = 'new', detail
+            self.m.write(s, n)
+
+    @staticmethod
+    def settle_args(outcome):
+        return "'0'" if outcome == 'retry' else 'NULL'
+
+    def act_settle(self, s, pid, outcome, detail):
+        rows = self.m.held(self.m.view(s), pid)
+        q = ('SELECT dlsm_settle(%s, %s::uuid, %s, %s, ' + self.settle_args(outcome)
+             + '::interval)')
+        args = (self.q, pid, outcome, detail)
+        STATS['settles'] += 1
+        if not rows:
+            self.sql_error(s, q, args, '55000')
+            STATS['lost_55000'] += 1
+            return
+        (n,), = self.sql(s, q, args)
+        if n != len(rows):
+            self.fail('%s: dlsm_settle(%s, %s) settled %d rows, the contract says %d %s'
+                      % (who_name(s), pid, outcome, n, len(rows), rows), s)
+        self.apply_settle(s, rows, outcome, detail)
+
+    def act_settle_many(self, s, pids, outcome):
+        v = self.m.view(s)
+        want = [(p, len(self.m.held(v, p))) for p in pids]
+        got = self.sql(s, 'SELECT process_id::text, settled FROM dlsm_settle_many(%s, %s::uuid[], %s, NULL, '
+                       + self.settle_args(outcome) + '::interval)', (self.q, list(pids), outcome))
+        STATS['settle_many'] += 1
+        if [(p, int(n)) for p, n in got] != want:
+            self.fail('%s: dlsm_settle_many(%s) returned %s, the contract says %s'
+                      % (who_name(s), outcome, got, want), s)
+        seen = set()
+        for p in pids:
+            if p not in seen:
+                seen.add(p)
+                self.apply_settle(s, self.m.held(v, p), outcome, None)
+
+    def act_heartbeat(self, s, pid):
+        rows = self.m.held(self.m.view(s), pid)
+        q = "SELECT dlsm_heartbeat(%s, %s::uuid, '1 hour')"
+        STATS['heartbeats'] += 1
+        if not rows:
+            self.sql_error(s, q, (self.q, pid), '55000')
+            STATS['lost_55000'] += 1
+            return
+        (until,), = self.sql(s, q, (self.q, pid))
+        if until is None:
+            raise Disagreement('dlsm_heartbeat returned NULL')
+        for r in rows:
+            n = r.copy()
+            n.expired = False
+            self.m.write(s, n)
+
+    def act_expire(self, pid):
+        rows = self.m.held(self.m.committed, pid)
+        n = self.sql(ADMIN, "UPDATE " + self.q + " SET lease_until = clock_timestamp()"
+                     " - interval '1 minute' WHERE process_id = %s AND status = 'in-progress'",
+                     (pid,))
+        if n != len(rows):
+            self.fail('expiring %s touched %d rows, the model has %d in progress'
+                      % (pid, n, len(rows)))
+        for r in rows:
+            r = r.copy()
+            r.expired = True
+            self.m.committed[r.id] = r
+        STATS['expires'] += 1
+
+    def act_reap(self):
+        m = self.m
+        units = {}
+        for r in m.committed.values():
+            if r.status == 'in-progress':
+                units.setdefault(r.pid, []).append(r)
+        moved = []
+        for pid, rows in units.items():
+            if all(r.expired for r in rows) and not any(m.holders(r.id) for r in rows):
+                moved += rows
+        (n,), = self.sql(ADMIN, 'SELECT dlsm_reap(%s)', (self.q,))
+        STATS['reaps'] += 1
+        if n != len(moved):
+            self.fail('dlsm_reap moved %d rows, the contract says %d: %s'
+                      % (n, len(moved), sorted(moved, key=lambda r: r.id)))
+        for r in moved:
+            r = r.copy()
+            pat = r'lease of process %s expired at .+' % re.escape(r.pid)
+            if r.attempts >= MAX_ATTEMPTS:
+                r.status = 'error'
+            else:
+                r.status = 'new'
+                pat += r' after %d attempts' % r.attempts
+            r.detail = re.compile('^' + pat + '$')
+            m.committed[r.id] = r
+        STATS['reaped_rows'] += n
+
+    # -------------------------------------------------------------- checks
+
+    def read(self, who):
+        return self.sql(who, 'SELECT id, status, kind, entity, process_id::text, fence, '
+                        'attempts, detail FROM ' + self.q + ' ORDER BY id', log=False)
+
+    def compare(self, s, actual):
+        """The rows session s (or the admin: committed) sees against the model."""
+        m = self.m
+        v = m.view(s)
+        label = 'committed rows' if s == ADMIN else 'rows %s sees' % who_name(s)
+        creates = m.creates(v)
+        if [a[0] for a in actual] != sorted(v):
+            self.fail('%s: ids %s, the model has %s' % (label, [a[0] for a in actual],
+                                                        sorted(v)), s)
+        inprog = {}
+        for rid, status, kind, entity, pid, fence, attempts, detail in actual:
+            r = v[rid]
+            if status == 'in-progress':
+                inprog.setdefault(entity, set()).add(pid)
+            if (kind, entity, pid, fence, attempts) != (r.kind, r.entity, r.pid, r.fence, r.attempts):
+                self.fail('%s: row %d is %s' % (label, rid, (kind, entity, pid, fence, attempts))
+                          + ', the model has %s' % ((r.kind, r.entity, r.pid, r.fence, r.attempts),), s)
+            if r.status == 'new' and status == 'error' and m.doomed(v, r, creates):
+                want = 'create request %d of entity "%s" ended in error' % (
+                    creates[entity].id, entity)
+                if detail != want:
+                    self.fail('%s: row %d failed with its create has detail %r, '
+                              'not %r' % (label, rid, detail, want), s)
+                if s == ADMIN:          # settled error now, for good
+                    r = r.copy()
+                    r.status, r.detail = 'error', want
+                    m.committed[rid] = r
+                continue
+            if status != r.status:
+                self.fail('%s: row %d is %s, the contract says %s'
+                          % (label, rid, status, r.status), s)
+            ok = (detail == r.detail if not isinstance(r.detail, re.Pattern)
+                  else detail is not None and r.detail.match(detail))
+            if not ok:
+                self.fail('%s: row %d has detail %r, the contract says %s'
+                          % (label, rid, detail, show_detail(r.detail)), s)
+        for entity, pids in inprog.items():
+            if len(pids) > 1:
+                self.fail('%s: entity %s is in progress in %d units at once: %s'
+                          % (label, entity, len(pids), sorted(pids)), s)
+        STATS['view_checks'] += 1
+
+    def check_all(self):
+        self.compare(ADMIN, self.read(ADMIN))
+        for s in range(NSESS):
+            if self.m.tx[s] is not None:
+                self.compare(s, self.read(s))
+
+    # ------------------------------------------------------------- the end
+
+    def drain(self):
+        """Roll back what is open, then expire, reap, claim and settle until
+        nothing moves: every request must end terminal."""
+        m = self.m
+        for s in range(NSESS):
+            if m.tx[s] is not None:
+                self.act_rollback(s)
+        self.check_all()
+        for _ in range(200):
+            for pid in sorted({r.pid for r in m.committed.values() if r.status == 'in-progress'}):
+                self.act_expire(pid)
+            self.act_reap()
+            rows = self.act_claim(0, 100, leased=True)
+            if rows:
+                pids = sorted({r[3] for r in rows})
+                self.act_settle_many(0, pids, 'complete')
+            self.check_all()
+            if not rows and not any(r.status == 'in-progress' for r in m.committed.values()):
+                break
+        left = [a for a in self.read(ADMIN) if a[1] not in TERMINAL]
+        if left:
+            raise Disagreement('left stuck after the drain (no claim hands them out): %s'
+                               % [(a[0], a[2], a[3], a[1]) for a in left])
+        bad = [r for r in m.committed.values()
+               if r.status not in TERMINAL and not m.doomed(m.committed, r)]
+        if bad:
+            raise Disagreement('the model itself left requests open: %s' % bad)
+        STATS['drains'] += 1
+
+    def teardown(self):
+        try:
+            if not self.broken:
+                self.drain()
+        except BaseException:
+            FAILED[0] = True
+            raise
+        finally:
+            for i, c in enumerate(CONNS):
+                try:
+                    if c.get_transaction_status() != psycopg2.extensions.TRANSACTION_STATUS_IDLE:
+                        with c.cursor() as cur:
+                            cur.execute('ROLLBACK')
+                except psycopg2.Error:
+                    pass
+            with CONNS[ADMIN].cursor() as cur:
+                cur.execute('SELECT dlsm_drop_queue(%s, drop_table => true)', (self.q,))
+
+    # ------------------------------------------------------ random choices
+
+    def run_step(self, fn, *args):
+        self.step()
+        try:
+            fn(*args)
+            self.check_all()
+        except BaseException:
+            self.broken = True
+            FAILED[0] = True
+            raise
+
+    def pid_choices(self, s):
+        """Process ids session s may name without waiting for a lock: its
+        live ones first, then any this example has seen."""
+        m = self.m
+        v = m.view(s)
+        ok = [p for p in self.pids if not m.would_block(s, p)]
+        live = [p for p in ok if m.held(v, p)]
+        return live, ok
+
+    def draw_pid(self, data, s):
+        live, ok = self.pid_choices(s)
+        kind = data.draw(st.sampled_from(('live', 'live', 'live', 'any', 'never')), label='which pid')
+        if kind == 'live' and live:
+            return data.draw(st.sampled_from(live), label='live pid')
+        if kind != 'never' and ok:
+            return data.draw(st.sampled_from(ok), label='pid')
+        return str(uuid.UUID(int=data.draw(st.integers(1, 2**32), label='never claimed')))
+
+    @rule(s=st.integers(0, NSESS - 1),
+          items=st.lists(st.tuples(st.sampled_from(ENTITIES), st.sampled_from(KINDS)),
+                         min_size=1, max_size=4))
+    def enqueue(self, s, items):
+        def go():
+            for entity, kind in items:
+                self.act_enqueue(s, entity, kind)
+        self.run_step(go)
+
+    @rule(s=st.integers(0, NSESS - 1), entity=st.sampled_from(ENTITIES),
+          n=st.integers(2, 3))
+    def enqueue_updates(self, s, entity, n):
+        def go():
+            for _ in range(n):
+                self.act_enqueue(s, entity, 'update')
+        self.run_step(go)
+
+    @rule(s=st.integers(0, NSESS - 1))
+    def begin(self, s):
+        self.run_step(self.act_begin, s)
+
+    @rule(s=st.integers(0, NSESS - 1), units=st.sampled_from((1, 1, 1, 2, 3)))
+    def claim_in_transaction(self, s, units):
+        self.run_step(self.act_claim, s, units, False)
+
+    @precondition(lambda self: any(t is None for t in self.m.tx))
+    @rule(data=st.data(), units=st.sampled_from((1, 1, 2)))
+    def claim_leased(self, data, units):
+        s = data.draw(st.sampled_from([i for i in range(NSESS) if self.m.tx[i] is None]),
+                      label='session')
+        self.run_step(self.act_claim, s, units, True)
+
+    @rule(data=st.data(), s=st.integers(0, NSESS - 1),
+          outcome=st.sampled_from(('complete', 'complete', 'error', 'retry', 'retry')),
+          detail=st.sampled_from((None, 'why')))
+    def settle(self, data, s, outcome, detail):
+        pid = self.draw_pid(data, s)
+        self.run_step(self.act_settle, s, pid, outcome, detail)
+
+    @rule(data=st.data(), s=st.integers(0, NSESS - 1),
+          outcome=st.sampled_from(('complete', 'error', 'retry')))
+    def settle_many(self, data, s, outcome):
+        n = data.draw(st.integers(1, 3), label='how many')
+        pids = [self.draw_pid(data, s) for _ in range(n)]
+        self.run_step(self.act_settle_many, s, pids, outcome)
+
+    @rule(data=st.data(), s=st.integers(0, NSESS - 1))
+    def heartbeat(self, data, s):
+        pid = self.draw_pid(data, s)
+        self.run_step(self.act_heartbeat, s, pid)
+
+    @precondition(lambda self: any(t is not None for t in self.m.tx))
+    @rule(data=st.data())
+    def commit(self, data):
+        s = data.draw(st.sampled_from([i for i in range(NSESS) if self.m.tx[i] is not None]),
+                      label='session')
+        self.run_step(self.act_commit, s)
+
+    @precondition(lambda self: any(t is not None for t in self.m.tx))
+    @rule(data=st.data())
+    def rollback(self, data):
+        s = data.draw(st.sampled_from([i for i in range(NSESS) if self.m.tx[i] is not None]),
+                      label='session')
+        self.run_step(self.act_rollback, s)
+
+    def expirable(self):
+        m = self.m
+        return sorted({r.pid for r in m.committed.values()
+                       if r.status == 'in-progress' and not r.expired
+                       and not m.would_block(ADMIN, r.pid)}, key=self.pids.index)
+
+    @precondition(lambda self: self.expirable())
+    @rule(data=st.data())
+    def expire_lease(self, data):
+        pid = data.draw(st.sampled_from(self.expirable()), label='unit')
+        self.run_step(self.act_expire, pid)
+
+    @rule()
+    def reap(self):
+        self.run_step(self.act_reap)
+
+
+# ------------------------------------------------------------- scenarios
+
+def scenario_update_before_create(t):
+    """defect (a): an update enqueued before its entity's create must not
+    hold the create back."""
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_enqueue(0, 'e0', 'create')
+    t.act_claim(1, 1, leased=True)          # the create
+
+
+def scenario_reclaim_in_transaction(t):
+    """defect (b): a second claim in the same transaction must go on past
+    an entity the transaction holds to the next ready request."""
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_claim(0, 1, leased=False)         # both updates, one unit
+    t.act_enqueue(1, 'e0', 'create')
+    t.act_enqueue(1, 'e1', 'create')
+    t.act_claim(0, 1, leased=False)         # create e1
+
+
+def scenario_busy_head(t):
+    """defect (b) without a transaction: a request of an entity in progress
+    at the head of the queue must not stop a claim from going on."""
+    t.act_enqueue(0, 'e0', 'create')
+    t.act_claim(0, 1, leased=True)          # create e0, in progress
+    t.act_enqueue(0, 'e0', 'delete')
+    t.act_enqueue(0, 'e1', 'create')
+    t.act_claim(1, 1, leased=True)          # create e1
+
+
+def scenario_failed_create_then_other(t):
+    """the claim that settles a failed create's updates goes on to the
+    entity's next request of another kind."""
+    t.act_enqueue(0, 'e0', 'create')
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_enqueue(0, 'e0', 'delete')
+    t.act_claim(0, 1, leased=True)          # the create
+    t.act_settle(0, t.pids[0], 'error', 'no quota')
+    t.act_claim(0, 1, leased=True)          # the delete (the update: error)
+
+
+def scenario_update_other_create(t):
+    """an update, another kind, then the create of one entity: the create
+    goes first (nothing waits forever)."""
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_enqueue(0, 'e0', 'delete')
+    t.act_enqueue(0, 'e0', 'create')
+    t.act_claim(0, 1, leased=True)          # the create
+    t.act_settle(0, t.pids[0], 'complete', None)
+    t.act_claim(0, 1, leased=True)          # the update
+    t.act_settle(0, t.pids[1], 'complete', None)
+    t.act_claim(0, 1, leased=True)          # the delete
+
+
+def scenario_article(t):
+    """the article: a create, then its updates as one unit, settled in the
+    claiming transaction; another session meanwhile sees nothing of it."""
+    t.act_enqueue(0, 'e0', 'create')
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_enqueue(0, 'e1', 'create')
+    t.act_claim(1, 1, leased=False)         # create e0
+    t.act_claim(2, 1, leased=False)         # create e1 (e0 is held)
+    t.act_settle(1, t.pids[0], 'complete', None)
+    t.act_claim(1, 1, leased=False)         # the two updates, same transaction
+    t.act_settle(1, t.pids[2], 'complete', None)
+    t.act_commit(1)
+    t.act_rollback(2)
+
+
+def scenario_failed_create(t):
+    """a create settled error: its updates are settled error, never handed out."""
+    t.act_enqueue(0, 'e0', 'create')
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_claim(1, 1, leased=True)
+    t.act_settle(2, t.pids[0], 'error', 'no quota')
+    t.act_claim(1, 1, leased=True)          # nothing
+
+
+def scenario_lease_reap_late_settle(t):
+    """a leased claim outlives its lease: reaped, claimed again, the late
+    settle and heartbeat raise 55000; retries run out after 3 attempts."""
+    t.act_enqueue(0, 'e0', 'delete')
+    t.act_claim(0, 1, leased=True)
+    t.act_heartbeat(1, t.pids[0])
+    t.act_expire(t.pids[0])
+    t.act_reap()
+    t.act_claim(1, 1, leased=True)
+    t.act_settle(0, t.pids[0], 'complete', None)
+    t.act_heartbeat(0, t.pids[0])
+    t.act_settle(1, t.pids[1], 'retry', None)
+    t.act_claim(2, 1, leased=True)
+    t.act_expire(t.pids[2])
+    t.act_begin(0)
+    t.act_heartbeat(0, t.pids[2])           # a live transaction holds it
+    t.act_reap()                            # left alone
+    t.act_rollback(0)
+    t.act_reap()                            # third attempt: error
+
+
+def scenario_settle_many(t):
+    """dlsm_settle_many: counts per id in order, 0 for a lost one, twice
+    for one given twice; uncommitted claims of others are lost to it."""
+    for e in ('e0', 'e1', 'e2'):
+        t.act_enqueue(0, e, 'create')
+    t.act_claim(0, 2, leased=True)
+    t.act_claim(1, 1, leased=False)
+    t.act_settle_many(2, [t.pids[0], t.pids[2], t.pids[0]], 'retry')
+    t.act_settle_many(1, [t.pids[1], t.pids[2]], 'complete')
+    t.act_commit(1)
+
+
+SCENARIOS = [
+    ('an update enqueued before its create does not hold the create back',
+     scenario_update_before_create),
+    ('a second claim in one transaction passes over the entity it holds',
+     scenario_reclaim_in_transaction),
+    ('a claim passes over a busy entity at the head of the queue and goes on',
+     scenario_busy_head),
+    ("a claim failing a failed create's updates goes on to the entity's next request",
+     scenario_failed_create_then_other),
+    ('update, other kind, create of one entity: the create goes first, nothing waits forever',
+     scenario_update_other_create),
+    ("the article's create then grouped updates, transactional",
+     scenario_article),
+    ('a failed create settles its updates error', scenario_failed_create),
+    ('lease expiry, reaping, late settle and heartbeat (55000), retries spent',
+     scenario_lease_reap_late_settle),
+    ('dlsm_settle_many counts, lost ids and uncommitted claims',
+     scenario_settle_many),
+]
+
+
+def run_scenario(fn):
+    t = DlsmMachine()
+    try:
+        fn(t)
+        t.check_all()
+    except BaseException:
+        t.broken = True
+        raise
+    finally:
+        t.teardown()
+
+
+# ------------------------------------------------------------------ main
+
+def tap_comment(text):
+    for line in str(text).rstrip('\n').split('\n'):
+        print('# ' + line)
+
+
+def print_failure(exc, reports=()):
+    tap_comment('%s: %s' % (type(exc).__name__, exc))
+    reports = [r for r in reports if 'more than five minutes' not in r]
+    if reports:
+        tap_comment('hypothesis:')
+        for r in reports:
+            tap_comment('  ' + r.replace('\n', '\n  '))
+    machine = LAST[0]
+    if machine is not None:
+        tap_comment('SQL transcript of that run (S0..S2 sessions, A the superuser; queue renamed q):')
+        for line in machine.transcript:
+            tap_comment('  ' + line)
+    for note in getattr(exc, '__notes__', []):
+        tap_comment(note)
+    if not isinstance(exc, Disagreement):
+        tap_comment(''.join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+
+
+def main():
+    examples = int(os.environ.get('MODEL_EXAMPLES', '400'))
+    steps = int(os.environ.get('MODEL_STEPS', '50'))
+    seed = os.environ.get('MODEL_SEED', '')
+    scenarios = SCENARIOS if os.environ.get('MODEL_SCENARIOS', '1') != '0' else []
+    connect()
+    print('1..%d' % (len(scenarios) + 1))
+    failed = 0
+    n = 0
+    for name, fn in scenarios:
+        n += 1
+        LAST[0] = None
+        try:
+            run_scenario(fn)
+            print('ok %d - scenario: %s' % (n, name))
+        except Exception as e:
+            failed += 1
+            print('not ok %d - scenario: %s' % (n, name))
+            print_failure(e)
+    n += 1
+    before = dict(STATS)
+    reports = []
+    kw = dict(max_examples=examples, stateful_step_count=steps, deadline=None,
+              database=None, suppress_health_check=list(HealthCheck),
+              print_blob=False, report_multiple_bugs=False)
+    if not seed:
+        kw['derandomize'] = True
+    sets = settings(**kw)
+
+    if seed and seed != 'random':
+        hypothesis.core.global_force_seed = int(seed)
+    name = 'random interleavings of %d sessions agree with the model' % NSESS
+    RUN_START[0] = time.time()
+    try:
+        shrink_deadline()
+        try:
+            with with_reporter(reports.append):
+                run_state_machine_as_test(DlsmMachine, settings=sets)
+        except BudgetSpent:
+            pass
+        print('ok %d - %s' % (n, name))
+    except Exception as e:     # hypothesis re-raises the shrunk failure
+        failed += 1
+        print('not ok %d - %s' % (n, name))
+        print_failure(e, reports)
+    ran = {k: STATS[k] - before[k] for k in STATS}
+    print('model: %d steps in %d examples (at most %d of up to %d steps, shrinking '
+          'included), %.0f s: '
+          '%d claims (%d rows, %d units, %d grouped), %d settles, %d settle_many, '
+          '%d heartbeats, %d lost-claim 55000s, %d duplicate-create 23505s, %d expiries, '
+          '%d reaps (%d rows), %d commits, %d rollbacks, %d view comparisons, %d drains to terminal'
+          % (ran['steps'], ran['examples'], examples, steps, time.time() - RUN_START[0],
+             ran['claims'], ran['claimed_rows'], ran['units'], ran['groups'], ran['settles'],
+             ran['settle_many'], ran['heartbeats'], ran['lost_55000'], ran['dup_23505'],
+             ran['expires'], ran['reaps'], ran['reaped_rows'], ran['commits'], ran['rollbacks'],
+             ran['view_checks'], ran['drains']))
+    print('model: checked after every step: the ids and units each claim returns '
+          '(FIFO, busy entities, updates waiting for their create, failed creates, '
+          'grouping), the rows each session in a transaction sees and the committed '
+          'rows (status, process id, fence, attempts, detail), settle and settle_many '
+          'counts, 55000 for lost claims, 23505 for a second create, reaped rows, '
+          'one unit per entity, fences rising, a fresh process id per unit; after '
+          'every example: every request terminal once drained')
+    if time.time() - RUN_START[0] > BUDGET:
+        print('model: the time budget (MODEL_BUDGET=%g s) ended the random run early%s'
+              % (BUDGET, ', while shrinking: the counterexample may not be minimal'
+                 if SHRINK_CUT[0] else ''))
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
