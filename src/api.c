@@ -263,7 +263,8 @@ require_primary(const char *function)
  * Begin a call of function on the queue in argument 0: on a primary, the
  * caller holding every privilege in modes on it (checked before any
  * statement runs, so that the error names the table); returns the queue
- * opened with flags (queue.h), with SPI connected.
+ * opened with flags (queue.h), locked for writing when modes write, with
+ * SPI connected.
  */
 static DlsmQueue *
 begin_queue_call(FunctionCallInfo fcinfo, const char *function, AclMode modes,
@@ -276,6 +277,8 @@ begin_queue_call(FunctionCallInfo fcinfo, const char *function, AclMode modes,
 	relid = PG_GETARG_OID(0);
 	dlsm_queue_check_privileges(relid, modes);
 	dlsm_plan_connect();
+	if (modes & (ACL_INSERT | ACL_UPDATE | ACL_DELETE))
+		flags |= DLSM_QUEUE_WRITE;
 	return dlsm_queue_open(relid, flags);
 }
 

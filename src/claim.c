@@ -364,8 +364,7 @@ claim_singles(ClaimPass *pass)
 static SeenEntity *
 seen_entity(ClaimPass *pass, const char *entity)
 {
-	uint64		key = hash_bytes_extended((const unsigned char *) entity,
-										  strlen(entity), 0);
+	uint64		key = dlsm_shmem_entity_key(entity);
 	bool		found;
 	SeenEntity *seen = hash_search(pass->seen, &key, HASH_ENTER, &found);
 
@@ -452,6 +451,21 @@ read_floor(ClaimPass *pass)
 	walk->open = walk->seen.publish;
 	walk->line = walk->seen.line;
 	walk->nparked = 0;
+
+	/*
+	 * The rows of a parked entity above the floor wait too, behind its
+	 * waiting update under the floor; its create, when still to come, may
+	 * go (the walk does not see the update that would tell it so).
+	 */
+	for (int i = 0; i < walk->seen.nparked; i++)
+	{
+		bool		found;
+		SeenEntity *seen = hash_search(pass->seen,
+									   &walk->seen.parked[i].entity,
+									   HASH_ENTER, &found);
+
+		seen->state = ENTITY_WAITS_FOR_CREATE;
+	}
 }
 
 /*

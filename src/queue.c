@@ -43,6 +43,7 @@
 #include "commands/async.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -404,8 +405,12 @@ refresh(QueueEntry *entry)
  * Pin and return the descriptor of queue relid.  When relid is not a
  * queue: NULL with DLSM_QUEUE_MISSING_OK, else error 42704.  A queue with
  * row-level security enabled is refused (0A000) unless
- * DLSM_QUEUE_ANY_SECURITY.  The caller holds an SPI connection, and closes
- * the descriptor with dlsm_queue_close.
+ * DLSM_QUEUE_ANY_SECURITY.  With DLSM_QUEUE_WRITE the table is locked
+ * ROW EXCLUSIVE first, before any statement of the caller reads it: a
+ * statement that read it under a weaker lock (a scan, a claim's FOR
+ * UPDATE, the planning of a WITH query) and wrote it afterwards would
+ * deadlock against DDL waiting in between.  The caller holds an SPI
+ * connection, and closes the descriptor with dlsm_queue_close.
  */
 DlsmQueue *
 dlsm_queue_open(Oid relid, int flags)
@@ -448,6 +453,8 @@ dlsm_queue_open(Oid relid, int flags)
 						get_rel_name(relid)),
 				 errdetail("dlsm keeps one unit per entity in progress only when it sees every row of the queue."),
 				 errhint("Disable row-level security on the table.")));
+	if (flags & DLSM_QUEUE_WRITE)
+		LockRelationOid(relid, RowExclusiveLock);
 	pin = MemoryContextAlloc(cache_context, sizeof(QueuePin));
 	pin->queue = queue;
 	pin->subid = GetCurrentSubTransactionId();

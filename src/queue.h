@@ -71,6 +71,7 @@ extern void dlsm_queue_init(void);
 /* Flags of dlsm_queue_open. */
 #define DLSM_QUEUE_MISSING_OK	0x01	/* NULL when not a queue */
 #define DLSM_QUEUE_ANY_SECURITY 0x02	/* row-level security allowed */
+#define DLSM_QUEUE_WRITE		0x04	/* the caller will write its rows */
 
 extern DlsmQueue *dlsm_queue_open(Oid relid, int flags);
 extern void dlsm_queue_close(DlsmQueue *queue);

@@ -218,7 +218,7 @@ read_registry(void *arg)
 static DlsmQueue *
 begin_queue_work(QueueWork *work, DlsmIdentity *saved)
 {
-	DlsmQueue  *queue = dlsm_queue_open(work->relid, 0);
+	DlsmQueue  *queue = dlsm_queue_open(work->relid, DLSM_QUEUE_WRITE);
 
 	dlsm_identity_switch(queue->owner, saved);
 	return queue;
@@ -259,7 +259,7 @@ static void
 handle_unit(void *arg)
 {
 	QueueWork  *work = (QueueWork *) arg;
-	DlsmQueue  *queue = dlsm_queue_open(work->relid, 0);
+	DlsmQueue  *queue = dlsm_queue_open(work->relid, DLSM_QUEUE_WRITE);
 
 	work->failure = NULL;
 	work->more = queue->handler != NULL &&

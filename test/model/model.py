@@ -25,9 +25,10 @@ step is compared with a small Python model of the README contract:
   process id, one fence); a create never waits behind its entity's older
   requests; other requests never overtake an older open request of their
   entity (see AMBIGUITIES below);
-- the rows each session sees (its own uncommitted changes, nobody else's)
-  and the committed rows (admin) after every step: status, process id,
-  fence, attempts, detail;
+- the rows each session sees (its own uncommitted changes, nobody else's;
+  its claims read as before until a settle, heartbeat or the commit writes
+  them) and the committed rows (admin) after every step: status, process
+  id, fence, attempts, detail;
 - what COMMIT and ROLLBACK leave; settle counts, settle_many rows (0 for a
   lost id, a duplicated id counted twice), 55000 for lost claims, 23505 for
   a second create; attempts and max_attempts (3: retry and reap turn into
@@ -136,6 +137,10 @@ class Tx:
     def __init__(self):
         self.overlay = {}       # id -> Row written (or inserted) by this transaction
         self.locks = set()      # entities claimed in this transaction
+        # id -> the row as it was before this transaction claimed it: a
+        # claim is written at its settle, heartbeat or commit, and reads
+        # as before until then, to its own transaction too
+        self.pending = {}
 
 
 class Model:
@@ -153,9 +158,25 @@ class Model:
         v.update(self.tx[s].overlay)
         return v
 
-    def write(self, s, row):
+    def visible(self, s):
+        """The rows session s reads: its view, its claims not yet written
+        as they were before."""
+        v = self.view(s)
+        if s is None or s == ADMIN or self.tx[s] is None or not self.tx[s].pending:
+            return v
+        v = dict(v)
+        v.update(self.tx[s].pending)
+        return v
+
+    def write(self, s, row, claim=False):
+        """Row as s changed it; a claim (claim) is pending until written."""
         if s is not None and s != ADMIN and self.tx[s] is not None:
-            self.tx[s].overlay[row.id] = row
+            t = self.tx[s]
+            if claim:
+                t.pending.setdefault(row.id, t.overlay.get(row.id, self.committed.get(row.id)))
+            else:
+                t.pending.pop(row.id, None)
+            t.overlay[row.id] = row
         else:
             self.committed[row.id] = row
 
@@ -355,7 +376,7 @@ class DlsmMachine(RuleBasedStateMachine):
                 self.sql(who, 'RELEASE SAVEPOINT model_expect_error', log=False)
 
     def fail(self, msg, s=None):
-        v = self.m.view(s)
+        v = self.m.visible(s)
         raise Disagreement('%s\n  model view of %s: %s' % (
             msg, 'committed' if s is None or s == ADMIN else who_name(s),
             sorted(v.values(), key=lambda r: r.id)))
@@ -452,7 +473,7 @@ class DlsmMachine(RuleBasedStateMachine):
                 r.status, r.pid, r.fence = 'in-progress', pid, fence
                 r.attempts += 1
                 r.expired, r.detail = False, None
-                m.write(s, r)
+                m.write(s, r, claim=True)
                 if not leased:
                     m.tx[s].locks.add(entity)
             STATS['units'] += 1
@@ -574,7 +595,7 @@ class DlsmMachine(RuleBasedStateMachine):
     def compare(self, s, actual):
         """The rows session s (or the admin: committed) sees against the model."""
         m = self.m
-        v = m.view(s)
+        v = m.visible(s)
         label = 'committed rows' if s == ADMIN else 'rows %s sees' % who_name(s)
         creates = m.creates(v)
         if [a[0] for a in actual] != sorted(v):
@@ -835,6 +856,23 @@ def scenario_update_other_create(t):
     t.act_claim(0, 1, leased=True)          # the delete
 
 
+def scenario_parked_create(t):
+    """a claim that starts at the queue's floor, above an entity's updates
+    waiting for their create (parked), still hands out the create after an
+    earlier claim of it rolled back, past the entity's other requests."""
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_claim(2, 1, leased=True)          # the updates (no create yet)
+    t.act_expire(t.pids[0])
+    t.act_reap()                            # new again: the floor goes down
+    t.act_enqueue(0, 'e0', 'delete')
+    t.act_enqueue(0, 'e0', 'create')
+    t.act_claim(0, 1, leased=False)         # the create; the floor parks e0
+    t.act_rollback(0)
+    t.act_reap()
+    t.act_claim(0, 100, leased=True)        # the create again
+
+
 def scenario_article(t):
     """the article: a create, then its updates as one unit, settled in the
     claiming transaction; another session meanwhile sees nothing of it."""
@@ -905,6 +943,8 @@ SCENARIOS = [
      scenario_failed_create_then_other),
     ('update, other kind, create of one entity: the create goes first, nothing waits forever',
      scenario_update_other_create),
+    ("a claim from the queue's floor hands out a parked entity's create",
+     scenario_parked_create),
     ("the article's create then grouped updates, transactional",
      scenario_article),
     ('a failed create settles its updates error', scenario_failed_create),
