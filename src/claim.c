@@ -185,6 +185,8 @@ claim_row(ClaimPass *pass, HeapTuple tuple, DlsmClaimed *claimed)
 	Assert(SPI_tuptable->tupdesc->natts == N_LOCK - 1);
 	heap_deform_tuple(tuple, SPI_tuptable->tupdesc, values, nulls);
 	claimed->id = DatumGetInt64(values[A_LOCK_ID - 1]);
+	claimed->entity =
+		dlsm_shmem_entity_key(TextDatumGetCString(values[A_LOCK_ENTITY - 1]));
 	dlsm_pending_add(pass->args->queue->relid, claimed,
 					 pass->args->process_id != NULL);
 	values[A_CLAIM_PROCESS_ID - 1] = UUIDPGetDatum(&claimed->process_id);
@@ -387,7 +389,7 @@ look_at(ClaimPass *pass, Candidate *c)
 		(seen->state == ENTITY_WAITS_FOR_CREATE &&
 		 strcmp(c->kind, "create") != 0))
 		return;
-	if (dlsm_pending_holds(pass->args->queue->relid, c->id))
+	if (dlsm_pending_holds_entity(pass->args->queue->relid, seen->key))
 	{
 		/* claimed by this transaction: in progress, as it will read */
 		seen->state = ENTITY_DONE;

@@ -20,7 +20,7 @@
  * exist stops the queue's handling, with an error, before anything is
  * claimed.
  *
- * Calls claim.c, state.c, queue.c, subxact.c and identity.c.
+ * Calls claim.c, state.c, pending.c, queue.c, subxact.c and identity.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -50,6 +50,7 @@
 #include "guc.h"
 #include "handler.h"
 #include "identity.h"
+#include "pending.h"
 #include "state.h"
 #include "subxact.h"
 
@@ -204,6 +205,8 @@ dlsm_handler_run_one(DlsmQueue *queue, char **failure)
 		dlsm_identity_restore(&saved);
 		return false;
 	}
+	/* the handler reads its rows in progress, with their fence */
+	dlsm_pending_write(queue, &unit.process_id, 1);
 	*failure = call_handler(&unit);
 	if (*failure != NULL)
 	{

@@ -109,14 +109,14 @@ dlsm_pending_add(Oid relid, const DlsmClaimed *row, bool given_process_id)
 }
 
 /*
- * Does this transaction hold row id of relid by a claim not yet written?
- * (Its own claims read 'new' to it too.)
+ * Does this transaction hold a row of entity (dlsm_shmem_entity_key) of
+ * relid by a claim not yet written?  The entity is in progress to it.
  */
 bool
-dlsm_pending_holds(Oid relid, int64 id)
+dlsm_pending_holds_entity(Oid relid, uint64 entity)
 {
 	for (int i = 0; i < nclaims; i++)
-		if (claims[i].row.id == id && claims[i].relid == relid &&
+		if (claims[i].row.entity == entity && claims[i].relid == relid &&
 			claims[i].written == InvalidSubTransactionId)
 			return true;
 	return false;

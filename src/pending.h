@@ -22,6 +22,7 @@
 typedef struct DlsmClaimed
 {
 	int64		id;
+	uint64		entity;			/* dlsm_shmem_entity_key of its entity */
 	pg_uuid_t	process_id;
 	int64		fence;
 	TimestampTz claimed_at;
@@ -48,7 +49,7 @@ typedef struct DlsmPendingSet
 extern void dlsm_pending_init(void);
 extern void dlsm_pending_add(Oid relid, const DlsmClaimed *row,
 							 bool given_process_id);
-extern bool dlsm_pending_holds(Oid relid, int64 id);
+extern bool dlsm_pending_holds_entity(Oid relid, uint64 entity);
 extern bool dlsm_pending_select(Oid relid, const pg_uuid_t *process_ids,
 								int n, DlsmPendingSet *set);
 extern void dlsm_pending_written(DlsmPendingSet *set);

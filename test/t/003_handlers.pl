@@ -47,15 +47,18 @@ CREATE TABLE handled (
 	kind text NOT NULL,
 	payload jsonb,
 	call_id bigint NOT NULL,
+	seen_status text,					-- the row as the handler reads it
+	seen_fence bigint,
 	handled_at timestamptz NOT NULL DEFAULT clock_timestamp());
 CREATE FUNCTION h_ok(entity text, kind text, ids bigint[], payloads jsonb[])
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
 	call bigint := nextval('call_seq');	-- not rolled back: counts every call
 BEGIN
-	INSERT INTO handled (request_id, entity, kind, payload, call_id)
-	SELECT i, h_ok.entity, h_ok.kind, p, call
-	  FROM unnest(ids, payloads) AS u(i, p);
+	INSERT INTO handled (request_id, entity, kind, payload, call_id,
+						 seen_status, seen_fence)
+	SELECT i, h_ok.entity, h_ok.kind, p, call, q.status, q.fence
+	  FROM unnest(ids, payloads) AS u(i, p) JOIN hq q ON q.id = u.i;
 END $$;
 SELECT dlsm_set_handler('hq', 'h_ok');
 });
@@ -93,6 +96,11 @@ WHERE h.request_id IS NULL OR h.entity <> hq.entity OR h.kind <> hq.kind
    OR h.payload IS DISTINCT FROM hq.payload}),
 	'0',
 	'every request handled with its own entity, kind and payload');
+is( sql(q{
+SELECT count(*) FROM hq JOIN handled h ON h.request_id = hq.id
+WHERE h.seen_status = 'in-progress' AND h.seen_fence = hq.fence}),
+	'1000',
+	'the handler reads its rows in progress, with the fence they keep');
 is( sql(q{
 SELECT count(*) FILTER (WHERE status = 'complete' AND attempts = 1
 						AND settled_at IS NOT NULL)
