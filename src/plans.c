@@ -74,6 +74,19 @@
 	"   ORDER BY f.{id} LIMIT 1) IS DISTINCT FROM 'update')))"
 
 /*
+ * Lock the single-request units whose ids match ids (candidates read
+ * before, $1), when each is still new and due ($2 is now) and nothing of
+ * its entity blocks it.
+ */
+#define LOCK_SINGLES(ids) \
+	"SELECT c.{id}, c.{kind}, c.{entity}, c.payload FROM {q} c" \
+	" WHERE c.{id} {=} " ids " AND c.{status} {=} 'new'" \
+	" AND c.run_at {<=} $2" \
+	" AND NOT EXISTS (SELECT 1 FROM {q} o WHERE o.{entity} {=} c.{entity}" \
+	"  AND " BLOCKS("o", "c.{id}", "c.{kind}") ")" \
+	" FOR UPDATE OF c SKIP LOCKED"
+
+/*
  * Exponential backoff for retries after a attempts: 1 s, 2 s, 4 s ... at
  * most an hour.
  */
@@ -146,23 +159,13 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		 * entity has nothing in progress and no older open request
 		 * blocking it.
 		 */
-		"SELECT c.{id}, c.{kind}, c.{entity}, c.payload FROM {q} c"
-		" WHERE c.{id} {=} ANY ($1) AND c.{status} {=} 'new'"
-		" AND c.run_at {<=} $2"
-		" AND NOT EXISTS (SELECT 1 FROM {q} o WHERE o.{entity} {=} c.{entity}"
-		"  AND " BLOCKS("o", "c.{id}", "c.{kind}") ")"
-		" FOR UPDATE OF c SKIP LOCKED",
+		LOCK_SINGLES("ANY ($1)"),
 		N_LOCK_SINGLES_PARAMS, {INT8ARRAYOID, TIMESTAMPTZOID},
 		SPI_OK_SELECT, N_LOCK, "a claim"
 	},
 	[DLSM_Q_LOCK_ONE] = {
 		/* LOCK_SINGLES for one candidate */
-		"SELECT c.{id}, c.{kind}, c.{entity}, c.payload FROM {q} c"
-		" WHERE c.{id} {=} $1 AND c.{status} {=} 'new'"
-		" AND c.run_at {<=} $2"
-		" AND NOT EXISTS (SELECT 1 FROM {q} o WHERE o.{entity} {=} c.{entity}"
-		"  AND " BLOCKS("o", "c.{id}", "c.{kind}") ")"
-		" FOR UPDATE OF c SKIP LOCKED",
+		LOCK_SINGLES("$1"),
 		N_LOCK_SINGLES_PARAMS, {INT8OID, TIMESTAMPTZOID},
 		SPI_OK_SELECT, N_LOCK, "a claim"
 	},
