@@ -33,7 +33,7 @@ DATA = sql/dlsm--1.0.sql sql/dlsm--1.1.sql sql/dlsm--1.2.sql \
 	sql/dlsm--1.0--1.1.sql sql/dlsm--1.1--1.2.sql
 PGFILEDESC = "dlsm - distributed lock state machine"
 
-REGRESS = queue claim settle group handler locks register capture errors privileges fences
+REGRESS = queue claim settle group handler locks register capture errors privileges fences definer
 REGRESS_OPTS = --inputdir=.
 
 ISOLATION = article claim_race create_wait create_first busy_head group_busy settle_race reap_unit wake notify_commit lock_fifo lock_lease pending floor

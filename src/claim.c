@@ -624,6 +624,9 @@ dlsm_claim_units(DlsmClaimArgs *args, DlsmClaimEmit emit, void *arg)
 	if (waiting)
 		dlsm_shmem_cancel_wait();
 	MemoryContextDelete(pass_context);
+	/* claims made in another identity than the session's are written now */
+	if (units > 0 && !dlsm_pending_deferrable())
+		dlsm_pending_write_own(args->queue);
 	return units;
 }
 

@@ -17,6 +17,18 @@
  * must see them as 'in-progress' (a heartbeat, dlsm_group_updates) writes
  * them first (dlsm_pending_write).
  *
+ * Only a claim made in the session's own identity waits for the commit:
+ * as the session's current role, in no security context, with no
+ * function's settings in force (dlsm_pending_deferrable).  The write then
+ * runs the queue owner's triggers as that role under the session's own
+ * settings at commit: the same principal chose both, as for a deferred
+ * trigger.  A claim made anywhere else (a SECURITY DEFINER function, a
+ * function with SET clauses, a security-restricted operation such as the
+ * worker's or an index expression's) is written at once, inside that call,
+ * under the identity and settings it ran with (dlsm_pending_write_own):
+ * PostgreSQL does not let such contexts queue work for the commit either,
+ * as the commit runs outside their sandbox.
+ *
  * Subtransactions: a claim made in a subtransaction that rolls back is
  * forgotten (its row and entity locks are gone, its rows unchanged); a
  * row written in one that rolls back is pending again.  PREPARE
@@ -39,6 +51,7 @@
 #include "commands/trigger.h"
 #include "miscadmin.h"
 #include "utils/array.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -83,6 +96,30 @@ matches(PendingClaim *c, Oid relid, const pg_uuid_t *process_ids, int n,
 		if (memcmp(&c->row.process_id, &process_ids[i], UUID_LEN) == 0)
 			return true;
 	return false;
+}
+
+/*
+ * May claims made now wait for the commit to be written?  Only in the
+ * session's own identity: the current role is the session's (SET ROLE
+ * included), no security context is in force (SECURITY DEFINER, a
+ * security-restricted operation, ...), and no function's SET clause is:
+ * the GUC nest level is the one the transaction's own (sub)transactions
+ * opened, one each.
+ */
+bool
+dlsm_pending_deferrable(void)
+{
+	Oid			userid;
+	int			sec_context;
+	int			level;
+
+	GetUserIdAndSecContext(&userid, &sec_context);
+	if (sec_context != 0 || userid != GetOuterUserId())
+		return false;
+	/* the current nest level: open one and close it again */
+	level = NewGUCNestLevel();
+	AtEOXact_GUC(true, level);
+	return level - 1 == GetCurrentTransactionNestLevel();
 }
 
 /* Record a row claimed by this transaction in relid. */
@@ -250,6 +287,22 @@ dlsm_pending_write(DlsmQueue *queue, const pg_uuid_t *process_ids, int n)
 		write_claims(queue, &set);
 }
 
+/*
+ * Write the pending claims of queue made with the current identity, now:
+ * for a claim made where it may not wait for the commit.  The caller holds
+ * an SPI connection and a pin on queue.
+ */
+void
+dlsm_pending_write_own(DlsmQueue *queue)
+{
+	PendingClaim like;
+	DlsmPendingSet set;
+
+	GetUserIdAndSecContext(&like.userid, &like.sec_context);
+	if (select_claims(queue->relid, NULL, 0, &like, &set))
+		write_claims(queue, &set);
+}
+
 /* The first unwritten claim, or NULL. */
 static PendingClaim *
 first_unwritten(void)
@@ -262,8 +315,8 @@ first_unwritten(void)
 
 /*
  * At commit: write every unwritten claim, one statement per queue and
- * claiming identity, as the claim ran (the caller's role and security
- * context).  A queue that is no longer one (dropped in this transaction)
+ * claiming role, as the claim ran: in the session's own identity (the
+ * others were written at once).  A queue that is no longer one (dropped in this transaction)
  * has nothing to write.  The deferred triggers these writes queue fire
  * here: the transaction fired its others already.
  */

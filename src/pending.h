@@ -47,6 +47,7 @@ typedef struct DlsmPendingSet
 } DlsmPendingSet;
 
 extern void dlsm_pending_init(void);
+extern bool dlsm_pending_deferrable(void);
 extern void dlsm_pending_add(Oid relid, const DlsmClaimed *row,
 							 bool given_process_id);
 extern bool dlsm_pending_holds_entity(Oid relid, uint64 entity);
@@ -55,5 +56,6 @@ extern bool dlsm_pending_select(Oid relid, const pg_uuid_t *process_ids,
 extern void dlsm_pending_written(DlsmPendingSet *set);
 extern void dlsm_pending_write(DlsmQueue *queue, const pg_uuid_t *process_ids,
 							   int n);
+extern void dlsm_pending_write_own(DlsmQueue *queue);
 
 #endif							/* DLSM_PENDING_H */
