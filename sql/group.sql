@@ -51,3 +51,18 @@ SELECT id, kind, status, attempts FROM g2 ORDER BY id;
 -- grouping again: the rows already held are not counted as new attempts
 SELECT dlsm_group_updates('g2', 'S', '66666666-6666-6666-6666-666666666666');
 SELECT id, kind, status, attempts FROM g2 ORDER BY id;
+
+-- updates not yet due are not grouped, and the group stops at the first
+-- of them, as a claim's group does (issue 21 #7)
+SELECT dlsm_create_queue('g3');
+SELECT dlsm_enqueue('g3', 'e1', 'update') > 0 AS due;
+SELECT dlsm_enqueue('g3', 'e1', 'update',
+	run_at => clock_timestamp() + '1 hour') > 0 AS later;
+SELECT dlsm_enqueue('g3', 'e1', 'update') > 0 AS due_behind_it;
+BEGIN;
+SELECT dlsm_group_updates('g3', 'e1', '77777777-7777-7777-7777-777777777777');
+SELECT status, run_at > now() AS delayed FROM g3 ORDER BY id;
+ROLLBACK;
+-- nothing due: nothing grouped
+UPDATE g3 SET run_at = clock_timestamp() + '1 hour';
+SELECT dlsm_group_updates('g3', 'e1', '77777777-7777-7777-7777-777777777777');

@@ -267,12 +267,13 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	},
 	[DLSM_Q_GROUP] = {
 		/*
-		 * The entity's new updates, and those $2 holds already, up to its
-		 * next new request of another kind.
+		 * The entity's new updates that are due ($4 is now), and those $2
+		 * holds already, up to its next new request that is not a due
+		 * update (as a claim's group).
 		 */
 		"WITH u AS MATERIALIZED (SELECT $2 AS pid,"
 		"  pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass)"
-		"   AS fence, pg_catalog.clock_timestamp() AS now) "
+		"   AS fence, $4 AS now) "
 		"UPDATE {q} t SET {status} = 'in-progress', {pid} = u.pid{pidin},"
 		" fence = u.fence, attempts = t.attempts {+}"
 		"  CASE WHEN t.{status} {=} 'new' THEN 1 ELSE 0 END,"
@@ -281,13 +282,14 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" FROM u"
 		" WHERE t.{id} {=} ANY (SELECT {id} FROM {q}"
 		"  WHERE {entity} {=} $1 AND {kind} {=} 'update'"
-		"  AND ({status} {=} 'new'"
+		"  AND (({status} {=} 'new' AND run_at {<=} $4)"
 		"   OR ({status} {=} 'in-progress' AND {pid} {=} $2{pidin}))"
 		"  AND {id} {<} COALESCE((SELECT pg_catalog.min({id}) FROM {q}"
 		"   WHERE {entity} {=} $1 AND {status} {=} 'new'"
-		"   AND {kind} {<>} 'update'), 9223372036854775807)"
+		"   AND ({kind} {<>} 'update' OR run_at {>} $4)),"
+		"   9223372036854775807)"
 		"  ORDER BY {id} FOR UPDATE NOWAIT)",
-		N_GROUP_PARAMS, {TEXTOID, UUIDOID, INTERVALOID},
+		N_GROUP_PARAMS, {TEXTOID, UUIDOID, INTERVALOID, TIMESTAMPTZOID},
 		SPI_OK_UPDATE, 0, "grouping updates"
 	},
 	[DLSM_Q_SETTLE_FINAL] = {
