@@ -1,0 +1,1 @@
+SELECT bench_take_and_settle();
