@@ -108,6 +108,19 @@ COMMIT;
 SELECT status, who, path FROM dadmin.audit_log;
 SELECT entity, status FROM dadmin.jobs ORDER BY id;
 
+-- a commit-time write that fails (here the owner's trigger refuses it)
+-- fails the COMMIT, after the claim's rows were sent: a client that ignored
+-- that error and worked on them could not settle them (55000), and the
+-- request is new again, for the next claim (issue 21, suspected: harmless)
+CREATE FUNCTION dadmin.refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'no claims today'; END $$;
+CREATE TRIGGER refuse BEFORE UPDATE ON dadmin.jobs FOR EACH ROW
+	WHEN (NEW.status = 'in-progress') EXECUTE FUNCTION dadmin.refuse();
+SELECT entity FROM dlsm_claim('dadmin.jobs',
+	process_id => '88888888-8888-8888-8888-888888888888');
+SELECT dlsm_settle('dadmin.jobs', '88888888-8888-8888-8888-888888888888');
+SELECT entity, status, attempts FROM dadmin.jobs WHERE entity = 'e5';
+
 DROP SCHEMA dadmin CASCADE;
 DROP SCHEMA dalice CASCADE;
 DROP ROLE dlsm_admin;

@@ -154,8 +154,9 @@ call_handler(HandlerUnit *unit)
 }
 
 /*
- * The queue's handler function, found by name; the current user (the
- * queue's owner) must be allowed to execute it.
+ * The queue's handler function, found by name: one the queue's owner
+ * trusts (dlsm_queue_trust_handler), which the current user (the queue's
+ * owner) may execute.
  */
 static Oid
 find_handler(DlsmQueue *queue)
@@ -170,6 +171,7 @@ find_handler(DlsmQueue *queue)
 				 errmsg("handler %s(text, text, bigint[], jsonb[]) of queue \"%s\" does not exist",
 						queue->handler, get_rel_name(queue->relid)),
 				 errhint("Create the function again, or set another handler with dlsm_set_handler().")));
+	dlsm_queue_trust_handler(queue->relid, queue->owner, handler);
 	if (pg_proc_aclcheck(handler, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_FUNCTION,
 					   get_func_name(handler));

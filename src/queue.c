@@ -897,6 +897,51 @@ check_handler(Oid handler)
 }
 
 /*
+ * May the worker run handler, as owner, for queue relid?  It finds the
+ * handler by name and runs it as the queue's owner, so the function must
+ * be one the owner trusts: its own, a role's whose privileges the owner
+ * has, or a superuser's; and not in a temporary schema, whose name passes
+ * to other sessions.  Otherwise whoever can create a function of that name
+ * (a role with CREATE on the database, once the handler's schema is gone;
+ * the function's owner, by CREATE OR REPLACE) would run code as the
+ * owner.  Errors if not.
+ */
+void
+dlsm_queue_trust_handler(Oid relid, Oid owner, Oid handler)
+{
+	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(handler));
+	Form_pg_proc proc;
+	Oid			proowner;
+	Oid			pronamespace;
+	char	   *nspname;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for function %u", handler);
+	proc = (Form_pg_proc) GETSTRUCT(tuple);
+	proowner = proc->proowner;
+	pronamespace = proc->pronamespace;
+	ReleaseSysCache(tuple);
+	if (isAnyTempNamespace(pronamespace))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a function in a temporary schema cannot be a dlsm handler"),
+				 errdetail("The worker finds a handler by its name, and the name of a temporary schema passes to other sessions.")));
+	if (superuser_arg(proowner) || has_privs_of_role(owner, proowner))
+		return;
+	nspname = get_namespace_name(pronamespace);
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("handler %s of queue \"%s\" is owned by role \"%s\", which the queue's owner \"%s\" does not trust",
+					quote_qualified_identifier(nspname ? nspname : "?",
+											   get_func_name(handler)),
+					get_rel_name(relid),
+					GetUserNameFromId(proowner, false),
+					GetUserNameFromId(owner, false)),
+			 errdetail("The worker runs a queue's handler as the queue's owner: the function must belong to that owner, to a role whose privileges it has, or to a superuser."),
+			 errhint("Change the function's owner with ALTER FUNCTION ... OWNER TO.")));
+}
+
+/*
  * Make the worker run handler (InvalidOid: no handler) for the queue's
  * units.  The handler is kept by its qualified name and found again by
  * name at every run, so that it survives a dump and restore and a
@@ -909,11 +954,15 @@ dlsm_queue_set_handler(Oid relid, Oid handler)
 	Datum		values[N_SET_HANDLER_PARAMS];
 	char		nulls[N_SET_HANDLER_PARAMS] = {' ', ' '};
 	DlsmQueue  *queue = dlsm_queue_open(relid, DLSM_QUEUE_ANY_SECURITY);
+	Oid			owner = queue->owner;
 
 	dlsm_queue_close(queue);
 	dlsm_queue_check_owner(relid);
 	if (OidIsValid(handler))
+	{
 		check_handler(handler);
+		dlsm_queue_trust_handler(relid, owner, handler);
+	}
 	values[P_SET_HANDLER_QUEUE] = ObjectIdGetDatum(relid);
 	values[P_SET_HANDLER_HANDLER] = OidIsValid(handler) ?
 		CStringGetTextDatum(quote_qualified_identifier(get_namespace_name(get_func_namespace(handler)),

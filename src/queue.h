@@ -86,4 +86,6 @@ extern List *dlsm_queue_list(void);
 extern void dlsm_queue_check_owner(Oid relid);
 extern void dlsm_queue_check_privileges(Oid relid, AclMode modes);
 
+extern void dlsm_queue_trust_handler(Oid relid, Oid owner, Oid handler);
+
 #endif							/* DLSM_QUEUE_H */
