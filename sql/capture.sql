@@ -137,9 +137,11 @@ SELECT dlsm_capture('s2', 'cq2');
 INSERT INTO s2 VALUES (1, 'a');
 CREATE FUNCTION drop_me() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-	IF EXISTS (SELECT 1 FROM dlsm_queues WHERE queue = 'cq2'::regclass) THEN
-		PERFORM dlsm_uncapture('s2', 'cq2');
-		PERFORM dlsm_drop_queue('cq2');
+	-- names qualified: a capture runs the queue owner's code with
+	-- search_path pg_catalog, pg_temp
+	IF EXISTS (SELECT 1 FROM public.dlsm_queues WHERE queue = 'public.cq2'::regclass) THEN
+		PERFORM public.dlsm_uncapture('public.s2', 'public.cq2');
+		PERFORM public.dlsm_drop_queue('public.cq2');
 	END IF;
 	RETURN NEW;
 END $$;

@@ -121,6 +121,34 @@ SELECT entity FROM dlsm_claim('dadmin.jobs',
 SELECT dlsm_settle('dadmin.jobs', '88888888-8888-8888-8888-888888888888');
 SELECT entity, status, attempts FROM dadmin.jobs WHERE entity = 'e5';
 
+-- a capture inserts into its queue as the queue's owner: the owner's
+-- hooks on the queue run as the owner with search_path pinned to
+-- pg_catalog, pg_temp, never under the writer's search_path
+SET ROLE dlsm_admin;
+SELECT dlsm_create_queue('dadmin.changes');
+CREATE FUNCTION dadmin.audit_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO dadmin.audit_log
+		VALUES ('captured', current_user, current_setting('search_path'));
+	PERFORM now();
+	RETURN NEW;
+END $$;
+CREATE TRIGGER audit BEFORE INSERT ON dadmin.changes
+	FOR EACH ROW EXECUTE FUNCTION dadmin.audit_insert();
+CREATE TABLE dadmin.source (id int PRIMARY KEY);
+SELECT dlsm_capture('dadmin.source', 'dadmin.changes');
+GRANT INSERT ON dadmin.source TO dlsm_alice;
+RESET ROLE;
+TRUNCATE dadmin.audit_log, dalice.hijacked;
+SET ROLE dlsm_alice;
+SET search_path = dalice, pg_catalog;
+INSERT INTO dadmin.source VALUES (1);
+RESET search_path;
+RESET ROLE;
+SELECT status, who, path FROM dadmin.audit_log;
+SELECT who FROM dalice.hijacked;
+SELECT entity FROM dadmin.changes;
+
 DROP SCHEMA dadmin CASCADE;
 DROP SCHEMA dalice CASCADE;
 DROP ROLE dlsm_admin;

@@ -556,7 +556,7 @@ enqueue_change(DlsmQueue *queue, Change *change)
 	if (change->old_entity != NULL && change->new_entity != NULL &&
 		strcmp(change->old_entity, change->new_entity) != 0)
 		entities[1] = change->old_entity;
-	dlsm_identity_switch(queue->owner, &saved);
+	dlsm_identity_switch_pinned(queue->owner, &saved);
 	for (int i = 0; i < lengthof(entities) && entities[i] != NULL; i++)
 	{
 		change->values[P_CAPTURE_ENTITY] = CStringGetTextDatum(entities[i]);

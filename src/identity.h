@@ -22,6 +22,7 @@ typedef struct DlsmIdentity
 } DlsmIdentity;
 
 extern void dlsm_identity_switch(Oid role, DlsmIdentity *saved);
+extern void dlsm_identity_switch_pinned(Oid role, DlsmIdentity *saved);
 extern void dlsm_identity_resume(Oid role, int sec_context,
 								 DlsmIdentity *saved);
 extern void dlsm_identity_restore(DlsmIdentity *saved);

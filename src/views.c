@@ -167,7 +167,7 @@ queue_stats_row(Oid relid, Datum *values, bool *nulls)
 		return;
 	if (!queue->row_security)
 	{
-		dlsm_identity_switch(queue->owner, &saved);
+		dlsm_identity_switch_pinned(queue->owner, &saved);
 		dlsm_state_stats(queue, values + QS_FIRST_STAT, nulls + QS_FIRST_STAT);
 		dlsm_identity_restore(&saved);
 	}
