@@ -12,7 +12,8 @@
  * caller's privileges apply.  The monitoring functions are in views.c.
  *
  * Calls claim.c, state.c, queue.c, capture.c, namedlock.c, fence.c,
- * wake.c and guc.c's settings; nothing calls it.
+ * wake.c, shmem.c (a warning when not preloaded) and guc.c's settings;
+ * nothing calls it.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -43,6 +44,7 @@
 #include "guc.h"
 #include "namedlock.h"
 #include "queue.h"
+#include "shmem.h"
 #include "state.h"
 #include "wake.h"
 
@@ -419,6 +421,9 @@ dlsm_set_handler(PG_FUNCTION_ARGS)
 	queue = begin_queue_call(fcinfo, "dlsm_set_handler()", ACL_SELECT, 0);
 	dlsm_queue_set_handler(queue->relid, PG_ARGISNULL(ARG_HANDLER) ?
 						   InvalidOid : PG_GETARG_OID(ARG_HANDLER));
+	if (!PG_ARGISNULL(ARG_HANDLER))
+		dlsm_shmem_warn_no_worker(DLSM_NO_WORKER_HANDLER,
+								  get_rel_name(queue->relid));
 	end_queue_call(queue);
 	PG_RETURN_VOID();
 }
@@ -514,6 +519,9 @@ dlsm_claim(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	args.queue = begin_queue_call(fcinfo, "dlsm_claim()",
 							 ACL_SELECT | ACL_UPDATE, 0);
+	if (!PG_ARGISNULL(ARG_LEASE))
+		dlsm_shmem_warn_no_worker(DLSM_NO_WORKER_LEASE,
+								  get_rel_name(args.queue->relid));
 	dlsm_claim_units(&args, emit_claimed, fcinfo->resultinfo);
 	end_queue_call(args.queue);
 	return (Datum) 0;

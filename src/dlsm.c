@@ -35,7 +35,9 @@
  */
 #include "postgres.h"
 
+#include "commands/extension.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 
 #include "capture.h"
 #include "extension.h"
@@ -67,4 +69,7 @@ _PG_init(void)
 	dlsm_capture_init();
 	dlsm_hooks_init();
 	dlsm_launcher_init();
+	/* loaded by CREATE EXTENSION dlsm, not preloaded: no worker will run */
+	if (creating_extension && !process_shared_preload_libraries_in_progress)
+		dlsm_shmem_warn_no_worker(DLSM_NO_WORKER_INSTALL, NULL);
 }

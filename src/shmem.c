@@ -189,6 +189,47 @@ dlsm_shmem_available(void)
 	return shared != NULL;
 }
 
+/*
+ * Without preloading no worker runs: say so, once per session for each
+ * case, where it matters: at CREATE EXTENSION, when a handler is set (on
+ * queue), when a claim takes a lease (on queue).
+ */
+void
+dlsm_shmem_warn_no_worker(DlsmNoWorker what, const char *queue)
+{
+	static bool said[DLSM_NO_WORKER_CASES];
+
+	if (shared != NULL || said[what])
+		return;
+	said[what] = true;
+	switch (what)
+	{
+		case DLSM_NO_WORKER_INSTALL:
+			ereport(WARNING,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("dlsm is not loaded through shared_preload_libraries"),
+					 errdetail("Without it no dlsm worker runs: expired leases are not reaped, handlers do not run and expired named locks are not deleted."),
+					 errhint("Add dlsm to shared_preload_libraries in postgresql.conf and restart the server.")));
+			break;
+		case DLSM_NO_WORKER_HANDLER:
+			ereport(WARNING,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the handler of queue \"%s\" will not run: dlsm is not loaded through shared_preload_libraries",
+							queue),
+					 errhint("Add dlsm to shared_preload_libraries in postgresql.conf and restart the server.")));
+			break;
+		case DLSM_NO_WORKER_LEASE:
+			ereport(WARNING,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("expired leases of queue \"%s\" will not be reaped: dlsm is not loaded through shared_preload_libraries",
+							queue),
+					 errhint("Add dlsm to shared_preload_libraries in postgresql.conf and restart the server, or call dlsm_reap() on a schedule.")));
+			break;
+		case DLSM_NO_WORKER_CASES:
+			break;
+	}
+}
+
 /* ---------------------------------------------------------------------
  * Waiting claims
  * ---------------------------------------------------------------------

@@ -131,6 +131,17 @@ extern void dlsm_shmem_worker_passed(void);
 extern pid_t dlsm_shmem_worker_pause(Oid dboid, int pause_ms);
 extern bool dlsm_shmem_worker_gone(Oid dboid, pid_t pid);
 extern void dlsm_shmem_wake_worker(Oid dboid);
+
+/* What does not work without preloading (dlsm_shmem_warn_no_worker). */
+typedef enum DlsmNoWorker
+{
+	DLSM_NO_WORKER_INSTALL,		/* CREATE EXTENSION */
+	DLSM_NO_WORKER_HANDLER,		/* dlsm_set_handler */
+	DLSM_NO_WORKER_LEASE,		/* a claim with a lease */
+	DLSM_NO_WORKER_CASES
+} DlsmNoWorker;
+
+extern void dlsm_shmem_warn_no_worker(DlsmNoWorker what, const char *queue);
 extern int	dlsm_shmem_copy_workers(DlsmWorkerInfo *out);
 
 /* named locks */
