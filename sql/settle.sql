@@ -133,3 +133,18 @@ SELECT status, attempts,
   FROM many;
 
 SELECT status, count(*) FROM s GROUP BY status ORDER BY status;
+
+-- a process id read back from the queue inside the claiming transaction is
+-- NULL: the claim is written at commit; the error says so (issue 24 #4)
+\set VERBOSITY default
+SELECT dlsm_create_queue('readback');
+SELECT dlsm_enqueue('readback', 'r1') > 0 AS enqueued;
+BEGIN;
+SELECT entity FROM dlsm_claim('readback');
+SELECT dlsm_settle('readback', process_id) FROM readback WHERE entity = 'r1';
+ROLLBACK;
+BEGIN;
+SELECT entity FROM dlsm_claim('readback');
+SELECT dlsm_heartbeat('readback', process_id) FROM readback WHERE entity = 'r1';
+ROLLBACK;
+SELECT dlsm_drop_queue('readback', drop_table => true);

@@ -89,6 +89,21 @@ require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
 				 errmsg("argument \"%s\" must not be null", name)));
 }
 
+/*
+ * Raise 22004 unless the process id, argument argno, is given; the likely
+ * cause is a process id read back from the queue in the claiming
+ * transaction, where the claim is not written yet.
+ */
+static void
+require_process_id(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", "process_id"),
+				 errhint("A claim is written when its transaction commits: until then the queue shows its rows as new, with no process id. Use the process_id that dlsm_claim() returned.")));
+}
+
 static char *
 text_arg_or_null(FunctionCallInfo fcinfo, int argno)
 {
@@ -568,7 +583,7 @@ dlsm_settle(PG_FUNCTION_ARGS)
 	DlsmQueue  *queue;
 	int64		n;
 
-	require_arg(fcinfo, ARG_PROCESS_ID, "process_id");
+	require_process_id(fcinfo, ARG_PROCESS_ID);
 	settle_args(fcinfo, ARG_OUTCOME, &settle);
 	queue = begin_queue_call(fcinfo, "dlsm_settle()",
 							 ACL_SELECT | ACL_UPDATE, 0);
@@ -647,7 +662,7 @@ dlsm_heartbeat(PG_FUNCTION_ARGS)
 	int64		lease_us;
 	TimestampTz until;
 
-	require_arg(fcinfo, ARG_PROCESS_ID, "process_id");
+	require_process_id(fcinfo, ARG_PROCESS_ID);
 	lease_us = lease_arg(fcinfo, ARG_LEASE);
 	queue = begin_queue_call(fcinfo, "dlsm_heartbeat()",
 							 ACL_SELECT | ACL_UPDATE, 0);
