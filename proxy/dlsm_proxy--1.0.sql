@@ -51,8 +51,9 @@ COMMENT ON TABLE @extschema@.dlsm_proxy_map IS
 
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlsm_proxy_nodes', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlsm_proxy_map', '');
--- connection strings may hold passwords: the owner's business; the routing
--- code of every caller reads the map and the node ids
+-- connection strings hold no password (dlsm_proxy_write_server refuses
+-- them), yet are the owner's business; the routing code of every caller
+-- reads the map and the node ids
 REVOKE ALL ON @extschema@.dlsm_proxy_nodes FROM PUBLIC;
 REVOKE ALL ON @extschema@.dlsm_proxy_map FROM PUBLIC;
 GRANT SELECT (node_id, tags_process_ids) ON @extschema@.dlsm_proxy_nodes TO PUBLIC;
@@ -1116,14 +1117,85 @@ GRANT SELECT ON @extschema@.dlsm_proxy_partitions TO PUBLIC;
 
 -- Administration (superuser or the extension's owner).
 
+-- The keywords of a libpq connection string, in keyword = value form or
+-- as a URI (a password in the URI's user part counts as keyword password).
+-- 22023 when it reads as neither.
+CREATE FUNCTION @extschema@.dlsm_proxy_conninfo_keys(connstr pg_catalog.text)
+RETURNS pg_catalog.text[]
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	keys	text[] := '{}';
+	rest	text := connstr;
+	m		text[];
+	k		text;
+	plain	text;
+	i		int4;
+BEGIN
+	IF rest ~* '^postgres(ql)?://' THEN
+		IF substring(rest FROM '^[^:]*://([^/?#]*)@') ~ ':' THEN
+			keys := keys || 'password'::text;
+		END IF;
+		FOR m IN SELECT regexp_matches(substring(rest FROM '\?(.*)$'), '(?:^|&)([^=&]*)=', 'g') LOOP
+			-- libpq decodes the keywords of a URI
+			k := m[1];
+			plain := '';
+			i := 1;
+			WHILE i <= length(k) LOOP
+				IF substr(k, i, 1) = '%' AND substr(k, i + 1, 2) ~ '^[0-9A-Fa-f]{2}$' THEN
+					plain := plain || chr(('x' || substr(k, i + 1, 2))::bit(8)::int4);
+					i := i + 3;
+				ELSE
+					plain := plain || substr(k, i, 1);
+					i := i + 1;
+				END IF;
+			END LOOP;
+			keys := keys || plain;
+		END LOOP;
+		RETURN keys;
+	END IF;
+	LOOP
+		rest := substring(rest FROM '^\s*(.*)$');
+		EXIT WHEN rest = '';
+		-- keyword = 'quoted value' or an unquoted one (backslash escapes)
+		m := regexp_match(rest,
+			'^([^=\s]+)\s*=\s*(''(?:[^''\\]|\\.)*''|(?:[^\s\\'']|\\.)(?:[^\s\\]|\\.)*|)(\s.*|)$');
+		IF m IS NULL THEN
+			RAISE EXCEPTION 'invalid connection string "%"', connstr
+				USING ERRCODE = 'invalid_parameter_value',
+					  HINT = 'Write it as keyword = value pairs, as libpq reads them.';
+		END IF;
+		keys := keys || m[1];
+		rest := m[3];
+	END LOOP;
+	RETURN keys;
+END
+$$;
+
 -- Rewrites the SQL/MED server dlsm_shards from dlsm_proxy_nodes: PL/Proxy
--- partition n - 1 is node n.
+-- partition n - 1 is node n.  Every role reads a server's options in
+-- pg_foreign_server: a connection string with a password is refused
+-- (22023); passwords go in user mappings of dlsm_shards or in .pgpass.
 CREATE FUNCTION @extschema@.dlsm_proxy_write_server()
 RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
 	have	text[];
+	node	record;
+	secret	text;
 BEGIN
+	FOR node IN SELECT x.node_id, x.connstr FROM @extschema@.dlsm_proxy_nodes x ORDER BY 1 LOOP
+		SELECT k INTO secret
+		  FROM pg_catalog.unnest(@extschema@.dlsm_proxy_conninfo_keys(node.connstr)) k
+		 WHERE pg_catalog.lower(k) OPERATOR(pg_catalog.=) ANY ('{password,sslpassword}'::pg_catalog.text[])
+		 LIMIT 1;
+		IF secret IS NOT NULL THEN
+			RAISE EXCEPTION 'connection string of node % holds a password', node.node_id
+				USING ERRCODE = 'invalid_parameter_value',
+					  DETAIL = pg_catalog.format('It gives "%s"; connection strings become options of server dlsm_shards, which every role can read in pg_foreign_server.', secret),
+					  HINT = 'Give passwords in user mappings (CREATE USER MAPPING FOR <role> SERVER dlsm_shards OPTIONS (user ''<role on the shards>'', password ''...'')) or in the router server''s .pgpass file.';
+		END IF;
+	END LOOP;
 	SELECT array_agg(split_part(o, '=', 1)) INTO have
 	  FROM pg_catalog.pg_foreign_server s, unnest(s.srvoptions) o
 	 WHERE s.srvname = 'dlsm_shards';
@@ -1239,15 +1311,35 @@ COMMENT ON FUNCTION @extschema@.dlsm_proxy_set_node(pg_catalog.int4, pg_catalog.
 'point a node at another server (its promoted standby, a new address)';
 
 -- One value from a query on a node, through dblink (administration only).
+-- It connects as PL/Proxy does: the node's connection string, then user
+-- and password from the caller's user mapping of dlsm_shards (else the
+-- PUBLIC one), the user being the calling role when the mapping names none.
 CREATE FUNCTION @extschema@.dlsm_proxy_remote(node pg_catalog.int4, query pg_catalog.text)
 RETURNS pg_catalog.text
 LANGUAGE plpgsql AS $$
 DECLARE
-	c	text;
-	s	text;
-	v	text;
+	c		text;
+	s		text;
+	v		text;
+	opts	text[];
 BEGIN
 	SELECT n.connstr INTO c FROM @extschema@.dlsm_proxy_nodes n WHERE n.node_id = node;
+	SELECT coalesce(u.umoptions, '{}') INTO opts
+	  FROM pg_catalog.pg_user_mappings u
+	 WHERE u.srvname OPERATOR(pg_catalog.=) 'dlsm_shards'
+	   AND u.usename OPERATOR(pg_catalog.=) ANY (ARRAY[CURRENT_USER, 'public']::pg_catalog.name[])
+	 ORDER BY u.usename OPERATOR(pg_catalog.=) 'public'::pg_catalog.name
+	 LIMIT 1;
+	opts := coalesce(opts, '{}');
+	IF NOT EXISTS (SELECT 1 FROM pg_catalog.unnest(opts) o WHERE o LIKE 'user=%') THEN
+		opts := opts || ('user=' || CURRENT_USER);
+	END IF;
+	-- libpq takes a keyword's last value: the mapping's win
+	SELECT c || pg_catalog.string_agg(pg_catalog.format(' %s=''%s''',
+			pg_catalog.split_part(o, '=', 1),
+			pg_catalog.replace(pg_catalog.replace(
+				pg_catalog.substr(o, pg_catalog.strpos(o, '=') + 1), '\', '\\'), '''', '\''')), '')
+	  INTO c FROM pg_catalog.unnest(opts) o;
 	SELECT e.extnamespace::regnamespace::text INTO s
 	  FROM pg_catalog.pg_extension e WHERE e.extname = 'dblink';
 	EXECUTE format('SELECT t.v FROM %s.dblink($1, $2) AS t(v text)', s) INTO v USING c, query;
