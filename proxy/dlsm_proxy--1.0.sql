@@ -1423,7 +1423,7 @@ BEGIN
 		RETURN;
 	END IF;
 	SELECT array_agg(DISTINCT m.nodes[x + 1]) INTO sources FROM unnest(parts) x;
-	moved_parts := format('%L::int4[]', parts);
+	moved_parts := format('%L::pg_catalog.int4[]', parts);
 
 	-- 1. the mark
 	FOREACH p IN ARRAY parts LOOP
@@ -1458,14 +1458,14 @@ BEGIN
 			open_rows := 0;
 			FOREACH src IN ARRAY sources LOOP
 				FOR q IN SELECT * FROM jsonb_to_recordset(@extschema@.dlsm_proxy_remote(src,
-						'SELECT coalesce(jsonb_agg(jsonb_build_object(''queue'', q.queue::text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::text FROM dlsm_queues q')::jsonb)
+						'SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(''queue'', q.queue::pg_catalog.text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::pg_catalog.text FROM dlsm_queues q')::jsonb)
 						AS x(queue text, status text, kind text, entity text, id text) LOOP
 					open_rows := open_rows + @extschema@.dlsm_proxy_remote(src, format(
-						'SELECT count(*)::text FROM %s WHERE %I IN (''new'', ''in-progress'') AND (hashtext(%I) & %s) = ANY (%s)',
+						'SELECT pg_catalog.count(*)::pg_catalog.text FROM %s WHERE %I OPERATOR(pg_catalog.=) ANY (''{new,in-progress}''::pg_catalog.text[]) AND (pg_catalog.hashtext(%I) OPERATOR(pg_catalog.&) %s) OPERATOR(pg_catalog.=) ANY (%s)',
 						q.queue, q.status, q.entity, nparts - 1, moved_parts))::int8;
 				END LOOP;
 				open_rows := open_rows + @extschema@.dlsm_proxy_remote(src, format(
-					'SELECT count(*)::text FROM dlsm_leases WHERE lease_until > clock_timestamp() AND (hashtext(name) & %s) = ANY (%s)',
+					'SELECT pg_catalog.count(*)::pg_catalog.text FROM dlsm_leases WHERE lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() AND (pg_catalog.hashtext(name) OPERATOR(pg_catalog.&) %s) OPERATOR(pg_catalog.=) ANY (%s)',
 					nparts - 1, moved_parts))::int8;
 			END LOOP;
 			EXIT WHEN open_rows = 0;
@@ -1477,11 +1477,12 @@ BEGIN
 				-- say which: a few open requests of each source
 				FOREACH src IN ARRAY sources LOOP
 					FOR q IN SELECT * FROM jsonb_to_recordset(@extschema@.dlsm_proxy_remote(src,
-							'SELECT coalesce(jsonb_agg(jsonb_build_object(''queue'', q.queue::text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::text FROM dlsm_queues q')::jsonb)
+							'SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(''queue'', q.queue::pg_catalog.text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::pg_catalog.text FROM dlsm_queues q')::jsonb)
 							AS x(queue text, status text, kind text, entity text, id text) LOOP
 						blocker := concat_ws('; ', blocker, @extschema@.dlsm_proxy_remote(src, format(
-							'SELECT string_agg(format(''node %s %s: request %%s (%%s of "%%s", %%s, run_at %%s, lease until %%s)'', t.%I, t.%I, t.%I, t.%I, t.run_at, t.lease_until), ''; '')
-							   FROM (SELECT * FROM %s WHERE %I IN (''new'', ''in-progress'') AND (hashtext(%I) & %s) = ANY (%s)
+							'SELECT pg_catalog.string_agg(pg_catalog.format(''node %s %s: request %%s (%%s of "%%s", %%s, run_at %%s, lease until %%s)'', t.%I, t.%I, t.%I, t.%I, t.run_at, t.lease_until), ''; '')
+							   FROM (SELECT * FROM %s WHERE %I OPERATOR(pg_catalog.=) ANY (''{new,in-progress}''::pg_catalog.text[])
+										AND (pg_catalog.hashtext(%I) OPERATOR(pg_catalog.&) %s) OPERATOR(pg_catalog.=) ANY (%s)
 									  ORDER BY %I LIMIT 3) t',
 							src, q.queue, q.id, q.kind, q.entity, q.status, q.queue, q.status, q.entity,
 							nparts - 1, moved_parts, q.id)));
@@ -1499,20 +1500,21 @@ BEGIN
 		-- 4. fences: the target's above every fence of the sources
 		FOREACH src IN ARRAY sources LOOP
 			probe := @extschema@.dlsm_proxy_remote(src, format(
-				'SELECT dlsm_try_lock(%L)::text', 'dlsm_proxy/fence-probe/' || gen_random_uuid()))::int8;
+				'SELECT dlsm_try_lock(%L)::pg_catalog.text', 'dlsm_proxy/fence-probe/' || gen_random_uuid()))::int8;
 			fmax := greatest(fmax, probe);
 		END LOOP;
 		IF @extschema@.dlsm_proxy_remote(to_node,
-				'SELECT EXISTS (SELECT 1 FROM pg_proc WHERE proname = ''dlsm_raise_fence'')::text')::boolean THEN
-			PERFORM @extschema@.dlsm_proxy_remote(to_node, format('SELECT dlsm_raise_fence(%s)::text', fmax));
+				'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_proc WHERE proname OPERATOR(pg_catalog.=) ''dlsm_raise_fence'')::pg_catalog.text')::boolean THEN
+			PERFORM @extschema@.dlsm_proxy_remote(to_node, format('SELECT dlsm_raise_fence(%s)::pg_catalog.text', fmax));
 		ELSE
 			-- a dlsm whose fences are the values of dlsm_fence_seq
 			PERFORM @extschema@.dlsm_proxy_remote(to_node, format(
-				'SELECT setval(s.oid::regclass, greatest(%s, (SELECT q.last_value FROM dlsm_fence_seq q)))::text
-				   FROM pg_class s WHERE s.relname = ''dlsm_fence_seq'' AND s.relkind = ''S''', fmax));
+				'SELECT pg_catalog.setval(s.oid::pg_catalog.regclass, greatest(%s, (SELECT q.last_value FROM dlsm_fence_seq q)))::pg_catalog.text
+				   FROM pg_catalog.pg_class s
+				  WHERE s.relname OPERATOR(pg_catalog.=) ''dlsm_fence_seq'' AND s.relkind OPERATOR(pg_catalog.=) ''S''', fmax));
 		END IF;
 		tprobe := @extschema@.dlsm_proxy_remote(to_node, format(
-			'SELECT dlsm_try_lock(%L)::text', 'dlsm_proxy/fence-probe/' || gen_random_uuid()))::int8;
+			'SELECT dlsm_try_lock(%L)::pg_catalog.text', 'dlsm_proxy/fence-probe/' || gen_random_uuid()))::int8;
 		IF tprobe <= fmax THEN
 			RAISE EXCEPTION 'the fences of node % could not be raised above %', to_node, fmax
 				USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -1522,24 +1524,27 @@ BEGIN
 		-- 5. the creates of the moved entities
 		FOREACH src IN ARRAY sources LOOP
 			FOR q IN SELECT * FROM jsonb_to_recordset(@extschema@.dlsm_proxy_remote(src,
-					'SELECT coalesce(jsonb_agg(jsonb_build_object(''queue'', q.queue::text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::text FROM dlsm_queues q')::jsonb)
+					'SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(''queue'', q.queue::pg_catalog.text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::pg_catalog.text FROM dlsm_queues q')::jsonb)
 					AS x(queue text, status text, kind text, entity text, id text) LOOP
 				IF @extschema@.dlsm_proxy_remote(to_node, format(
-						'SELECT count(*)::text FROM dlsm_queues WHERE queue = to_regclass(%L)', q.queue)) <> '1' THEN
+						'SELECT pg_catalog.count(*)::pg_catalog.text FROM dlsm_queues WHERE queue OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%L)', q.queue)) <> '1' THEN
 					RAISE EXCEPTION 'queue % of node % is not a queue on node %', q.queue, src, to_node
 						USING ERRCODE = 'undefined_object',
 							  HINT = 'Create the queues on every node (dlsm_create_queue through the router does).';
 				END IF;
 				cols := @extschema@.dlsm_proxy_remote(to_node, format(
-					'SELECT string_agg(quote_ident(attname), '', '' ORDER BY attnum) FROM pg_attribute
-					  WHERE attrelid = %L::regclass AND attnum > 0 AND NOT attisdropped
-						AND attgenerated = '''' AND attname <> %L', q.queue, q.id));
+					'SELECT pg_catalog.string_agg(pg_catalog.quote_ident(attname), '', '' ORDER BY attnum) FROM pg_catalog.pg_attribute
+					  WHERE attrelid OPERATOR(pg_catalog.=) %L::pg_catalog.regclass AND attnum OPERATOR(pg_catalog.>) 0
+						AND NOT attisdropped AND attgenerated OPERATOR(pg_catalog.=) ''''
+						AND attname OPERATOR(pg_catalog.<>) %L', q.queue, q.id));
 				last_id := '-9223372036854775808';
 				LOOP
 					chunk := @extschema@.dlsm_proxy_remote(src, format(
-						'SELECT jsonb_build_object(''rows'', jsonb_agg(to_jsonb(t)), ''last'', max(t.%I))::text
-						   FROM (SELECT * FROM %s WHERE %I = ''create'' AND %I IN (''complete'', ''error'')
-									AND %I > %s AND (hashtext(%I) & %s) = ANY (%s)
+						'SELECT pg_catalog.jsonb_build_object(''rows'', pg_catalog.jsonb_agg(pg_catalog.to_jsonb(t)), ''last'', pg_catalog.max(t.%I))::pg_catalog.text
+						   FROM (SELECT * FROM %s WHERE %I OPERATOR(pg_catalog.=) ''create''
+									AND %I OPERATOR(pg_catalog.=) ANY (''{complete,error}''::pg_catalog.text[])
+									AND %I OPERATOR(pg_catalog.>) %s
+									AND (pg_catalog.hashtext(%I) OPERATOR(pg_catalog.&) %s) OPERATOR(pg_catalog.=) ANY (%s)
 								  ORDER BY %I LIMIT 500) t',
 						q.id, q.queue, q.kind, q.status, q.id, last_id, q.entity, nparts - 1,
 						moved_parts, q.id));
@@ -1547,11 +1552,12 @@ BEGIN
 					last_id := chunk::jsonb->>'last';
 					PERFORM @extschema@.dlsm_proxy_remote(to_node, format(
 						'WITH i AS (INSERT INTO %1$s (%2$s)
-									SELECT %2$s FROM jsonb_populate_recordset(NULL::%1$s, %3$L) r
+									SELECT %2$s FROM pg_catalog.jsonb_populate_recordset(NULL::%1$s, %3$L) r
 									 WHERE NOT EXISTS (SELECT 1 FROM %1$s x
-														WHERE x.%4$I = r.%4$I AND x.%5$I = ''create'')
+														WHERE x.%4$I OPERATOR(pg_catalog.=) r.%4$I
+														  AND x.%5$I OPERATOR(pg_catalog.=) ''create'')
 									RETURNING 1)
-						 SELECT count(*)::text FROM i',
+						 SELECT pg_catalog.count(*)::pg_catalog.text FROM i',
 						q.queue, cols, chunk::jsonb->'rows', q.entity, q.kind));
 					copied := copied + jsonb_array_length(chunk::jsonb->'rows');
 				END LOOP;
