@@ -9,9 +9,10 @@
 #
 # Then the queries of examples/monitoring/dlsm-queries.yaml, extracted from
 # the file, run as a pg_monitor role that may read mallory's queue, and
-# dlsm_queue_stats too: none runs mallory's operator, and the exporter's
-# queries leave out a queue whose columns lost dlsm's types while they
-# still count the others.  carol, whom mallory granted her queue, enqueues,
+# dlsm_queue_stats too: none runs mallory's operator or policy, and the
+# exporter's queries leave out a queue whose columns lost dlsm's types while they
+# still count the others, and a queue with row-level security (whose
+# policies would run as the reader).  carol, whom mallory granted her queue, enqueues,
 # claims (a create behind an older update of its entity, which makes dlsm
 # look at the kind of the entity's first open request), groups updates,
 # heartbeats, settles and reaps there: dlsm's own statements do not run
@@ -83,6 +84,18 @@ ALTER TABLE mq ALTER COLUMN status TYPE public.mtext,
 			   ALTER COLUMN kind TYPE public.mtext;
 GRANT SELECT ON mq TO dlsm_exporter;
 GRANT SELECT, INSERT, UPDATE ON mq TO carol;
+-- a second queue, with row-level security enabled later: dlsm refuses it,
+-- a plain SELECT evaluates her policy as the reader
+SELECT dlsm_create_queue('mq2');
+INSERT INTO mq2 (entity) VALUES ('r1');
+CREATE FUNCTION public.spy() RETURNS bool LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO public.seen VALUES (current_user, 'policy');
+	RETURN true;
+END $$;
+CREATE POLICY everyone ON mq2 USING (public.spy());
+ALTER TABLE mq2 ENABLE ROW LEVEL SECURITY;
+GRANT SELECT ON mq2 TO dlsm_exporter;
 });
 is($ret, 0, 'mallory made status and kind of her queue a domain with her own =')
   or diag $err;
@@ -112,6 +125,7 @@ for my $name (sort keys %query)
 	if ($name =~ /^dlsm_queue/)
 	{
 		unlike($out, qr/\|mq\|/, "$name leaves out mq, whose columns lost dlsm's types");
+		unlike($out, qr/\|mq2\|/, "$name leaves out mq2, which has row-level security");
 		like($out, qr/\|jobs\|/, "$name reports jobs");
 	}
 	like($out, qr/^postgres\|jobs\|new\|2$/m, 'dlsm_queue_requests counts the 2 new requests of jobs')
