@@ -63,6 +63,7 @@ $router->safe_psql('postgres', 'CREATE ROLE app LOGIN; CREATE ROLE other LOGIN')
 # Connection strings with a password are refused
 # ---------------------------------------------------------------------
 my @plain = map { shard_connstr($_) } @shards;
+my ($state, $err);
 my %refused = (
 	'keyword password' => "$plain[1] password=router-secret-1",
 	'quoted password' => "$plain[1] password = 'router secret 2'",
@@ -90,12 +91,13 @@ is( $router->safe_psql('postgres', q{
 SELECT dlsm_proxy_conninfo_keys($c$host=/tmp port = 5432 application_name='password=x y' options=-c\ a=b dbname=''$c$)}),
 	'{host,port,application_name,options,dbname}',
 	'a value that reads "password=" inside quotes or escapes is no keyword');
-is((run_error($router, q{SELECT dlsm_proxy_conninfo_keys('host=a port')}))[0], '22023',
-	'a connection string libpq cannot read is 22023');
+($state, $err) = run_error($router, q{SELECT dlsm_proxy_conninfo_keys('host=a port')});
+is($state, '22023', 'a connection string libpq cannot read is 22023');
+like($err, qr/invalid connection string "host=a port"/, 'and says so');
 
 my $status = configure_router($router, 4, @shards);
 like($status, qr/^1\|t\|.*\n2\|t\|/, 'connection strings without a password are taken');
-my ($state, $err) = run_error($router,
+($state, $err) = run_error($router,
 	"SELECT dlsm_proxy_add_node('$plain[1] password=router-secret-7')");
 is($state, '22023', 'dlsm_proxy_add_node refuses a password');
 ($state, $err) = run_error($router,
