@@ -19,9 +19,13 @@
  *   node n             -> PL/Proxy partition n - 1 of the SQL/MED server
  *                         dlsm_shards (modular_mapping: one per node)
  *
- * Everything below is qualified with @extschema@ or pg_catalog.  The remote
- * queries (the SELECT of a PL/Proxy function) name dlsm's functions
- * unqualified: they run with the shard connection's search_path.
+ * Objects and types below are qualified with @extschema@ or pg_catalog;
+ * the PL/pgSQL bodies that work on the router's own tables run with the
+ * caller's search_path.  The statements dlsm_proxy_move runs on the shards'
+ * queue tables, which other roles own, qualify every operator, function and
+ * type as well.  The remote queries (the SELECT of a PL/Proxy function)
+ * name dlsm's functions unqualified: they run with the shard connection's
+ * search_path (README says to keep it trusted or pin it).
  */
 
 -- Configuration: the shards, and which partitions each one holds.
