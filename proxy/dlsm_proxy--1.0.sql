@@ -19,9 +19,13 @@
  *   node n             -> PL/Proxy partition n - 1 of the SQL/MED server
  *                         dlsm_shards (modular_mapping: one per node)
  *
- * Everything below is qualified with @extschema@ or pg_catalog.  The remote
- * queries (the SELECT of a PL/Proxy function) name dlsm's functions
- * unqualified: they run with the shard connection's search_path.
+ * Objects and types below are qualified with @extschema@ or pg_catalog;
+ * the PL/pgSQL bodies that work on the router's own tables run with the
+ * caller's search_path.  The statements dlsm_proxy_move runs on the shards'
+ * queue tables, which other roles own, qualify every operator, function and
+ * type as well.  The remote queries (the SELECT of a PL/Proxy function)
+ * name dlsm's functions unqualified: they run with the shard connection's
+ * search_path (README says to keep it trusted or pin it).
  */
 
 -- Configuration: the shards, and which partitions each one holds.
@@ -51,8 +55,9 @@ COMMENT ON TABLE @extschema@.dlsm_proxy_map IS
 
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlsm_proxy_nodes', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlsm_proxy_map', '');
--- connection strings may hold passwords: the owner's business; the routing
--- code of every caller reads the map and the node ids
+-- connection strings hold no password (dlsm_proxy_write_server refuses
+-- them), yet are the owner's business; the routing code of every caller
+-- reads the map and the node ids
 REVOKE ALL ON @extschema@.dlsm_proxy_nodes FROM PUBLIC;
 REVOKE ALL ON @extschema@.dlsm_proxy_map FROM PUBLIC;
 GRANT SELECT (node_id, tags_process_ids) ON @extschema@.dlsm_proxy_nodes TO PUBLIC;
@@ -1116,14 +1121,85 @@ GRANT SELECT ON @extschema@.dlsm_proxy_partitions TO PUBLIC;
 
 -- Administration (superuser or the extension's owner).
 
+-- The keywords of a libpq connection string, in keyword = value form or
+-- as a URI (a password in the URI's user part counts as keyword password).
+-- 22023 when it reads as neither.
+CREATE FUNCTION @extschema@.dlsm_proxy_conninfo_keys(connstr pg_catalog.text)
+RETURNS pg_catalog.text[]
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	keys	text[] := '{}';
+	rest	text := connstr;
+	m		text[];
+	k		text;
+	plain	text;
+	i		int4;
+BEGIN
+	IF rest ~* '^postgres(ql)?://' THEN
+		IF substring(rest FROM '^[^:]*://([^/?#]*)@') ~ ':' THEN
+			keys := keys || 'password'::text;
+		END IF;
+		FOR m IN SELECT regexp_matches(substring(rest FROM '\?(.*)$'), '(?:^|&)([^=&]*)=', 'g') LOOP
+			-- libpq decodes the keywords of a URI
+			k := m[1];
+			plain := '';
+			i := 1;
+			WHILE i <= length(k) LOOP
+				IF substr(k, i, 1) = '%' AND substr(k, i + 1, 2) ~ '^[0-9A-Fa-f]{2}$' THEN
+					plain := plain || chr(('x' || substr(k, i + 1, 2))::bit(8)::int4);
+					i := i + 3;
+				ELSE
+					plain := plain || substr(k, i, 1);
+					i := i + 1;
+				END IF;
+			END LOOP;
+			keys := keys || plain;
+		END LOOP;
+		RETURN keys;
+	END IF;
+	LOOP
+		rest := substring(rest FROM '^\s*(.*)$');
+		EXIT WHEN rest = '';
+		-- keyword = 'quoted value' or an unquoted one (backslash escapes)
+		m := regexp_match(rest,
+			'^([^=\s]+)\s*=\s*(''(?:[^''\\]|\\.)*''|(?:[^\s\\'']|\\.)(?:[^\s\\]|\\.)*|)(\s.*|)$');
+		IF m IS NULL THEN
+			RAISE EXCEPTION 'invalid connection string "%"', connstr
+				USING ERRCODE = 'invalid_parameter_value',
+					  HINT = 'Write it as keyword = value pairs, as libpq reads them.';
+		END IF;
+		keys := keys || m[1];
+		rest := m[3];
+	END LOOP;
+	RETURN keys;
+END
+$$;
+
 -- Rewrites the SQL/MED server dlsm_shards from dlsm_proxy_nodes: PL/Proxy
--- partition n - 1 is node n.
+-- partition n - 1 is node n.  Every role reads a server's options in
+-- pg_foreign_server: a connection string with a password is refused
+-- (22023); passwords go in user mappings of dlsm_shards or in .pgpass.
 CREATE FUNCTION @extschema@.dlsm_proxy_write_server()
 RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
 	have	text[];
+	node	record;
+	secret	text;
 BEGIN
+	FOR node IN SELECT x.node_id, x.connstr FROM @extschema@.dlsm_proxy_nodes x ORDER BY 1 LOOP
+		SELECT k INTO secret
+		  FROM pg_catalog.unnest(@extschema@.dlsm_proxy_conninfo_keys(node.connstr)) k
+		 WHERE pg_catalog.lower(k) OPERATOR(pg_catalog.=) ANY ('{password,sslpassword}'::pg_catalog.text[])
+		 LIMIT 1;
+		IF secret IS NOT NULL THEN
+			RAISE EXCEPTION 'connection string of node % holds a password', node.node_id
+				USING ERRCODE = 'invalid_parameter_value',
+					  DETAIL = pg_catalog.format('It gives "%s"; connection strings become options of server dlsm_shards, which every role can read in pg_foreign_server.', secret),
+					  HINT = 'Give passwords in user mappings (CREATE USER MAPPING FOR <role> SERVER dlsm_shards OPTIONS (user ''<role on the shards>'', password ''...'')) or in the router server''s .pgpass file.';
+		END IF;
+	END LOOP;
 	SELECT array_agg(split_part(o, '=', 1)) INTO have
 	  FROM pg_catalog.pg_foreign_server s, unnest(s.srvoptions) o
 	 WHERE s.srvname = 'dlsm_shards';
@@ -1239,15 +1315,35 @@ COMMENT ON FUNCTION @extschema@.dlsm_proxy_set_node(pg_catalog.int4, pg_catalog.
 'point a node at another server (its promoted standby, a new address)';
 
 -- One value from a query on a node, through dblink (administration only).
+-- It connects as PL/Proxy does: the node's connection string, then user
+-- and password from the caller's user mapping of dlsm_shards (else the
+-- PUBLIC one), the user being the calling role when the mapping names none.
 CREATE FUNCTION @extschema@.dlsm_proxy_remote(node pg_catalog.int4, query pg_catalog.text)
 RETURNS pg_catalog.text
 LANGUAGE plpgsql AS $$
 DECLARE
-	c	text;
-	s	text;
-	v	text;
+	c		text;
+	s		text;
+	v		text;
+	opts	text[];
 BEGIN
 	SELECT n.connstr INTO c FROM @extschema@.dlsm_proxy_nodes n WHERE n.node_id = node;
+	SELECT coalesce(u.umoptions, '{}') INTO opts
+	  FROM pg_catalog.pg_user_mappings u
+	 WHERE u.srvname OPERATOR(pg_catalog.=) 'dlsm_shards'
+	   AND u.usename OPERATOR(pg_catalog.=) ANY (ARRAY[CURRENT_USER, 'public']::pg_catalog.name[])
+	 ORDER BY u.usename OPERATOR(pg_catalog.=) 'public'::pg_catalog.name
+	 LIMIT 1;
+	opts := coalesce(opts, '{}');
+	IF NOT EXISTS (SELECT 1 FROM pg_catalog.unnest(opts) o WHERE o LIKE 'user=%') THEN
+		opts := opts || ('user=' || CURRENT_USER);
+	END IF;
+	-- libpq takes a keyword's last value: the mapping's win
+	SELECT c || pg_catalog.string_agg(pg_catalog.format(' %s=''%s''',
+			pg_catalog.split_part(o, '=', 1),
+			pg_catalog.replace(pg_catalog.replace(
+				pg_catalog.substr(o, pg_catalog.strpos(o, '=') + 1), '\', '\\'), '''', '\''')), '')
+	  INTO c FROM pg_catalog.unnest(opts) o;
 	SELECT e.extnamespace::regnamespace::text INTO s
 	  FROM pg_catalog.pg_extension e WHERE e.extname = 'dblink';
 	EXECUTE format('SELECT t.v FROM %s.dblink($1, $2) AS t(v text)', s) INTO v USING c, query;
@@ -1331,7 +1427,7 @@ BEGIN
 		RETURN;
 	END IF;
 	SELECT array_agg(DISTINCT m.nodes[x + 1]) INTO sources FROM unnest(parts) x;
-	moved_parts := format('%L::int4[]', parts);
+	moved_parts := format('%L::pg_catalog.int4[]', parts);
 
 	-- 1. the mark
 	FOREACH p IN ARRAY parts LOOP
@@ -1366,14 +1462,14 @@ BEGIN
 			open_rows := 0;
 			FOREACH src IN ARRAY sources LOOP
 				FOR q IN SELECT * FROM jsonb_to_recordset(@extschema@.dlsm_proxy_remote(src,
-						'SELECT coalesce(jsonb_agg(jsonb_build_object(''queue'', q.queue::text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::text FROM dlsm_queues q')::jsonb)
+						'SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(''queue'', q.queue::pg_catalog.text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::pg_catalog.text FROM dlsm_queues q')::jsonb)
 						AS x(queue text, status text, kind text, entity text, id text) LOOP
 					open_rows := open_rows + @extschema@.dlsm_proxy_remote(src, format(
-						'SELECT count(*)::text FROM %s WHERE %I IN (''new'', ''in-progress'') AND (hashtext(%I) & %s) = ANY (%s)',
+						'SELECT pg_catalog.count(*)::pg_catalog.text FROM %s WHERE %I OPERATOR(pg_catalog.=) ANY (''{new,in-progress}''::pg_catalog.text[]) AND (pg_catalog.hashtext(%I) OPERATOR(pg_catalog.&) %s) OPERATOR(pg_catalog.=) ANY (%s)',
 						q.queue, q.status, q.entity, nparts - 1, moved_parts))::int8;
 				END LOOP;
 				open_rows := open_rows + @extschema@.dlsm_proxy_remote(src, format(
-					'SELECT count(*)::text FROM dlsm_leases WHERE lease_until > clock_timestamp() AND (hashtext(name) & %s) = ANY (%s)',
+					'SELECT pg_catalog.count(*)::pg_catalog.text FROM dlsm_leases WHERE lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() AND (pg_catalog.hashtext(name) OPERATOR(pg_catalog.&) %s) OPERATOR(pg_catalog.=) ANY (%s)',
 					nparts - 1, moved_parts))::int8;
 			END LOOP;
 			EXIT WHEN open_rows = 0;
@@ -1385,11 +1481,12 @@ BEGIN
 				-- say which: a few open requests of each source
 				FOREACH src IN ARRAY sources LOOP
 					FOR q IN SELECT * FROM jsonb_to_recordset(@extschema@.dlsm_proxy_remote(src,
-							'SELECT coalesce(jsonb_agg(jsonb_build_object(''queue'', q.queue::text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::text FROM dlsm_queues q')::jsonb)
+							'SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(''queue'', q.queue::pg_catalog.text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::pg_catalog.text FROM dlsm_queues q')::jsonb)
 							AS x(queue text, status text, kind text, entity text, id text) LOOP
 						blocker := concat_ws('; ', blocker, @extschema@.dlsm_proxy_remote(src, format(
-							'SELECT string_agg(format(''node %s %s: request %%s (%%s of "%%s", %%s, run_at %%s, lease until %%s)'', t.%I, t.%I, t.%I, t.%I, t.run_at, t.lease_until), ''; '')
-							   FROM (SELECT * FROM %s WHERE %I IN (''new'', ''in-progress'') AND (hashtext(%I) & %s) = ANY (%s)
+							'SELECT pg_catalog.string_agg(pg_catalog.format(''node %s %s: request %%s (%%s of "%%s", %%s, run_at %%s, lease until %%s)'', t.%I, t.%I, t.%I, t.%I, t.run_at, t.lease_until), ''; '')
+							   FROM (SELECT * FROM %s WHERE %I OPERATOR(pg_catalog.=) ANY (''{new,in-progress}''::pg_catalog.text[])
+										AND (pg_catalog.hashtext(%I) OPERATOR(pg_catalog.&) %s) OPERATOR(pg_catalog.=) ANY (%s)
 									  ORDER BY %I LIMIT 3) t',
 							src, q.queue, q.id, q.kind, q.entity, q.status, q.queue, q.status, q.entity,
 							nparts - 1, moved_parts, q.id)));
@@ -1407,20 +1504,21 @@ BEGIN
 		-- 4. fences: the target's above every fence of the sources
 		FOREACH src IN ARRAY sources LOOP
 			probe := @extschema@.dlsm_proxy_remote(src, format(
-				'SELECT dlsm_try_lock(%L)::text', 'dlsm_proxy/fence-probe/' || gen_random_uuid()))::int8;
+				'SELECT dlsm_try_lock(%L)::pg_catalog.text', 'dlsm_proxy/fence-probe/' || gen_random_uuid()))::int8;
 			fmax := greatest(fmax, probe);
 		END LOOP;
 		IF @extschema@.dlsm_proxy_remote(to_node,
-				'SELECT EXISTS (SELECT 1 FROM pg_proc WHERE proname = ''dlsm_raise_fence'')::text')::boolean THEN
-			PERFORM @extschema@.dlsm_proxy_remote(to_node, format('SELECT dlsm_raise_fence(%s)::text', fmax));
+				'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_proc WHERE proname OPERATOR(pg_catalog.=) ''dlsm_raise_fence'')::pg_catalog.text')::boolean THEN
+			PERFORM @extschema@.dlsm_proxy_remote(to_node, format('SELECT dlsm_raise_fence(%s)::pg_catalog.text', fmax));
 		ELSE
 			-- a dlsm whose fences are the values of dlsm_fence_seq
 			PERFORM @extschema@.dlsm_proxy_remote(to_node, format(
-				'SELECT setval(s.oid::regclass, greatest(%s, (SELECT q.last_value FROM dlsm_fence_seq q)))::text
-				   FROM pg_class s WHERE s.relname = ''dlsm_fence_seq'' AND s.relkind = ''S''', fmax));
+				'SELECT pg_catalog.setval(s.oid::pg_catalog.regclass, greatest(%s, (SELECT q.last_value FROM dlsm_fence_seq q)))::pg_catalog.text
+				   FROM pg_catalog.pg_class s
+				  WHERE s.relname OPERATOR(pg_catalog.=) ''dlsm_fence_seq'' AND s.relkind OPERATOR(pg_catalog.=) ''S''', fmax));
 		END IF;
 		tprobe := @extschema@.dlsm_proxy_remote(to_node, format(
-			'SELECT dlsm_try_lock(%L)::text', 'dlsm_proxy/fence-probe/' || gen_random_uuid()))::int8;
+			'SELECT dlsm_try_lock(%L)::pg_catalog.text', 'dlsm_proxy/fence-probe/' || gen_random_uuid()))::int8;
 		IF tprobe <= fmax THEN
 			RAISE EXCEPTION 'the fences of node % could not be raised above %', to_node, fmax
 				USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -1430,24 +1528,27 @@ BEGIN
 		-- 5. the creates of the moved entities
 		FOREACH src IN ARRAY sources LOOP
 			FOR q IN SELECT * FROM jsonb_to_recordset(@extschema@.dlsm_proxy_remote(src,
-					'SELECT coalesce(jsonb_agg(jsonb_build_object(''queue'', q.queue::text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::text FROM dlsm_queues q')::jsonb)
+					'SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(''queue'', q.queue::pg_catalog.text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::pg_catalog.text FROM dlsm_queues q')::jsonb)
 					AS x(queue text, status text, kind text, entity text, id text) LOOP
 				IF @extschema@.dlsm_proxy_remote(to_node, format(
-						'SELECT count(*)::text FROM dlsm_queues WHERE queue = to_regclass(%L)', q.queue)) <> '1' THEN
+						'SELECT pg_catalog.count(*)::pg_catalog.text FROM dlsm_queues WHERE queue OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%L)', q.queue)) <> '1' THEN
 					RAISE EXCEPTION 'queue % of node % is not a queue on node %', q.queue, src, to_node
 						USING ERRCODE = 'undefined_object',
 							  HINT = 'Create the queues on every node (dlsm_create_queue through the router does).';
 				END IF;
 				cols := @extschema@.dlsm_proxy_remote(to_node, format(
-					'SELECT string_agg(quote_ident(attname), '', '' ORDER BY attnum) FROM pg_attribute
-					  WHERE attrelid = %L::regclass AND attnum > 0 AND NOT attisdropped
-						AND attgenerated = '''' AND attname <> %L', q.queue, q.id));
+					'SELECT pg_catalog.string_agg(pg_catalog.quote_ident(attname), '', '' ORDER BY attnum) FROM pg_catalog.pg_attribute
+					  WHERE attrelid OPERATOR(pg_catalog.=) %L::pg_catalog.regclass AND attnum OPERATOR(pg_catalog.>) 0
+						AND NOT attisdropped AND attgenerated OPERATOR(pg_catalog.=) ''''
+						AND attname OPERATOR(pg_catalog.<>) %L', q.queue, q.id));
 				last_id := '-9223372036854775808';
 				LOOP
 					chunk := @extschema@.dlsm_proxy_remote(src, format(
-						'SELECT jsonb_build_object(''rows'', jsonb_agg(to_jsonb(t)), ''last'', max(t.%I))::text
-						   FROM (SELECT * FROM %s WHERE %I = ''create'' AND %I IN (''complete'', ''error'')
-									AND %I > %s AND (hashtext(%I) & %s) = ANY (%s)
+						'SELECT pg_catalog.jsonb_build_object(''rows'', pg_catalog.jsonb_agg(pg_catalog.to_jsonb(t)), ''last'', pg_catalog.max(t.%I))::pg_catalog.text
+						   FROM (SELECT * FROM %s WHERE %I OPERATOR(pg_catalog.=) ''create''
+									AND %I OPERATOR(pg_catalog.=) ANY (''{complete,error}''::pg_catalog.text[])
+									AND %I OPERATOR(pg_catalog.>) %s
+									AND (pg_catalog.hashtext(%I) OPERATOR(pg_catalog.&) %s) OPERATOR(pg_catalog.=) ANY (%s)
 								  ORDER BY %I LIMIT 500) t',
 						q.id, q.queue, q.kind, q.status, q.id, last_id, q.entity, nparts - 1,
 						moved_parts, q.id));
@@ -1455,11 +1556,12 @@ BEGIN
 					last_id := chunk::jsonb->>'last';
 					PERFORM @extschema@.dlsm_proxy_remote(to_node, format(
 						'WITH i AS (INSERT INTO %1$s (%2$s)
-									SELECT %2$s FROM jsonb_populate_recordset(NULL::%1$s, %3$L) r
+									SELECT %2$s FROM pg_catalog.jsonb_populate_recordset(NULL::%1$s, %3$L) r
 									 WHERE NOT EXISTS (SELECT 1 FROM %1$s x
-														WHERE x.%4$I = r.%4$I AND x.%5$I = ''create'')
+														WHERE x.%4$I OPERATOR(pg_catalog.=) r.%4$I
+														  AND x.%5$I OPERATOR(pg_catalog.=) ''create'')
 									RETURNING 1)
-						 SELECT count(*)::text FROM i',
+						 SELECT pg_catalog.count(*)::pg_catalog.text FROM i',
 						q.queue, cols, chunk::jsonb->'rows', q.entity, q.kind));
 					copied := copied + jsonb_array_length(chunk::jsonb->'rows');
 				END LOOP;

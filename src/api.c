@@ -236,43 +236,19 @@ queue_options_args(FunctionCallInfo fcinfo, int argno, bool altering,
  * ---------------------------------------------------------------------
  */
 
-/* The value of key (host, hostaddr, port) in a conninfo string, or NULL. */
-static char *
-conninfo_value(const char *conninfo, const char *key)
-{
-	size_t		len = strlen(key);
-
-	for (const char *p = conninfo; p && *p; p = strchr(p, ' '))
-	{
-		while (*p == ' ')
-			p++;
-		if (strncmp(p, key, len) == 0 && p[len] == '=')
-			return pnstrdup(p + len + 1, strcspn(p + len + 1, " "));
-	}
-	return NULL;
-}
-
-/* Raise 25006 when this server is a hot standby: function writes. */
+/*
+ * Raise 25006 when this server is a hot standby: function writes.  As
+ * PreventCommandDuringRecovery, the error names no primary: its address is
+ * in primary_conninfo, which only superusers may read.
+ */
 static void
 require_primary(const char *function)
 {
-	const char *conninfo;
-	char	   *host;
-	char	   *port;
-
 	if (!RecoveryInProgress())
 		return;
-	conninfo = GetConfigOption("primary_conninfo", true, false);
-	host = conninfo ? conninfo_value(conninfo, "host") : NULL;
-	if (host == NULL && conninfo != NULL)
-		host = conninfo_value(conninfo, "hostaddr");
-	port = conninfo ? conninfo_value(conninfo, "port") : NULL;
 	ereport(ERROR,
 			(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 			 errmsg("cannot call %s on a hot standby", function),
-			 (host || port) ?
-			 errhint("Call it on the primary server (host %s, port %s).",
-					 host ? host : "default", port ? port : "default") :
 			 errhint("Call it on the primary server.")));
 }
 

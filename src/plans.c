@@ -19,7 +19,9 @@
  * Every template is search_path proof: the queue is schema-qualified,
  * dlsm's objects carry the extension's schema, functions carry pg_catalog
  * and operators are written {=}, {<} ... which expand to
- * OPERATOR(pg_catalog.=) and so on.  State names are literals, not
+ * OPERATOR(pg_catalog.=) and so on; nothing that looks an operator up by
+ * name (IS DISTINCT FROM, IN, NULLIF, CASE x WHEN) is used, as that lookup
+ * follows search_path.  State names are literals, not
  * parameters, so that generic plans can use the partial indexes.  Values
  * always travel as parameters.
  *
@@ -68,10 +70,10 @@
 #define BLOCKS(o, c, ckind) \
 	o ".{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])" \
 	" AND (" o ".{status} {=} 'in-progress' OR (" o ".{id} {<} " c \
-	"  AND (" ckind " {<>} 'create' OR (SELECT f.{kind} FROM {q} f" \
-	"   WHERE f.{entity} {=} " o ".{entity}" \
+	"  AND (" ckind " {<>} 'create' OR COALESCE((SELECT f.{kind} {<>} 'update'" \
+	"   FROM {q} f WHERE f.{entity} {=} " o ".{entity}" \
 	"   AND f.{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])" \
-	"   ORDER BY f.{id} LIMIT 1) IS DISTINCT FROM 'update')))"
+	"   ORDER BY f.{id} LIMIT 1), true))))"
 
 /*
  * Lock the single-request units whose ids match ids (candidates read
@@ -632,10 +634,12 @@ static const char *const drop_duplicates_text =
 "   AND o.indkey::pg_catalog.text {=} n.indkey::pg_catalog.text"
 "   AND o.indclass::pg_catalog.text {=} n.indclass::pg_catalog.text"
 "   AND o.indisunique {=} n.indisunique"
-"   AND pg_catalog.pg_get_expr(o.indpred, o.indrelid) IS NOT DISTINCT FROM"
-"    pg_catalog.pg_get_expr(n.indpred, n.indrelid)"
-"   AND pg_catalog.pg_get_expr(o.indexprs, o.indrelid) IS NOT DISTINCT FROM"
-"    pg_catalog.pg_get_expr(n.indexprs, n.indrelid))"
+"   AND COALESCE(pg_catalog.pg_get_expr(o.indpred, o.indrelid) {=}"
+"    pg_catalog.pg_get_expr(n.indpred, n.indrelid),"
+"    o.indpred IS NULL AND n.indpred IS NULL)"
+"   AND COALESCE(pg_catalog.pg_get_expr(o.indexprs, o.indrelid) {=}"
+"    pg_catalog.pg_get_expr(n.indexprs, n.indrelid),"
+"    o.indexprs IS NULL AND n.indexprs IS NULL))"
 " LOOP EXECUTE pg_catalog.format('DROP INDEX %s', r); END LOOP; END $dlsm$;";
 
 /*
