@@ -25,7 +25,8 @@
 # superuser with SET search_path = admin, pg_temp, the documented safe
 # way); trigger (alice inserts into a table of the superuser whose AFTER
 # ROW trigger, SECURITY DEFINER with the same pinned search_path, makes
-# the call); handler (the call made by a handler the worker runs as the
+# the call); itrigger (the same with an invoker's trigger function, no
+# settings of its own: the call runs as alice); handler (the call made by a handler the worker runs as the
 # owner of the handler's queue, alice, with SET search_path of its own);
 # monitor (a pg_monitor role, for the monitoring paths); worker.
 #
@@ -241,16 +242,18 @@ for my $k (@exporter)
 		act => sub { [$query] }, fires => [] };
 }
 
-my @user_contexts = qw(plain setpath definer trigger handler);
+my @user_contexts = qw(plain setpath definer trigger itrigger handler);
 # whose session makes the call in each context
 my %session = (plain => 'alice', setpath => 'alice', definer => 'alice',
-	trigger => 'alice', monitor => 'mon');
+	trigger => 'alice', itrigger => 'alice', monitor => 'mon');
 # who makes the call in each context
 my %caller = (plain => 'alice', setpath => 'alice', definer => $super,
-	trigger => $super, handler => 'alice', monitor => 'mon', worker => undef);
+	trigger => $super, itrigger => 'alice', handler => 'alice', monitor => 'mon',
+	worker => undef);
 # who owns the queue of a path on another role's queue
 my %other = (plain => 'mallory', setpath => 'mallory', definer => $super,
-	trigger => $super, handler => 'mallory', monitor => 'mallory', worker => 'mallory');
+	trigger => $super, itrigger => 'mallory', handler => 'mallory', monitor => 'mallory',
+	worker => 'mallory');
 my %schema_of = (mallory => 'mq', alice => 'alice_s', $super => 'admin');
 
 # ---------------------------------------------------------------------
@@ -553,6 +556,18 @@ CREATE TRIGGER call AFTER INSERT ON admin.tsrc_$fn FOR EACH ROW EXECUTE FUNCTION
 GRANT INSERT ON admin.tsrc_$fn TO alice;
 };
 	}
+	elsif ($c->{ctx} eq 'itrigger')
+	{
+		$sql .= qq{CREATE FUNCTION admin.t_$fn() RETURNS trigger LANGUAGE plpgsql AS \$f\$
+BEGIN
+$plpgsql
+	RETURN NULL;
+END \$f\$;
+CREATE TABLE admin.tsrc_$fn (x int);
+CREATE TRIGGER call AFTER INSERT ON admin.tsrc_$fn FOR EACH ROW EXECUTE FUNCTION admin.t_$fn();
+GRANT INSERT ON admin.tsrc_$fn TO alice;
+};
+	}
 	elsif ($c->{ctx} eq 'handler')
 	{
 		# alice's queue whose handler makes the call; the worker runs it
@@ -622,7 +637,7 @@ for my $c (grep { $_->{ctx} ne 'handler' && $_->{ctx} ne 'worker' } @cells)
 	my @acts = @{ $P->{act}->($c) };
 	my $call =
 		$c->{ctx} eq 'definer' ? "SELECT admin.f_$fn();"
-	  : $c->{ctx} eq 'trigger' ? "INSERT INTO admin.tsrc_$fn VALUES (1);"
+	  : $c->{ctx} =~ /trigger/ ? "INSERT INTO admin.tsrc_$fn VALUES (1);"
 	  :                          join('', map { "$_;\n" } @acts);
 	my $after = $c->{ctx} eq 'setpath' ? "SET search_path = alice_x, public, pg_catalog;\n" : '';
 	my $sql =
@@ -705,6 +720,7 @@ SELECT coalesce(tbl, ''), hook, cu, su, sp, sro,
 		my ($tbl, $hook, $cu, $su, $sp, $sro, $btype, $app, $shadowed, $n, $q) =
 		  split /\|/, $line, 11;
 		$rows += $n;
+		# (IDM_DUMP=regex shows the matching rows of the log)
 		diag "log: $db $line" if $ENV{IDM_DUMP} && $line =~ /$ENV{IDM_DUMP}/;
 		my $worker = $btype eq 'dlsm worker';
 		# which cell: the session's (or handler's) application_name, else
