@@ -57,9 +57,16 @@
 # monitoring role), under a search_path chosen by that role, by the
 # database default or a fixed safe one, or by a superuser, never one
 # another role chose (e.g. the definer's identity with the caller's
-# search_path); code dlsm runs as another role runs restricted; no
-# owner's operator runs at all; alice stays no superuser; the call
-# succeeded and the hooks the path must fire did fire.
+# search_path); what the worker runs, and a capture's insert, runs in a
+# security-restricted operation; no owner's operator runs at all (dlsm's
+# SQL must not resolve one); alice stays no superuser; the call succeeded
+# and the hooks the path must fire did fire.
+#
+# On main (d2d6a5a) these cells fail: the commit-time write of a claim
+# made in a SECURITY DEFINER function or trigger (finding 1); the
+# exporter's per-queue queries (finding 4); a capture's insert (as the
+# queue's owner under the writer's search_path); and every path writing
+# dlsm's own tables (as the extension's owner under the caller's).
 #
 # Completeness: every function of the extension is a path of the matrix
 # or in the commented list of functions that touch no table another role
