@@ -936,8 +936,11 @@ run_catalog(DlsmCatalogQueryId query, Datum *values, const char *nulls,
 	SPIPlanPtr	plan;
 	int			rc;
 
-	/* prepared as the owner too: the caller may not see dlsm's schema */
-	dlsm_identity_switch(owner, &saved);
+	/*
+	 * prepared as the owner too: the caller may not see dlsm's schema; the
+	 * caller's search_path never reaches code on dlsm's tables
+	 */
+	dlsm_identity_switch_pinned(owner, &saved);
 	plan = catalog_plan(query);
 	if (latest)
 		rc = SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(),
