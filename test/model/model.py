@@ -98,6 +98,13 @@ TERMINAL = ('complete', 'error')
 # entity has no create in the session's view (to look past that defect;
 # the model itself is unchanged)
 UPDATE_BEFORE_CREATE = os.environ.get('MODEL_UPDATE_BEFORE_CREATE', '1') != '0'
+# run_at of a random enqueue (DlsmMachine.RUN_AT_SQL): mostly the default, an
+# hour ahead (delayed), sometimes NULL or in the past
+RUN_AT = st.sampled_from((None, None, None, None, 'later', 'later', 'past', 'null'))
+# MODEL_DELAYED_BEFORE_CREATE=0: no update is delayed (enqueued or retried an
+# hour ahead) while its entity has no create in the session's view (to look
+# past that defect; the model itself is unchanged)
+DELAYED_BEFORE_CREATE = os.environ.get('MODEL_DELAYED_BEFORE_CREATE', '1') != '0'
 
 
 class Disagreement(AssertionError):
@@ -113,13 +120,14 @@ class BudgetSpent(KeyboardInterrupt):
 
 class Row:
     __slots__ = ('id', 'kind', 'entity', 'status', 'pid', 'fence', 'attempts',
-                 'expired', 'detail')
+                 'expired', 'detail', 'due')
 
-    def __init__(self, id, kind, entity):
+    def __init__(self, id, kind, entity, due=True):
         self.id, self.kind, self.entity = id, kind, entity
         self.status, self.pid, self.fence, self.attempts = 'new', None, None, 0
         self.expired = False
         self.detail = None      # None, an exact string, or a compiled regex
+        self.due = due          # run_at has come (an hour ahead: not due)
 
     def copy(self):
         r = Row(self.id, self.kind, self.entity)
@@ -128,9 +136,11 @@ class Row:
         return r
 
     def __repr__(self):
-        return '%d:%s/%s:%s%s' % (self.id, self.kind, self.entity, self.status,
-                                  '@' + self.pid[:8] if self.pid and
-                                  self.status == 'in-progress' else '')
+        return '%d:%s/%s:%s%s%s' % (self.id, self.kind, self.entity, self.status,
+                                    '@' + self.pid[:8] if self.pid and
+                                    self.status == 'in-progress' else '',
+                                    '' if self.due or self.status != 'new'
+                                    else '(later)')
 
 
 class Tx:
@@ -225,10 +235,15 @@ class Model:
         creates = self.creates(v)
         new = sorted((r for r in v.values() if r.status == 'new'),
                      key=lambda r: r.id)
+        first = {}                      # each entity's oldest new request
+        for r in new:
+            first.setdefault(r.entity, r)
         out, taken = [], set()
         for r in new:
             if len(out) >= units:
                 break
+            if not r.due:
+                continue                # its turn has not come
             e = r.entity
             if e in busy or e in taken or self.holders(r.id, but=s):
                 continue
@@ -236,17 +251,24 @@ class Model:
                 c = creates.get(e)
                 if c is not None and c.status != 'complete':
                     continue            # waits for its create, or doomed
-            if r.kind != 'create' and any(
-                    o.entity == e and o.id < r.id and
-                    (o.id in blocking or not self.doomed(v, o, creates))
-                    for o in new):
-                continue                # never overtakes an older request
+            # the updates of a failed create are settled error by the claim
+            # that meets the first of them due at its entity's head; until
+            # then they hold later requests back
+            cleared = first[e].due and self.doomed(v, first[e], creates)
+            older = any(o.entity == e and o.id < r.id and
+                        (o.id in blocking or not cleared or
+                         not self.doomed(v, o, creates))
+                        for o in new)
+            if older and (r.kind != 'create' or first[e].kind != 'update'):
+                # never overtakes an older request; a create goes first
+                # when its entity's oldest open request is an update
+                continue
             if r.kind == 'update':
                 group = []
                 for o in new:
                     if o.entity != e or o.id < r.id:
                         continue
-                    if o.kind != 'update':
+                    if o.kind != 'update' or not o.due:
                         break
                     group.append(o.id)
                 out.append(group)
@@ -255,6 +277,29 @@ class Model:
             taken.add(e)
         return out
 
+    def expected_group(self, s, entity, pid):
+        """What dlsm_group_updates(entity, pid) by session s should do, its
+        own claims written first: (why it is busy (55P03), None) or (None,
+        the ids it moves to pid)."""
+        if any(t is not None and i != s and entity in t.locks
+               for i, t in enumerate(self.tx)):
+            return 'claiming', None
+        v = self.view(s)
+        rows = sorted((r for r in v.values() if r.entity == entity),
+                      key=lambda r: r.id)
+        if any(r.status == 'in-progress' and r.pid != pid for r in rows):
+            return 'held', None
+        if any(r.kind == 'create' and r.status != 'complete' for r in rows):
+            return 'create', None
+        stop = min([r.id for r in rows if r.status == 'new' and
+                    (r.kind != 'update' or not r.due)] + [2**63])
+        ids = [r.id for r in rows if r.kind == 'update' and r.id < stop and
+               ((r.status == 'new' and r.due) or
+                (r.status == 'in-progress' and r.pid == pid))]
+        if any(self.holders(i, but=s) for i in ids):
+            return 'row', None
+        return None, ids
+
 
 # ------------------------------------------------------------ the harness
 
@@ -262,7 +307,8 @@ CONNS = []
 STATS = dict(examples=0, steps=0, claims=0, claimed_rows=0, units=0, groups=0,
              settles=0, settle_many=0, heartbeats=0, lost_55000=0, dup_23505=0,
              expires=0, reaps=0, reaped_rows=0, commits=0, rollbacks=0,
-             view_checks=0, drains=0)
+             view_checks=0, drains=0, delayed=0, made_due=0, group_calls=0,
+             grouped_rows=0, group_busy=0)
 LAST = [None]                       # the machine of the last example run
 RUN_START = [None]                  # when the random run started
 FAILED = [False]                    # some example of the run failed
@@ -378,6 +424,7 @@ class DlsmMachine(RuleBasedStateMachine):
             if e.pgcode != code:
                 raise Disagreement('%s: expected SQLSTATE %s, got %s: %s'
                                    % (who_name(who), code, e.pgcode, e.pgerror))
+            return e
         else:
             raise Disagreement('%s: expected SQLSTATE %s, got the result %r'
                                % (who_name(who), code, res))
@@ -414,8 +461,17 @@ class DlsmMachine(RuleBasedStateMachine):
         self.m.tx[s] = None
         STATS['rollbacks'] += 1
 
-    def act_enqueue(self, s, entity, kind):
+    # run_at of an enqueue: default, NULL, in the past, an hour ahead
+    RUN_AT_SQL = {None: '', 'null': ', run_at => NULL',
+              'past': ", run_at => clock_timestamp() - interval '1 minute'",
+              'later': ", run_at => clock_timestamp() + interval '1 hour'"}
+
+    def act_enqueue(self, s, entity, kind, run_at=None):
         m = self.m
+        if (run_at == 'later' and kind == 'update' and not DELAYED_BEFORE_CREATE
+                and entity not in m.creates(m.view(s))):
+            run_at = None       # exploration knob
+        q = 'SELECT dlsm_enqueue(%s, %s, %s' + self.RUN_AT_SQL[run_at] + ')'
         if (kind == 'update' and not UPDATE_BEFORE_CREATE
                 and entity not in m.creates(m.view(s))):
             kind = 'create'     # exploration knob: creates come first
@@ -429,16 +485,17 @@ class DlsmMachine(RuleBasedStateMachine):
                 # index: enqueue an update instead
                 kind = 'update'
             elif entity in m.creates(m.view(s)):
-                self.sql_error(s, 'SELECT dlsm_enqueue(%s, %s, %s)',
-                               (self.q, entity, kind), '23505')
+                self.sql_error(s, q, (self.q, entity, kind), '23505')
                 STATS['dup_23505'] += 1
                 return
-        (rid,), = self.sql(s, 'SELECT dlsm_enqueue(%s, %s, %s)', (self.q, entity, kind))
+        (rid,), = self.sql(s, q, (self.q, entity, kind))
         if rid <= self.last_id:
             raise Disagreement('enqueue returned id %d, not above the last id %d'
                                % (rid, self.last_id))
         self.last_id = rid
-        m.write(s, Row(rid, kind, entity))
+        m.write(s, Row(rid, kind, entity, due=run_at != 'later'))
+        STATS['delayed'] += run_at == 'later'
+        return rid
 
     def act_claim(self, s, units, leased):
         m = self.m
@@ -500,9 +557,10 @@ class DlsmMachine(RuleBasedStateMachine):
         self.max_fence = max([self.max_fence] + fences)
         return rows
 
-    def apply_settle(self, s, rows, outcome, detail):
+    def apply_settle(self, s, rows, outcome, detail, later=False):
         for r in rows:
             n = r.copy()
+            n.due = not later
             if outcome in TERMINAL:
                 n.status, n.detail = outcome, detail
             elif n.attempts >= MAX_ATTEMPTS:
@@ -513,12 +571,19 @@ class DlsmMachine(RuleBasedStateMachine):
             self.m.write(s, n)
 
     @staticmethod
-    def settle_args(outcome):
-        return "'0'" if outcome == 'retry' else 'NULL'
+    def settle_args(outcome, later=False):
+        if outcome != 'retry':
+            return 'NULL'
+        return "'1 hour'" if later else "'0'"
 
-    def act_settle(self, s, pid, outcome, detail):
+    def act_settle(self, s, pid, outcome, detail, later=False):
+        """dlsm_settle; later: a retry an hour ahead (not due)."""
         rows = self.m.held(self.m.view(s), pid)
-        q = ('SELECT dlsm_settle(%s, %s::uuid, %s, %s, ' + self.settle_args(outcome)
+        creates = self.m.creates(self.m.view(s))
+        if (later and not DELAYED_BEFORE_CREATE and
+                any(r.kind == 'update' and r.entity not in creates for r in rows)):
+            later = False       # exploration knob
+        q = ('SELECT dlsm_settle(%s, %s::uuid, %s, %s, ' + self.settle_args(outcome, later)
              + '::interval)')
         args = (self.q, pid, outcome, detail)
         STATS['settles'] += 1
@@ -530,7 +595,7 @@ class DlsmMachine(RuleBasedStateMachine):
         if n != len(rows):
             self.fail('%s: dlsm_settle(%s, %s) settled %d rows, the contract says %d %s'
                       % (who_name(s), pid, outcome, n, len(rows), rows), s)
-        self.apply_settle(s, rows, outcome, detail)
+        self.apply_settle(s, rows, outcome, detail, later)
 
     def act_settle_many(self, s, pids, outcome):
         v = self.m.view(s)
@@ -604,11 +669,92 @@ class DlsmMachine(RuleBasedStateMachine):
             m.committed[r.id] = r
         STATS['reaped_rows'] += n
 
+    def delayed(self):
+        """Committed requests not yet due that the admin may make due
+        without waiting for a lock."""
+        m = self.m
+        maybe = m.maybe_failing(None)
+        return sorted(r.id for r in m.committed.values()
+                      if r.status == 'new' and not r.due and not m.holders(r.id)
+                      and r.id not in maybe)
+
+    def act_make_due(self, ids):
+        """The admin sets run_at of committed delayed requests into the
+        past: they come due (no real sleeping)."""
+        n = self.sql(ADMIN, 'UPDATE ' + self.q + " SET run_at = clock_timestamp()"
+                     " - interval '1 minute' WHERE id = ANY (%s) AND status = 'new'",
+                     (list(ids),))
+        if n != len(ids):
+            self.fail('making %s due touched %d rows, the model has them new' % (ids, n))
+        for rid in ids:
+            r = self.m.committed[rid].copy()
+            r.due = True
+            self.m.committed[rid] = r
+        STATS['made_due'] += len(ids)
+
+    def act_group(self, s, entity, pid, begin=True):
+        """dlsm_group_updates(entity, pid) by s, in a transaction (begun
+        when begin) or on its own."""
+        m = self.m
+        if begin:
+            self.act_begin(s)
+        why, ids = m.expected_group(s, entity, pid)
+        q = 'SELECT dlsm_group_updates(%s, %s, %s::uuid)'
+        args = (self.q, entity, pid)
+        STATS['group_calls'] += 1
+        if why is not None:
+            e = self.sql_error(s, q, args, '55P03')
+            msg = e.diag.message_primary or ''
+            detail = e.diag.message_detail or ''
+            want = {'claiming': 'Another transaction is claiming',
+                    'held': 'in progress under another process id',
+                    'create': 'create request of this entity is not complete'}
+            if why == 'row':
+                ok = msg.startswith('could not obtain lock on row')
+            else:
+                ok = msg == 'entity "%s" of queue "%s" is busy' % (entity, self.q) \
+                    and want[why] in detail
+            if not ok:
+                self.fail('%s: dlsm_group_updates(%s, %s) raised 55P03 %r (%r), the '
+                          'contract says busy: %s' % (who_name(s), entity, pid, msg,
+                                                      detail, why), s)
+            STATS['group_busy'] += 1
+            return
+        (n,), = self.sql(s, q, args)
+        if n != len(ids):
+            self.fail('%s: dlsm_group_updates(%s, %s) moved %d rows, the contract says '
+                      '%d: %s' % (who_name(s), entity, pid, n, len(ids), ids), s)
+        t = m.tx[s]
+        if t is not None:
+            t.pending.clear()           # its claims were written first
+            t.locks.add(entity)
+        if not ids:
+            return
+        fences = self.sql(s, 'SELECT DISTINCT fence FROM ' + self.q + ' WHERE id = ANY (%s)',
+                          (ids,), log=False)
+        if len(fences) != 1 or fences[0][0] is None or fences[0][0] <= self.max_fence:
+            raise Disagreement('dlsm_group_updates gave fences %s, not one above the '
+                               'last fence %d' % (fences, self.max_fence))
+        fence = fences[0][0]
+        self.max_fence = fence
+        v = m.view(s)
+        for rid in ids:
+            r = v[rid].copy()
+            if r.status == 'new':
+                r.attempts += 1
+            r.status, r.pid, r.fence = 'in-progress', pid, fence
+            r.expired, r.detail = False, None
+            m.write(s, r)
+        if pid not in self.pids:
+            self.pids.append(pid)
+        STATS['grouped_rows'] += n
+
     # -------------------------------------------------------------- checks
 
     def read(self, who):
         return self.sql(who, 'SELECT id, status, kind, entity, process_id::text, fence, '
-                        'attempts, detail FROM ' + self.q + ' ORDER BY id', log=False)
+                        'attempts, detail, run_at <= clock_timestamp() FROM ' + self.q
+                        + ' ORDER BY id', log=False)
 
     def compare(self, s, actual):
         """The rows session s (or the admin: committed) sees against the model."""
@@ -620,7 +766,7 @@ class DlsmMachine(RuleBasedStateMachine):
             self.fail('%s: ids %s, the model has %s' % (label, [a[0] for a in actual],
                                                         sorted(v)), s)
         inprog = {}
-        for rid, status, kind, entity, pid, fence, attempts, detail in actual:
+        for rid, status, kind, entity, pid, fence, attempts, detail, due in actual:
             r = v[rid]
             if status == 'in-progress':
                 inprog.setdefault(entity, set()).add(pid)
@@ -641,6 +787,9 @@ class DlsmMachine(RuleBasedStateMachine):
             if status != r.status:
                 self.fail('%s: row %d is %s, the contract says %s'
                           % (label, rid, status, r.status), s)
+            if status == 'new' and due != r.due:
+                self.fail('%s: row %d is %sdue, the contract says %sdue'
+                          % (label, rid, '' if due else 'not ', '' if r.due else 'not '), s)
             ok = (detail == r.detail if not isinstance(r.detail, re.Pattern)
                   else detail is not None and r.detail.match(detail))
             if not ok:
@@ -669,6 +818,8 @@ class DlsmMachine(RuleBasedStateMachine):
                 self.act_rollback(s)
         self.check_all()
         for _ in range(200):
+            if self.delayed():
+                self.act_make_due(self.delayed())
             for pid in sorted({r.pid for r in m.committed.values() if r.status == 'in-progress'}):
                 self.act_expire(pid)
             self.act_reap()
@@ -738,21 +889,46 @@ class DlsmMachine(RuleBasedStateMachine):
         return str(uuid.UUID(int=data.draw(st.integers(1, 2**32), label='never claimed')))
 
     @rule(s=st.integers(0, NSESS - 1),
-          items=st.lists(st.tuples(st.sampled_from(ENTITIES), st.sampled_from(KINDS)),
+          items=st.lists(st.tuples(st.sampled_from(ENTITIES), st.sampled_from(KINDS),
+                                   RUN_AT),
                          min_size=1, max_size=4))
     def enqueue(self, s, items):
         def go():
-            for entity, kind in items:
-                self.act_enqueue(s, entity, kind)
+            for entity, kind, run_at in items:
+                self.act_enqueue(s, entity, kind, run_at)
         self.run_step(go)
 
     @rule(s=st.integers(0, NSESS - 1), entity=st.sampled_from(ENTITIES),
-          n=st.integers(2, 3))
-    def enqueue_updates(self, s, entity, n):
+          run_ats=st.lists(RUN_AT, min_size=2, max_size=3))
+    def enqueue_updates(self, s, entity, run_ats):
         def go():
-            for _ in range(n):
-                self.act_enqueue(s, entity, 'update')
+            for run_at in run_ats:
+                self.act_enqueue(s, entity, 'update', run_at)
         self.run_step(go)
+
+    @precondition(lambda self: self.delayed())
+    @rule(data=st.data())
+    def make_due(self, data):
+        ids = data.draw(st.lists(st.sampled_from(self.delayed()), min_size=1,
+                                 max_size=2, unique=True), label='ids')
+        self.run_step(self.act_make_due, sorted(ids))
+
+    @rule(data=st.data(), s=st.integers(0, NSESS - 1), entity=st.sampled_from(ENTITIES),
+          begin=st.sampled_from((True, True, True, False)))
+    def group_updates(self, data, s, entity, begin):
+        m = self.m
+        v = m.view(s)
+        own = sorted({r.pid for r in v.values() if r.entity == entity
+                      and r.status == 'in-progress'}, key=self.pids.index)
+        kind = data.draw(st.sampled_from(('fresh', 'fresh', 'holder', 'holder', 'any')),
+                         label='which pid')
+        if kind == 'holder' and own:
+            pid = data.draw(st.sampled_from(own), label='holder pid')
+        elif kind == 'any' and self.pids:
+            pid = data.draw(st.sampled_from(self.pids), label='pid')
+        else:
+            pid = str(uuid.UUID(int=data.draw(st.integers(1, 2**32), label='fresh pid')))
+        self.run_step(self.act_group, s, entity, pid, begin)
 
     @rule(s=st.integers(0, NSESS - 1))
     def begin(self, s):
@@ -770,11 +946,13 @@ class DlsmMachine(RuleBasedStateMachine):
         self.run_step(self.act_claim, s, units, True)
 
     @rule(data=st.data(), s=st.integers(0, NSESS - 1),
-          outcome=st.sampled_from(('complete', 'complete', 'error', 'retry', 'retry')),
+          outcome=st.sampled_from(('complete', 'complete', 'error', 'retry', 'retry',
+                                   'retry later')),
           detail=st.sampled_from((None, 'why')))
     def settle(self, data, s, outcome, detail):
         pid = self.draw_pid(data, s)
-        self.run_step(self.act_settle, s, pid, outcome, detail)
+        later = outcome == 'retry later'
+        self.run_step(self.act_settle, s, pid, 'retry' if later else outcome, detail, later)
 
     @rule(data=st.data(), s=st.integers(0, NSESS - 1),
           outcome=st.sampled_from(('complete', 'error', 'retry')))
@@ -963,6 +1141,74 @@ def scenario_settle_many(t):
     t.act_commit(1)
 
 
+def scenario_group_not_due(t):
+    """issue 21 #7, the review's repro: dlsm_group_updates moves only the
+    due update, not the one an hour ahead (it moved both)."""
+    t.act_enqueue(0, 'e1', 'update')
+    t.act_enqueue(0, 'e1', 'update', 'later')
+    t.act_group(0, 'e1', str(uuid.uuid4()))     # BEGIN; ... -> 1
+
+
+def scenario_delayed(t):
+    """delayed requests: not claimable before their run_at; an older one
+    holds its entity's later requests back (a create too, behind another
+    kind); a claim's group stops at a delayed update."""
+    t.act_enqueue(0, 'e0', 'update')
+    a2 = t.act_enqueue(0, 'e0', 'update', 'later')
+    a3 = t.act_enqueue(0, 'e0', 'update', 'past')
+    a4 = t.act_enqueue(0, 'e1', 'delete', 'later')
+    t.act_enqueue(0, 'e1', 'create', 'null')
+    a6 = t.act_enqueue(0, 'e2', 'update', 'later')
+    t.act_enqueue(0, 'e2', 'create')
+    t.act_claim(1, 10, leased=True)         # e0's first update, e2's create
+    t.act_settle(1, t.pids[0], 'complete', None)
+    t.act_settle(1, t.pids[1], 'complete', None)
+    t.act_claim(1, 10, leased=True)         # nothing: all behind delayed ones
+    t.act_make_due([a2, a4])
+    t.act_claim(1, 10, leased=True)         # e0's two updates, e1's delete
+    t.act_settle(1, t.pids[2], 'retry', None, later=True)
+    t.act_settle(1, t.pids[3], 'complete', None)
+    t.act_claim(1, 10, leased=True)         # e1's create
+    t.act_make_due([a2, a3, a6])
+    t.act_claim(1, 10, leased=True)         # e0's updates again, e2's update
+
+
+def scenario_group_pending(t):
+    """dlsm_group_updates in a transaction holding a claim not yet
+    written: it writes the claim first, so only the claim's process id may
+    group the entity's later updates; other sessions meanwhile find the
+    entity busy; a row locked elsewhere makes it busy too."""
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_enqueue(0, 'e1', 'delete')
+    t.act_claim(0, 2, leased=False)         # e0's updates, e1's delete: pending
+    t.act_enqueue(1, 'e0', 'update')
+    later = t.act_enqueue(1, 'e0', 'update', 'later')
+    t.act_enqueue(1, 'e0', 'update')
+    t.act_group(0, 'e0', str(uuid.uuid4()))  # 55P03: held by the claim
+    t.act_group(0, 'e0', t.pids[0])         # the claim's two and one more
+    t.act_group(1, 'e0', t.pids[0])         # 55P03: being claimed
+    t.act_rollback(1)
+    t.act_claim(2, 1, leased=True)          # nothing
+    t.act_commit(0)
+    t.act_begin(2)
+    t.act_heartbeat(2, t.pids[0])           # locks its rows
+    t.act_group(1, 'e0', t.pids[0], begin=False)    # 55P03: a row is locked
+    t.act_rollback(2)
+    t.act_make_due([later])
+    t.act_group(1, 'e0', t.pids[0], begin=False)    # all five, at once
+
+
+def scenario_delayed_update_before_create(t):
+    """an entity's oldest request is an update not yet due, enqueued
+    before its create, with a request of another kind in between: the
+    create goes first, as when that update is due (it waited an hour)."""
+    t.act_enqueue(0, 'e0', 'update', 'later')
+    t.act_enqueue(0, 'e0', 'delete')
+    t.act_enqueue(0, 'e0', 'create')
+    t.act_claim(1, 1, leased=True)          # the create
+
+
 SCENARIOS = [
     ('an update enqueued before its create does not hold the create back',
      scenario_update_before_create),
@@ -985,6 +1231,14 @@ SCENARIOS = [
      scenario_lease_reap_late_settle),
     ('dlsm_settle_many counts, lost ids and uncommitted claims',
      scenario_settle_many),
+    ('dlsm_group_updates moves the due update, not the one an hour ahead (issue 21 #7)',
+     scenario_group_not_due),
+    ('delayed requests wait, hold their entity back, end a group',
+     scenario_delayed),
+    ("dlsm_group_updates writes the transaction's own claims first; busy entity, locked row",
+     scenario_group_pending),
+    ('a delayed update enqueued before its create, then another kind: the create goes first',
+     scenario_delayed_update_before_create),
 ]
 
 
@@ -1075,17 +1329,21 @@ def main():
           'included), %.0f s: '
           '%d claims (%d rows, %d units, %d grouped), %d settles, %d settle_many, '
           '%d heartbeats, %d lost-claim 55000s, %d duplicate-create 23505s, %d expiries, '
-          '%d reaps (%d rows), %d commits, %d rollbacks, %d view comparisons, %d drains to terminal'
+          '%d reaps (%d rows), %d delayed enqueues, %d made due, %d dlsm_group_updates '
+          '(%d rows, %d busy 55P03s), %d commits, %d rollbacks, %d view comparisons, '
+          '%d drains to terminal'
           % (ran['steps'], ran['examples'], examples, steps, time.time() - RUN_START[0],
              ran['claims'], ran['claimed_rows'], ran['units'], ran['groups'], ran['settles'],
              ran['settle_many'], ran['heartbeats'], ran['lost_55000'], ran['dup_23505'],
-             ran['expires'], ran['reaps'], ran['reaped_rows'], ran['commits'], ran['rollbacks'],
-             ran['view_checks'], ran['drains']))
+             ran['expires'], ran['reaps'], ran['reaped_rows'], ran['delayed'],
+             ran['made_due'], ran['group_calls'], ran['grouped_rows'], ran['group_busy'],
+             ran['commits'], ran['rollbacks'], ran['view_checks'], ran['drains']))
     print('model: checked after every step: the ids and units each claim returns '
           '(FIFO, busy entities, updates waiting for their create, failed creates, '
-          'grouping), the rows each session in a transaction sees and the committed '
-          'rows (status, process id, fence, attempts, detail), settle and settle_many '
-          'counts, 55000 for lost claims, 23505 for a second create, reaped rows, '
+          'delayed requests, grouping), the rows each session in a transaction sees '
+          'and the committed rows (status, process id, fence, attempts, detail, due), '
+          'settle and settle_many counts, dlsm_group_updates counts and 55P03s, '
+          '55000 for lost claims, 23505 for a second create, reaped rows, '
           'one unit per entity, fences rising, a fresh process id per unit; after '
           'every example: every request terminal once drained')
     if time.time() - RUN_START[0] > BUDGET:
