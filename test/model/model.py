@@ -1,59 +1,106 @@
 #!/usr/bin/python3
 """test/model/model.py: a model-based (stateful property) test of dlsm's
-claim/settle contract (README: Concepts, Guarantees, dlsm_claim,
-dlsm_settle, dlsm_settle_many, dlsm_heartbeat, dlsm_reap, Fences).
+claim/settle contract (README: Concepts, Guarantees, dlsm_enqueue,
+dlsm_claim, dlsm_group_updates, dlsm_settle, dlsm_settle_many,
+dlsm_heartbeat, dlsm_reap, Fences).
 
 Three client sessions and one superuser "admin" connection are driven
 through random interleavings (hypothesis's RuleBasedStateMachine) of:
 enqueues of creates, updates and another kind over a small pool of
 entities, in any order (updates before their create too, duplicate creates:
-23505); transactional claims (BEGIN; dlsm_claim, again inside the same
+23505), due (run_at left out, NULL or in the past) or delayed (run_at an
+hour ahead); transactional claims (BEGIN; dlsm_claim, again inside the same
 transaction; COMMIT or ROLLBACK later); leased claims committed at once;
-dlsm_settle of every outcome (complete, error, retry with retry_after =>
-'0'); dlsm_settle_many; dlsm_heartbeat; late settles and heartbeats of lost,
-settled, rolled-back, other sessions' uncommitted and never-claimed process
-ids (55000); lease expiry (the admin sets lease_until of a committed
-in-progress unit into the past: no real sleeping) and dlsm_reap.  Every
-step is compared with a small Python model of the README contract:
+dlsm_group_updates of an entity under a fresh process id, its holder's or
+any seen, in a transaction (before or after claims of its own) or on its
+own; dlsm_settle of every outcome (complete, error, retry with retry_after
+=> '0' or '1 hour': a delayed request again); dlsm_settle_many;
+dlsm_heartbeat; late settles and heartbeats of lost, settled, rolled-back,
+other sessions' uncommitted and never-claimed process ids (55000); lease
+expiry (the admin sets lease_until of a committed in-progress unit into the
+past: no real sleeping), delayed requests coming due (the admin sets their
+run_at into the past) and dlsm_reap.  Every step is compared with a small
+Python model of the README contract:
 
-- which rows and units each claim returns: FIFO by id; entities in progress
-  (in the claimer's view) or claimed by another open transaction passed
-  over; an update waits while its entity's create is new or in progress;
-  the updates of an entity whose create failed are never handed out (and
-  are settled error, with the README's detail); all ready updates of an
-  entity up to its next new request of another kind form one unit (one
-  process id, one fence); a create never waits behind its entity's older
-  requests; other requests never overtake an older open request of their
-  entity (see AMBIGUITIES below);
+- which rows and units each claim returns: FIFO by id; delayed requests
+  not before their run_at; entities in progress (in the claimer's view) or
+  claimed by another open transaction passed over; an update waits while
+  its entity's create is new or in progress; the updates of an entity
+  whose create failed are never handed out (and are settled error, with
+  the README's detail); all ready updates of an entity up to its next new
+  request that is not a due update form one unit (one process id, one
+  fence); requests never overtake an older open request of their entity,
+  delayed or not, but a create goes first when its entity's oldest open
+  request is an update (see AMBIGUITIES below);
+- dlsm_group_updates(entity, process_id): its count, the rows it moves to
+  in-progress (the entity's new due updates up to its next new request
+  that is not a due update, and those already in progress under
+  process_id; one new fence; attempts + 1 for the new ones); 55P03 and
+  nothing changed when another transaction is claiming the entity
+  (message "is busy", detail "Another transaction is claiming ..."),
+  another process id holds it in progress ("... in progress under another
+  process id.", the transaction's own claims not yet written included),
+  its create is not complete ("The create request ... is not complete."),
+  or one of the rows it would move is locked by another transaction
+  ("could not obtain lock on row"); in a transaction, it writes that
+  transaction's claims first (they read in-progress from then on) and
+  holds the entity until the transaction ends, as a claim does;
 - the rows each session sees (its own uncommitted changes, nobody else's;
-  its claims read as before until a settle, heartbeat or the commit writes
-  them) and the committed rows (admin) after every step: status, process
-  id, fence, attempts, detail;
+  its claims read as before until a settle, heartbeat, dlsm_group_updates
+  or the commit writes them) and the committed rows (admin) after every
+  step: status, process id, fence, attempts, detail, and for new rows
+  whether they are due;
 - what COMMIT and ROLLBACK leave; settle counts, settle_many rows (0 for a
   lost id, a duplicated id counted twice), 55000 for lost claims, 23505 for
   a second create; attempts and max_attempts (3: retry and reap turn into
   error); no entity in two units in any session's view; fences strictly
-  rising across claims, one per unit; a fresh process id per unit;
+  rising across claims and groupings, one per unit; a fresh process id per
+  unit;
 - at the end of each example: every open transaction rolled back, then
-  expire + reap + leased claims + settles until nothing moves: every
-  request must be terminal (nothing left stuck) and the model must agree
-  on each claim on the way.
+  delayed requests made due, expire + reap + leased claims + settles until
+  nothing moves: every request must be terminal (nothing left stuck) and
+  the model must agree on each claim on the way.
 
 AMBIGUITIES resolved here (README/DESIGN do not say):
 - "never jumping ahead of an earlier request of another kind": a request
   other than a create is not handed out while an older request of its
-  entity is new (updates waiting for their create included), except older
-  updates whose create failed; a create is handed out whatever older
-  requests of its entity wait (they wait for it, directly or behind such an
-  update), otherwise an update enqueued before its create and followed by
-  another kind would wait forever.
-- A group of updates ends at the entity's next *new* request of another
-  kind; settled ones (e.g. the create it waited for) do not split it.
+  entity is new (updates waiting for their create and delayed requests
+  included), except older updates whose create failed once a claim
+  settled them (below); a create is handed out when the older requests of
+  its entity wait for it, that is when the entity's oldest open request is
+  an update (the others wait behind it), delayed or not: otherwise an
+  update enqueued before its create and followed by another kind would
+  wait forever, or until its run_at.  A create behind an older request of
+  another kind (a delete not yet due) waits for it like any request (as
+  src/plans.c BLOCKS has it).
+- A group of updates ends at the entity's next *new* request that is not a
+  due update: another kind, or an update not yet due (later updates never
+  overtake it); settled ones (e.g. the create it waited for) do not split
+  it.  dlsm_group_updates ends its group there too.
 - Updates of a failed create may still read 'new' until some claim passes
   over them; the model accepts 'new' or 'error' with the README's detail
-  until then, and requires 'error' after the final drain.
+  until then, and requires 'error' after the final drain.  A claim settles
+  them (all, delayed ones too) when it meets the first of them due at the
+  head of its entity (no older new request); until then they hold the
+  entity's later requests back like any older request.
+- Process ids: the README wants one new for every claim.  The model's
+  dlsm_group_updates reuses them freely (its holder's, a settled or lost
+  one, another session's committed one) but never the process id of
+  another transaction's claim not yet written, which nobody else can know
+  (were it given, that transaction's settle would settle only its claim's
+  rows, not those grouped under the same id meanwhile: pending.c takes a
+  fresh process id to hold nothing else).
+- dlsm_group_updates on its own (autocommit) is allowed: it moves the rows
+  and commits at once, holding nothing after.  Its 55P03 inside a
+  transaction is taken in a savepoint (rolled back: the transaction's
+  claims read as not written again).
+- A delayed request is due when run_at <= the claim's clock; the admin
+  makes one due by setting its run_at a minute into the past, a change
+  "behind dlsm's back" that the claim sees at once (the queue's floor never
+  passes a delayed request).
 - Fences: strictly greater than every fence handed out by an earlier claim
-  call; the units of one call have distinct fences, in no particular order.
+  or dlsm_group_updates call; the units of one call have distinct fences,
+  in no particular order.
 
 Before the random run, fixed scenarios (one TAP line each) replay through
 the same model the shortest reproduction of each disagreement found so far
@@ -66,8 +113,10 @@ cluster), MODEL_EXAMPLES (400), MODEL_STEPS (50 per example), MODEL_SEED
 (unset: derandomized, the same examples every run; "random"; or a number),
 MODEL_BUDGET (90 s: the random run stops generating, or shrinking, then),
 MODEL_SCENARIOS=0 to skip the scenarios; to explore past a known defect
-(the model is unchanged): MODEL_UPDATE_BEFORE_CREATE=0 (no update enqueued
-before its entity's create), MODEL_KINDS=create,update (no other kinds).
+in the random run (the model and the scenarios are unchanged): MODEL_UPDATE_BEFORE_CREATE=0 (no update enqueued
+before its entity's create), MODEL_KINDS=create,update (no other kinds),
+MODEL_DELAYED_BEFORE_CREATE=0 (no update delayed while its entity's create
+may come after it).
 """
 import os
 import re
@@ -101,9 +150,10 @@ UPDATE_BEFORE_CREATE = os.environ.get('MODEL_UPDATE_BEFORE_CREATE', '1') != '0'
 # run_at of a random enqueue (DlsmMachine.RUN_AT_SQL): mostly the default, an
 # hour ahead (delayed), sometimes NULL or in the past
 RUN_AT = st.sampled_from((None, None, None, None, 'later', 'later', 'past', 'null'))
-# MODEL_DELAYED_BEFORE_CREATE=0: no update is delayed (enqueued or retried an
-# hour ahead) while its entity has no create in the session's view (to look
-# past that defect; the model itself is unchanged)
+# MODEL_DELAYED_BEFORE_CREATE=0: no update is enqueued an hour ahead while
+# its entity has no create in the session's view, nor retried an hour ahead
+# while that create is not complete (to look past that defect; the model
+# itself is unchanged)
 DELAYED_BEFORE_CREATE = os.environ.get('MODEL_DELAYED_BEFORE_CREATE', '1') != '0'
 
 
@@ -308,7 +358,8 @@ STATS = dict(examples=0, steps=0, claims=0, claimed_rows=0, units=0, groups=0,
              settles=0, settle_many=0, heartbeats=0, lost_55000=0, dup_23505=0,
              expires=0, reaps=0, reaped_rows=0, commits=0, rollbacks=0,
              view_checks=0, drains=0, delayed=0, made_due=0, group_calls=0,
-             grouped_rows=0, group_busy=0)
+             grouped_rows=0, group_busy=0, busy_claiming=0, busy_held=0,
+             busy_create=0, busy_row=0)
 LAST = [None]                       # the machine of the last example run
 RUN_START = [None]                  # when the random run started
 FAILED = [False]                    # some example of the run failed
@@ -469,10 +520,11 @@ class DlsmMachine(RuleBasedStateMachine):
     def act_enqueue(self, s, entity, kind, run_at=None):
         m = self.m
         if (run_at == 'later' and kind == 'update' and not DELAYED_BEFORE_CREATE
+                and RUN_START[0] is not None
                 and entity not in m.creates(m.view(s))):
             run_at = None       # exploration knob
         q = 'SELECT dlsm_enqueue(%s, %s, %s' + self.RUN_AT_SQL[run_at] + ')'
-        if (kind == 'update' and not UPDATE_BEFORE_CREATE
+        if (kind == 'update' and not UPDATE_BEFORE_CREATE and RUN_START[0] is not None
                 and entity not in m.creates(m.view(s))):
             kind = 'create'     # exploration knob: creates come first
         if kind == 'create':
@@ -580,8 +632,10 @@ class DlsmMachine(RuleBasedStateMachine):
         """dlsm_settle; later: a retry an hour ahead (not due)."""
         rows = self.m.held(self.m.view(s), pid)
         creates = self.m.creates(self.m.view(s))
-        if (later and not DELAYED_BEFORE_CREATE and
-                any(r.kind == 'update' and r.entity not in creates for r in rows)):
+        if (later and not DELAYED_BEFORE_CREATE and RUN_START[0] is not None and
+                any(r.kind == 'update' and (r.entity not in creates or
+                                            creates[r.entity].status != 'complete')
+                    for r in rows)):
             later = False       # exploration knob
         q = ('SELECT dlsm_settle(%s, %s::uuid, %s, %s, ' + self.settle_args(outcome, later)
              + '::interval)')
@@ -719,6 +773,7 @@ class DlsmMachine(RuleBasedStateMachine):
                           'contract says busy: %s' % (who_name(s), entity, pid, msg,
                                                       detail, why), s)
             STATS['group_busy'] += 1
+            STATS['busy_' + why] += 1
             return
         (n,), = self.sql(s, q, args)
         if n != len(ids):
@@ -920,12 +975,18 @@ class DlsmMachine(RuleBasedStateMachine):
         v = m.view(s)
         own = sorted({r.pid for r in v.values() if r.entity == entity
                       and r.status == 'in-progress'}, key=self.pids.index)
+        # never the process id of another transaction's claim not yet
+        # written: the README has a process id new for every claim, and
+        # nobody else can know it (see AMBIGUITIES)
+        unwritten = {t.overlay[i].pid for j, t in enumerate(m.tx)
+                     if t is not None and j != s for i in t.pending}
+        seen = [p for p in self.pids if p not in unwritten]
         kind = data.draw(st.sampled_from(('fresh', 'fresh', 'holder', 'holder', 'any')),
                          label='which pid')
         if kind == 'holder' and own:
             pid = data.draw(st.sampled_from(own), label='holder pid')
-        elif kind == 'any' and self.pids:
-            pid = data.draw(st.sampled_from(self.pids), label='pid')
+        elif kind == 'any' and seen:
+            pid = data.draw(st.sampled_from(seen), label='pid')
         else:
             pid = str(uuid.UUID(int=data.draw(st.integers(1, 2**32), label='fresh pid')))
         self.run_step(self.act_group, s, entity, pid, begin)
@@ -1330,13 +1391,15 @@ def main():
           '%d claims (%d rows, %d units, %d grouped), %d settles, %d settle_many, '
           '%d heartbeats, %d lost-claim 55000s, %d duplicate-create 23505s, %d expiries, '
           '%d reaps (%d rows), %d delayed enqueues, %d made due, %d dlsm_group_updates '
-          '(%d rows, %d busy 55P03s), %d commits, %d rollbacks, %d view comparisons, '
+          '(%d rows; 55P03: %d being claimed, %d held, %d create not complete, %d row '
+          'locked), %d commits, %d rollbacks, %d view comparisons, '
           '%d drains to terminal'
           % (ran['steps'], ran['examples'], examples, steps, time.time() - RUN_START[0],
              ran['claims'], ran['claimed_rows'], ran['units'], ran['groups'], ran['settles'],
              ran['settle_many'], ran['heartbeats'], ran['lost_55000'], ran['dup_23505'],
              ran['expires'], ran['reaps'], ran['reaped_rows'], ran['delayed'],
-             ran['made_due'], ran['group_calls'], ran['grouped_rows'], ran['group_busy'],
+             ran['made_due'], ran['group_calls'], ran['grouped_rows'], ran['busy_claiming'],
+             ran['busy_held'], ran['busy_create'], ran['busy_row'],
              ran['commits'], ran['rollbacks'], ran['view_checks'], ran['drains']))
     print('model: checked after every step: the ids and units each claim returns '
           '(FIFO, busy entities, updates waiting for their create, failed creates, '
