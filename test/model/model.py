@@ -1,59 +1,106 @@
 #!/usr/bin/python3
 """test/model/model.py: a model-based (stateful property) test of dlsm's
-claim/settle contract (README: Concepts, Guarantees, dlsm_claim,
-dlsm_settle, dlsm_settle_many, dlsm_heartbeat, dlsm_reap, Fences).
+claim/settle contract (README: Concepts, Guarantees, dlsm_enqueue,
+dlsm_claim, dlsm_group_updates, dlsm_settle, dlsm_settle_many,
+dlsm_heartbeat, dlsm_reap, Fences).
 
 Three client sessions and one superuser "admin" connection are driven
 through random interleavings (hypothesis's RuleBasedStateMachine) of:
 enqueues of creates, updates and another kind over a small pool of
 entities, in any order (updates before their create too, duplicate creates:
-23505); transactional claims (BEGIN; dlsm_claim, again inside the same
+23505), due (run_at left out, NULL or in the past) or delayed (run_at an
+hour ahead); transactional claims (BEGIN; dlsm_claim, again inside the same
 transaction; COMMIT or ROLLBACK later); leased claims committed at once;
-dlsm_settle of every outcome (complete, error, retry with retry_after =>
-'0'); dlsm_settle_many; dlsm_heartbeat; late settles and heartbeats of lost,
-settled, rolled-back, other sessions' uncommitted and never-claimed process
-ids (55000); lease expiry (the admin sets lease_until of a committed
-in-progress unit into the past: no real sleeping) and dlsm_reap.  Every
-step is compared with a small Python model of the README contract:
+dlsm_group_updates of an entity under a fresh process id, its holder's or
+any seen, in a transaction (before or after claims of its own) or on its
+own; dlsm_settle of every outcome (complete, error, retry with retry_after
+=> '0' or '1 hour': a delayed request again); dlsm_settle_many;
+dlsm_heartbeat; late settles and heartbeats of lost, settled, rolled-back,
+other sessions' uncommitted and never-claimed process ids (55000); lease
+expiry (the admin sets lease_until of a committed in-progress unit into the
+past: no real sleeping), delayed requests coming due (the admin sets their
+run_at into the past) and dlsm_reap.  Every step is compared with a small
+Python model of the README contract:
 
-- which rows and units each claim returns: FIFO by id; entities in progress
-  (in the claimer's view) or claimed by another open transaction passed
-  over; an update waits while its entity's create is new or in progress;
-  the updates of an entity whose create failed are never handed out (and
-  are settled error, with the README's detail); all ready updates of an
-  entity up to its next new request of another kind form one unit (one
-  process id, one fence); a create never waits behind its entity's older
-  requests; other requests never overtake an older open request of their
-  entity (see AMBIGUITIES below);
+- which rows and units each claim returns: FIFO by id; delayed requests
+  not before their run_at; entities in progress (in the claimer's view) or
+  claimed by another open transaction passed over; an update waits while
+  its entity's create is new or in progress; the updates of an entity
+  whose create failed are never handed out (and are settled error, with
+  the README's detail); all ready updates of an entity up to its next new
+  request that is not a due update form one unit (one process id, one
+  fence); requests never overtake an older open request of their entity,
+  delayed or not, but a create goes first when its entity's oldest open
+  request is an update (see AMBIGUITIES below);
+- dlsm_group_updates(entity, process_id): its count, the rows it moves to
+  in-progress (the entity's new due updates up to its next new request
+  that is not a due update, and those already in progress under
+  process_id; one new fence; attempts + 1 for the new ones); 55P03 and
+  nothing changed when another transaction is claiming the entity
+  (message "is busy", detail "Another transaction is claiming ..."),
+  another process id holds it in progress ("... in progress under another
+  process id.", the transaction's own claims not yet written included),
+  its create is not complete ("The create request ... is not complete."),
+  or one of the rows it would move is locked by another transaction
+  ("could not obtain lock on row"); in a transaction, it writes that
+  transaction's claims first (they read in-progress from then on) and
+  holds the entity until the transaction ends, as a claim does;
 - the rows each session sees (its own uncommitted changes, nobody else's;
-  its claims read as before until a settle, heartbeat or the commit writes
-  them) and the committed rows (admin) after every step: status, process
-  id, fence, attempts, detail;
+  its claims read as before until a settle, heartbeat, dlsm_group_updates
+  or the commit writes them) and the committed rows (admin) after every
+  step: status, process id, fence, attempts, detail, and for new rows
+  whether they are due;
 - what COMMIT and ROLLBACK leave; settle counts, settle_many rows (0 for a
   lost id, a duplicated id counted twice), 55000 for lost claims, 23505 for
   a second create; attempts and max_attempts (3: retry and reap turn into
   error); no entity in two units in any session's view; fences strictly
-  rising across claims, one per unit; a fresh process id per unit;
+  rising across claims and groupings, one per unit; a fresh process id per
+  unit;
 - at the end of each example: every open transaction rolled back, then
-  expire + reap + leased claims + settles until nothing moves: every
-  request must be terminal (nothing left stuck) and the model must agree
-  on each claim on the way.
+  delayed requests made due, expire + reap + leased claims + settles until
+  nothing moves: every request must be terminal (nothing left stuck) and
+  the model must agree on each claim on the way.
 
 AMBIGUITIES resolved here (README/DESIGN do not say):
 - "never jumping ahead of an earlier request of another kind": a request
   other than a create is not handed out while an older request of its
-  entity is new (updates waiting for their create included), except older
-  updates whose create failed; a create is handed out whatever older
-  requests of its entity wait (they wait for it, directly or behind such an
-  update), otherwise an update enqueued before its create and followed by
-  another kind would wait forever.
-- A group of updates ends at the entity's next *new* request of another
-  kind; settled ones (e.g. the create it waited for) do not split it.
+  entity is new (updates waiting for their create and delayed requests
+  included), except older updates whose create failed once a claim
+  settled them (below); a create is handed out when the older requests of
+  its entity wait for it, that is when the entity's oldest open request is
+  an update (the others wait behind it), delayed or not: otherwise an
+  update enqueued before its create and followed by another kind would
+  wait forever, or until its run_at.  A create behind an older request of
+  another kind (a delete not yet due) waits for it like any request (as
+  src/plans.c BLOCKS has it).
+- A group of updates ends at the entity's next *new* request that is not a
+  due update: another kind, or an update not yet due (later updates never
+  overtake it); settled ones (e.g. the create it waited for) do not split
+  it.  dlsm_group_updates ends its group there too.
 - Updates of a failed create may still read 'new' until some claim passes
   over them; the model accepts 'new' or 'error' with the README's detail
-  until then, and requires 'error' after the final drain.
+  until then, and requires 'error' after the final drain.  A claim settles
+  them (all, delayed ones too) when it meets the first of them due at the
+  head of its entity (no older new request); until then they hold the
+  entity's later requests back like any older request.
+- Process ids: the README wants one new for every claim.  The model's
+  dlsm_group_updates reuses them freely (its holder's, a settled or lost
+  one, another session's committed one) but never the process id of
+  another transaction's claim not yet written, which nobody else can know
+  (were it given, that transaction's settle would settle only its claim's
+  rows, not those grouped under the same id meanwhile: pending.c takes a
+  fresh process id to hold nothing else).
+- dlsm_group_updates on its own (autocommit) is allowed: it moves the rows
+  and commits at once, holding nothing after.  Its 55P03 inside a
+  transaction is taken in a savepoint (rolled back: the transaction's
+  claims read as not written again).
+- A delayed request is due when run_at <= the claim's clock; the admin
+  makes one due by setting its run_at a minute into the past, a change
+  "behind dlsm's back" that the claim sees at once (the queue's floor never
+  passes a delayed request).
 - Fences: strictly greater than every fence handed out by an earlier claim
-  call; the units of one call have distinct fences, in no particular order.
+  or dlsm_group_updates call; the units of one call have distinct fences,
+  in no particular order.
 
 Before the random run, fixed scenarios (one TAP line each) replay through
 the same model the shortest reproduction of each disagreement found so far
@@ -66,8 +113,10 @@ cluster), MODEL_EXAMPLES (400), MODEL_STEPS (50 per example), MODEL_SEED
 (unset: derandomized, the same examples every run; "random"; or a number),
 MODEL_BUDGET (90 s: the random run stops generating, or shrinking, then),
 MODEL_SCENARIOS=0 to skip the scenarios; to explore past a known defect
-(the model is unchanged): MODEL_UPDATE_BEFORE_CREATE=0 (no update enqueued
-before its entity's create), MODEL_KINDS=create,update (no other kinds).
+in the random run (the model and the scenarios are unchanged): MODEL_UPDATE_BEFORE_CREATE=0 (no update enqueued
+before its entity's create), MODEL_KINDS=create,update (no other kinds),
+MODEL_DELAYED_BEFORE_CREATE=0 (no update delayed while its entity's create
+may come after it).
 """
 import os
 import re
@@ -98,6 +147,14 @@ TERMINAL = ('complete', 'error')
 # entity has no create in the session's view (to look past that defect;
 # the model itself is unchanged)
 UPDATE_BEFORE_CREATE = os.environ.get('MODEL_UPDATE_BEFORE_CREATE', '1') != '0'
+# run_at of a random enqueue (DlsmMachine.RUN_AT_SQL): mostly the default, an
+# hour ahead (delayed), sometimes NULL or in the past
+RUN_AT = st.sampled_from((None, None, None, None, 'later', 'later', 'past', 'null'))
+# MODEL_DELAYED_BEFORE_CREATE=0: no update is enqueued an hour ahead while
+# its entity has no create in the session's view, nor retried an hour ahead
+# while that create is not complete (to look past that defect; the model
+# itself is unchanged)
+DELAYED_BEFORE_CREATE = os.environ.get('MODEL_DELAYED_BEFORE_CREATE', '1') != '0'
 
 
 class Disagreement(AssertionError):
@@ -113,13 +170,14 @@ class BudgetSpent(KeyboardInterrupt):
 
 class Row:
     __slots__ = ('id', 'kind', 'entity', 'status', 'pid', 'fence', 'attempts',
-                 'expired', 'detail')
+                 'expired', 'detail', 'due')
 
-    def __init__(self, id, kind, entity):
+    def __init__(self, id, kind, entity, due=True):
         self.id, self.kind, self.entity = id, kind, entity
         self.status, self.pid, self.fence, self.attempts = 'new', None, None, 0
         self.expired = False
         self.detail = None      # None, an exact string, or a compiled regex
+        self.due = due          # run_at has come (an hour ahead: not due)
 
     def copy(self):
         r = Row(self.id, self.kind, self.entity)
@@ -128,9 +186,11 @@ class Row:
         return r
 
     def __repr__(self):
-        return '%d:%s/%s:%s%s' % (self.id, self.kind, self.entity, self.status,
-                                  '@' + self.pid[:8] if self.pid and
-                                  self.status == 'in-progress' else '')
+        return '%d:%s/%s:%s%s%s' % (self.id, self.kind, self.entity, self.status,
+                                    '@' + self.pid[:8] if self.pid and
+                                    self.status == 'in-progress' else '',
+                                    '' if self.due or self.status != 'new'
+                                    else '(later)')
 
 
 class Tx:
@@ -225,10 +285,15 @@ class Model:
         creates = self.creates(v)
         new = sorted((r for r in v.values() if r.status == 'new'),
                      key=lambda r: r.id)
+        first = {}                      # each entity's oldest new request
+        for r in new:
+            first.setdefault(r.entity, r)
         out, taken = [], set()
         for r in new:
             if len(out) >= units:
                 break
+            if not r.due:
+                continue                # its turn has not come
             e = r.entity
             if e in busy or e in taken or self.holders(r.id, but=s):
                 continue
@@ -236,17 +301,24 @@ class Model:
                 c = creates.get(e)
                 if c is not None and c.status != 'complete':
                     continue            # waits for its create, or doomed
-            if r.kind != 'create' and any(
-                    o.entity == e and o.id < r.id and
-                    (o.id in blocking or not self.doomed(v, o, creates))
-                    for o in new):
-                continue                # never overtakes an older request
+            # the updates of a failed create are settled error by the claim
+            # that meets the first of them due at its entity's head; until
+            # then they hold later requests back
+            cleared = first[e].due and self.doomed(v, first[e], creates)
+            older = any(o.entity == e and o.id < r.id and
+                        (o.id in blocking or not cleared or
+                         not self.doomed(v, o, creates))
+                        for o in new)
+            if older and (r.kind != 'create' or first[e].kind != 'update'):
+                # never overtakes an older request; a create goes first
+                # when its entity's oldest open request is an update
+                continue
             if r.kind == 'update':
                 group = []
                 for o in new:
                     if o.entity != e or o.id < r.id:
                         continue
-                    if o.kind != 'update':
+                    if o.kind != 'update' or not o.due:
                         break
                     group.append(o.id)
                 out.append(group)
@@ -255,6 +327,29 @@ class Model:
             taken.add(e)
         return out
 
+    def expected_group(self, s, entity, pid):
+        """What dlsm_group_updates(entity, pid) by session s should do, its
+        own claims written first: (why it is busy (55P03), None) or (None,
+        the ids it moves to pid)."""
+        if any(t is not None and i != s and entity in t.locks
+               for i, t in enumerate(self.tx)):
+            return 'claiming', None
+        v = self.view(s)
+        rows = sorted((r for r in v.values() if r.entity == entity),
+                      key=lambda r: r.id)
+        if any(r.status == 'in-progress' and r.pid != pid for r in rows):
+            return 'held', None
+        if any(r.kind == 'create' and r.status != 'complete' for r in rows):
+            return 'create', None
+        stop = min([r.id for r in rows if r.status == 'new' and
+                    (r.kind != 'update' or not r.due)] + [2**63])
+        ids = [r.id for r in rows if r.kind == 'update' and r.id < stop and
+               ((r.status == 'new' and r.due) or
+                (r.status == 'in-progress' and r.pid == pid))]
+        if any(self.holders(i, but=s) for i in ids):
+            return 'row', None
+        return None, ids
+
 
 # ------------------------------------------------------------ the harness
 
@@ -262,7 +357,9 @@ CONNS = []
 STATS = dict(examples=0, steps=0, claims=0, claimed_rows=0, units=0, groups=0,
              settles=0, settle_many=0, heartbeats=0, lost_55000=0, dup_23505=0,
              expires=0, reaps=0, reaped_rows=0, commits=0, rollbacks=0,
-             view_checks=0, drains=0)
+             view_checks=0, drains=0, delayed=0, made_due=0, group_calls=0,
+             grouped_rows=0, group_busy=0, busy_claiming=0, busy_held=0,
+             busy_create=0, busy_row=0)
 LAST = [None]                       # the machine of the last example run
 RUN_START = [None]                  # when the random run started
 FAILED = [False]                    # some example of the run failed
@@ -378,6 +475,7 @@ class DlsmMachine(RuleBasedStateMachine):
             if e.pgcode != code:
                 raise Disagreement('%s: expected SQLSTATE %s, got %s: %s'
                                    % (who_name(who), code, e.pgcode, e.pgerror))
+            return e
         else:
             raise Disagreement('%s: expected SQLSTATE %s, got the result %r'
                                % (who_name(who), code, res))
@@ -414,9 +512,19 @@ class DlsmMachine(RuleBasedStateMachine):
         self.m.tx[s] = None
         STATS['rollbacks'] += 1
 
-    def act_enqueue(self, s, entity, kind):
+    # run_at of an enqueue: default, NULL, in the past, an hour ahead
+    RUN_AT_SQL = {None: '', 'null': ', run_at => NULL',
+              'past': ", run_at => clock_timestamp() - interval '1 minute'",
+              'later': ", run_at => clock_timestamp() + interval '1 hour'"}
+
+    def act_enqueue(self, s, entity, kind, run_at=None):
         m = self.m
-        if (kind == 'update' and not UPDATE_BEFORE_CREATE
+        if (run_at == 'later' and kind == 'update' and not DELAYED_BEFORE_CREATE
+                and RUN_START[0] is not None
+                and entity not in m.creates(m.view(s))):
+            run_at = None       # exploration knob
+        q = 'SELECT dlsm_enqueue(%s, %s, %s' + self.RUN_AT_SQL[run_at] + ')'
+        if (kind == 'update' and not UPDATE_BEFORE_CREATE and RUN_START[0] is not None
                 and entity not in m.creates(m.view(s))):
             kind = 'create'     # exploration knob: creates come first
         if kind == 'create':
@@ -429,16 +537,17 @@ class DlsmMachine(RuleBasedStateMachine):
                 # index: enqueue an update instead
                 kind = 'update'
             elif entity in m.creates(m.view(s)):
-                self.sql_error(s, 'SELECT dlsm_enqueue(%s, %s, %s)',
-                               (self.q, entity, kind), '23505')
+                self.sql_error(s, q, (self.q, entity, kind), '23505')
                 STATS['dup_23505'] += 1
                 return
-        (rid,), = self.sql(s, 'SELECT dlsm_enqueue(%s, %s, %s)', (self.q, entity, kind))
+        (rid,), = self.sql(s, q, (self.q, entity, kind))
         if rid <= self.last_id:
             raise Disagreement('enqueue returned id %d, not above the last id %d'
                                % (rid, self.last_id))
         self.last_id = rid
-        m.write(s, Row(rid, kind, entity))
+        m.write(s, Row(rid, kind, entity, due=run_at != 'later'))
+        STATS['delayed'] += run_at == 'later'
+        return rid
 
     def act_claim(self, s, units, leased):
         m = self.m
@@ -500,9 +609,10 @@ class DlsmMachine(RuleBasedStateMachine):
         self.max_fence = max([self.max_fence] + fences)
         return rows
 
-    def apply_settle(self, s, rows, outcome, detail):
+    def apply_settle(self, s, rows, outcome, detail, later=False):
         for r in rows:
             n = r.copy()
+            n.due = not later
             if outcome in TERMINAL:
                 n.status, n.detail = outcome, detail
             elif n.attempts >= MAX_ATTEMPTS:
@@ -513,12 +623,21 @@ class DlsmMachine(RuleBasedStateMachine):
             self.m.write(s, n)
 
     @staticmethod
-    def settle_args(outcome):
-        return "'0'" if outcome == 'retry' else 'NULL'
+    def settle_args(outcome, later=False):
+        if outcome != 'retry':
+            return 'NULL'
+        return "'1 hour'" if later else "'0'"
 
-    def act_settle(self, s, pid, outcome, detail):
+    def act_settle(self, s, pid, outcome, detail, later=False):
+        """dlsm_settle; later: a retry an hour ahead (not due)."""
         rows = self.m.held(self.m.view(s), pid)
-        q = ('SELECT dlsm_settle(%s, %s::uuid, %s, %s, ' + self.settle_args(outcome)
+        creates = self.m.creates(self.m.view(s))
+        if (later and not DELAYED_BEFORE_CREATE and RUN_START[0] is not None and
+                any(r.kind == 'update' and (r.entity not in creates or
+                                            creates[r.entity].status != 'complete')
+                    for r in rows)):
+            later = False       # exploration knob
+        q = ('SELECT dlsm_settle(%s, %s::uuid, %s, %s, ' + self.settle_args(outcome, later)
              + '::interval)')
         args = (self.q, pid, outcome, detail)
         STATS['settles'] += 1
@@ -530,7 +649,7 @@ class DlsmMachine(RuleBasedStateMachine):
         if n != len(rows):
             self.fail('%s: dlsm_settle(%s, %s) settled %d rows, the contract says %d %s'
                       % (who_name(s), pid, outcome, n, len(rows), rows), s)
-        self.apply_settle(s, rows, outcome, detail)
+        self.apply_settle(s, rows, outcome, detail, later)
 
     def act_settle_many(self, s, pids, outcome):
         v = self.m.view(s)
@@ -604,11 +723,93 @@ class DlsmMachine(RuleBasedStateMachine):
             m.committed[r.id] = r
         STATS['reaped_rows'] += n
 
+    def delayed(self):
+        """Committed requests not yet due that the admin may make due
+        without waiting for a lock."""
+        m = self.m
+        maybe = m.maybe_failing(None)
+        return sorted(r.id for r in m.committed.values()
+                      if r.status == 'new' and not r.due and not m.holders(r.id)
+                      and r.id not in maybe)
+
+    def act_make_due(self, ids):
+        """The admin sets run_at of committed delayed requests into the
+        past: they come due (no real sleeping)."""
+        n = self.sql(ADMIN, 'UPDATE ' + self.q + " SET run_at = clock_timestamp()"
+                     " - interval '1 minute' WHERE id = ANY (%s) AND status = 'new'",
+                     (list(ids),))
+        if n != len(ids):
+            self.fail('making %s due touched %d rows, the model has them new' % (ids, n))
+        for rid in ids:
+            r = self.m.committed[rid].copy()
+            r.due = True
+            self.m.committed[rid] = r
+        STATS['made_due'] += len(ids)
+
+    def act_group(self, s, entity, pid, begin=True):
+        """dlsm_group_updates(entity, pid) by s, in a transaction (begun
+        when begin) or on its own."""
+        m = self.m
+        if begin:
+            self.act_begin(s)
+        why, ids = m.expected_group(s, entity, pid)
+        q = 'SELECT dlsm_group_updates(%s, %s, %s::uuid)'
+        args = (self.q, entity, pid)
+        STATS['group_calls'] += 1
+        if why is not None:
+            e = self.sql_error(s, q, args, '55P03')
+            msg = e.diag.message_primary or ''
+            detail = e.diag.message_detail or ''
+            want = {'claiming': 'Another transaction is claiming',
+                    'held': 'in progress under another process id',
+                    'create': 'create request of this entity is not complete'}
+            if why == 'row':
+                ok = msg.startswith('could not obtain lock on row')
+            else:
+                ok = msg == 'entity "%s" of queue "%s" is busy' % (entity, self.q) \
+                    and want[why] in detail
+            if not ok:
+                self.fail('%s: dlsm_group_updates(%s, %s) raised 55P03 %r (%r), the '
+                          'contract says busy: %s' % (who_name(s), entity, pid, msg,
+                                                      detail, why), s)
+            STATS['group_busy'] += 1
+            STATS['busy_' + why] += 1
+            return
+        (n,), = self.sql(s, q, args)
+        if n != len(ids):
+            self.fail('%s: dlsm_group_updates(%s, %s) moved %d rows, the contract says '
+                      '%d: %s' % (who_name(s), entity, pid, n, len(ids), ids), s)
+        t = m.tx[s]
+        if t is not None:
+            t.pending.clear()           # its claims were written first
+            t.locks.add(entity)
+        if not ids:
+            return
+        fences = self.sql(s, 'SELECT DISTINCT fence FROM ' + self.q + ' WHERE id = ANY (%s)',
+                          (ids,), log=False)
+        if len(fences) != 1 or fences[0][0] is None or fences[0][0] <= self.max_fence:
+            raise Disagreement('dlsm_group_updates gave fences %s, not one above the '
+                               'last fence %d' % (fences, self.max_fence))
+        fence = fences[0][0]
+        self.max_fence = fence
+        v = m.view(s)
+        for rid in ids:
+            r = v[rid].copy()
+            if r.status == 'new':
+                r.attempts += 1
+            r.status, r.pid, r.fence = 'in-progress', pid, fence
+            r.expired, r.detail = False, None
+            m.write(s, r)
+        if pid not in self.pids:
+            self.pids.append(pid)
+        STATS['grouped_rows'] += n
+
     # -------------------------------------------------------------- checks
 
     def read(self, who):
         return self.sql(who, 'SELECT id, status, kind, entity, process_id::text, fence, '
-                        'attempts, detail FROM ' + self.q + ' ORDER BY id', log=False)
+                        'attempts, detail, run_at <= clock_timestamp() FROM ' + self.q
+                        + ' ORDER BY id', log=False)
 
     def compare(self, s, actual):
         """The rows session s (or the admin: committed) sees against the model."""
@@ -620,7 +821,7 @@ class DlsmMachine(RuleBasedStateMachine):
             self.fail('%s: ids %s, the model has %s' % (label, [a[0] for a in actual],
                                                         sorted(v)), s)
         inprog = {}
-        for rid, status, kind, entity, pid, fence, attempts, detail in actual:
+        for rid, status, kind, entity, pid, fence, attempts, detail, due in actual:
             r = v[rid]
             if status == 'in-progress':
                 inprog.setdefault(entity, set()).add(pid)
@@ -641,6 +842,9 @@ class DlsmMachine(RuleBasedStateMachine):
             if status != r.status:
                 self.fail('%s: row %d is %s, the contract says %s'
                           % (label, rid, status, r.status), s)
+            if status == 'new' and due != r.due:
+                self.fail('%s: row %d is %sdue, the contract says %sdue'
+                          % (label, rid, '' if due else 'not ', '' if r.due else 'not '), s)
             ok = (detail == r.detail if not isinstance(r.detail, re.Pattern)
                   else detail is not None and r.detail.match(detail))
             if not ok:
@@ -669,6 +873,8 @@ class DlsmMachine(RuleBasedStateMachine):
                 self.act_rollback(s)
         self.check_all()
         for _ in range(200):
+            if self.delayed():
+                self.act_make_due(self.delayed())
             for pid in sorted({r.pid for r in m.committed.values() if r.status == 'in-progress'}):
                 self.act_expire(pid)
             self.act_reap()
@@ -738,21 +944,52 @@ class DlsmMachine(RuleBasedStateMachine):
         return str(uuid.UUID(int=data.draw(st.integers(1, 2**32), label='never claimed')))
 
     @rule(s=st.integers(0, NSESS - 1),
-          items=st.lists(st.tuples(st.sampled_from(ENTITIES), st.sampled_from(KINDS)),
+          items=st.lists(st.tuples(st.sampled_from(ENTITIES), st.sampled_from(KINDS),
+                                   RUN_AT),
                          min_size=1, max_size=4))
     def enqueue(self, s, items):
         def go():
-            for entity, kind in items:
-                self.act_enqueue(s, entity, kind)
+            for entity, kind, run_at in items:
+                self.act_enqueue(s, entity, kind, run_at)
         self.run_step(go)
 
     @rule(s=st.integers(0, NSESS - 1), entity=st.sampled_from(ENTITIES),
-          n=st.integers(2, 3))
-    def enqueue_updates(self, s, entity, n):
+          run_ats=st.lists(RUN_AT, min_size=2, max_size=3))
+    def enqueue_updates(self, s, entity, run_ats):
         def go():
-            for _ in range(n):
-                self.act_enqueue(s, entity, 'update')
+            for run_at in run_ats:
+                self.act_enqueue(s, entity, 'update', run_at)
         self.run_step(go)
+
+    @precondition(lambda self: self.delayed())
+    @rule(data=st.data())
+    def make_due(self, data):
+        ids = data.draw(st.lists(st.sampled_from(self.delayed()), min_size=1,
+                                 max_size=2, unique=True), label='ids')
+        self.run_step(self.act_make_due, sorted(ids))
+
+    @rule(data=st.data(), s=st.integers(0, NSESS - 1), entity=st.sampled_from(ENTITIES),
+          begin=st.sampled_from((True, True, True, False)))
+    def group_updates(self, data, s, entity, begin):
+        m = self.m
+        v = m.view(s)
+        own = sorted({r.pid for r in v.values() if r.entity == entity
+                      and r.status == 'in-progress'}, key=self.pids.index)
+        # never the process id of another transaction's claim not yet
+        # written: the README has a process id new for every claim, and
+        # nobody else can know it (see AMBIGUITIES)
+        unwritten = {t.overlay[i].pid for j, t in enumerate(m.tx)
+                     if t is not None and j != s for i in t.pending}
+        seen = [p for p in self.pids if p not in unwritten]
+        kind = data.draw(st.sampled_from(('fresh', 'fresh', 'holder', 'holder', 'any')),
+                         label='which pid')
+        if kind == 'holder' and own:
+            pid = data.draw(st.sampled_from(own), label='holder pid')
+        elif kind == 'any' and seen:
+            pid = data.draw(st.sampled_from(seen), label='pid')
+        else:
+            pid = str(uuid.UUID(int=data.draw(st.integers(1, 2**32), label='fresh pid')))
+        self.run_step(self.act_group, s, entity, pid, begin)
 
     @rule(s=st.integers(0, NSESS - 1))
     def begin(self, s):
@@ -770,11 +1007,13 @@ class DlsmMachine(RuleBasedStateMachine):
         self.run_step(self.act_claim, s, units, True)
 
     @rule(data=st.data(), s=st.integers(0, NSESS - 1),
-          outcome=st.sampled_from(('complete', 'complete', 'error', 'retry', 'retry')),
+          outcome=st.sampled_from(('complete', 'complete', 'error', 'retry', 'retry',
+                                   'retry later')),
           detail=st.sampled_from((None, 'why')))
     def settle(self, data, s, outcome, detail):
         pid = self.draw_pid(data, s)
-        self.run_step(self.act_settle, s, pid, outcome, detail)
+        later = outcome == 'retry later'
+        self.run_step(self.act_settle, s, pid, 'retry' if later else outcome, detail, later)
 
     @rule(data=st.data(), s=st.integers(0, NSESS - 1),
           outcome=st.sampled_from(('complete', 'error', 'retry')))
@@ -963,6 +1202,74 @@ def scenario_settle_many(t):
     t.act_commit(1)
 
 
+def scenario_group_not_due(t):
+    """issue 21 #7, the review's repro: dlsm_group_updates moves only the
+    due update, not the one an hour ahead (it moved both)."""
+    t.act_enqueue(0, 'e1', 'update')
+    t.act_enqueue(0, 'e1', 'update', 'later')
+    t.act_group(0, 'e1', str(uuid.uuid4()))     # BEGIN; ... -> 1
+
+
+def scenario_delayed(t):
+    """delayed requests: not claimable before their run_at; an older one
+    holds its entity's later requests back (a create too, behind another
+    kind); a claim's group stops at a delayed update."""
+    t.act_enqueue(0, 'e0', 'update')
+    a2 = t.act_enqueue(0, 'e0', 'update', 'later')
+    a3 = t.act_enqueue(0, 'e0', 'update', 'past')
+    a4 = t.act_enqueue(0, 'e1', 'delete', 'later')
+    t.act_enqueue(0, 'e1', 'create', 'null')
+    a6 = t.act_enqueue(0, 'e2', 'update', 'later')
+    t.act_enqueue(0, 'e2', 'create')
+    t.act_claim(1, 10, leased=True)         # e0's first update, e2's create
+    t.act_settle(1, t.pids[0], 'complete', None)
+    t.act_settle(1, t.pids[1], 'complete', None)
+    t.act_claim(1, 10, leased=True)         # nothing: all behind delayed ones
+    t.act_make_due([a2, a4])
+    t.act_claim(1, 10, leased=True)         # e0's two updates, e1's delete
+    t.act_settle(1, t.pids[2], 'retry', None, later=True)
+    t.act_settle(1, t.pids[3], 'complete', None)
+    t.act_claim(1, 10, leased=True)         # e1's create
+    t.act_make_due([a2, a3, a6])
+    t.act_claim(1, 10, leased=True)         # e0's updates again, e2's update
+
+
+def scenario_group_pending(t):
+    """dlsm_group_updates in a transaction holding a claim not yet
+    written: it writes the claim first, so only the claim's process id may
+    group the entity's later updates; other sessions meanwhile find the
+    entity busy; a row locked elsewhere makes it busy too."""
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_enqueue(0, 'e1', 'delete')
+    t.act_claim(0, 2, leased=False)         # e0's updates, e1's delete: pending
+    t.act_enqueue(1, 'e0', 'update')
+    later = t.act_enqueue(1, 'e0', 'update', 'later')
+    t.act_enqueue(1, 'e0', 'update')
+    t.act_group(0, 'e0', str(uuid.uuid4()))  # 55P03: held by the claim
+    t.act_group(0, 'e0', t.pids[0])         # the claim's two and one more
+    t.act_group(1, 'e0', t.pids[0])         # 55P03: being claimed
+    t.act_rollback(1)
+    t.act_claim(2, 1, leased=True)          # nothing
+    t.act_commit(0)
+    t.act_begin(2)
+    t.act_heartbeat(2, t.pids[0])           # locks its rows
+    t.act_group(1, 'e0', t.pids[0], begin=False)    # 55P03: a row is locked
+    t.act_rollback(2)
+    t.act_make_due([later])
+    t.act_group(1, 'e0', t.pids[0], begin=False)    # all five, at once
+
+
+def scenario_delayed_update_before_create(t):
+    """an entity's oldest request is an update not yet due, enqueued
+    before its create, with a request of another kind in between: the
+    create goes first, as when that update is due (it waited an hour)."""
+    t.act_enqueue(0, 'e0', 'update', 'later')
+    t.act_enqueue(0, 'e0', 'delete')
+    t.act_enqueue(0, 'e0', 'create')
+    t.act_claim(1, 1, leased=True)          # the create
+
+
 SCENARIOS = [
     ('an update enqueued before its create does not hold the create back',
      scenario_update_before_create),
@@ -985,6 +1292,14 @@ SCENARIOS = [
      scenario_lease_reap_late_settle),
     ('dlsm_settle_many counts, lost ids and uncommitted claims',
      scenario_settle_many),
+    ('dlsm_group_updates moves the due update, not the one an hour ahead (issue 21 #7)',
+     scenario_group_not_due),
+    ('delayed requests wait, hold their entity back, end a group',
+     scenario_delayed),
+    ("dlsm_group_updates writes the transaction's own claims first; busy entity, locked row",
+     scenario_group_pending),
+    ('a delayed update enqueued before its create, then another kind: the create goes first',
+     scenario_delayed_update_before_create),
 ]
 
 
@@ -1075,17 +1390,23 @@ def main():
           'included), %.0f s: '
           '%d claims (%d rows, %d units, %d grouped), %d settles, %d settle_many, '
           '%d heartbeats, %d lost-claim 55000s, %d duplicate-create 23505s, %d expiries, '
-          '%d reaps (%d rows), %d commits, %d rollbacks, %d view comparisons, %d drains to terminal'
+          '%d reaps (%d rows), %d delayed enqueues, %d made due, %d dlsm_group_updates '
+          '(%d rows; 55P03: %d being claimed, %d held, %d create not complete, %d row '
+          'locked), %d commits, %d rollbacks, %d view comparisons, '
+          '%d drains to terminal'
           % (ran['steps'], ran['examples'], examples, steps, time.time() - RUN_START[0],
              ran['claims'], ran['claimed_rows'], ran['units'], ran['groups'], ran['settles'],
              ran['settle_many'], ran['heartbeats'], ran['lost_55000'], ran['dup_23505'],
-             ran['expires'], ran['reaps'], ran['reaped_rows'], ran['commits'], ran['rollbacks'],
-             ran['view_checks'], ran['drains']))
+             ran['expires'], ran['reaps'], ran['reaped_rows'], ran['delayed'],
+             ran['made_due'], ran['group_calls'], ran['grouped_rows'], ran['busy_claiming'],
+             ran['busy_held'], ran['busy_create'], ran['busy_row'],
+             ran['commits'], ran['rollbacks'], ran['view_checks'], ran['drains']))
     print('model: checked after every step: the ids and units each claim returns '
           '(FIFO, busy entities, updates waiting for their create, failed creates, '
-          'grouping), the rows each session in a transaction sees and the committed '
-          'rows (status, process id, fence, attempts, detail), settle and settle_many '
-          'counts, 55000 for lost claims, 23505 for a second create, reaped rows, '
+          'delayed requests, grouping), the rows each session in a transaction sees '
+          'and the committed rows (status, process id, fence, attempts, detail, due), '
+          'settle and settle_many counts, dlsm_group_updates counts and 55P03s, '
+          '55000 for lost claims, 23505 for a second create, reaped rows, '
           'one unit per entity, fences rising, a fresh process id per unit; after '
           'every example: every request terminal once drained')
     if time.time() - RUN_START[0] > BUDGET:
