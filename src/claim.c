@@ -383,7 +383,17 @@ look_at(ClaimPass *pass, Candidate *c)
 	bool		is_update = strcmp(c->kind, "update") == 0;
 
 	if (!c->due)
-		return;					/* its turn has not come */
+	{
+		/*
+		 * Its turn has not come.  An update that waits so holds its
+		 * entity's later requests back, but for the entity's create, which
+		 * goes first as for any update enqueued before its create.
+		 */
+		seen = is_update ? seen_entity(pass, c->entity) : NULL;
+		if (seen != NULL && seen->state == ENTITY_UNSEEN)
+			seen->state = ENTITY_WAITS_FOR_CREATE;
+		return;
+	}
 	seen = seen_entity(pass, c->entity);
 	if (seen->state == ENTITY_DONE || seen->state == ENTITY_HELD_BY_CREATE ||
 		(seen->state == ENTITY_WAITS_FOR_CREATE &&
