@@ -667,6 +667,7 @@ dlsm_claim_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
 	lease->time = lease_us;
 	values[P_GROUP_LEASE] = IntervalPGetDatum(lease);
 	dlsm_fence_prepare();
+	values[P_GROUP_FENCE] = Int64GetDatum(dlsm_fence_next());
 	dlsm_plan_run(&queue->plans, DLSM_Q_GROUP, values, NULL, 0);
 	dlsm_wake_entity_changed_at_commit(queue->relid, entity);
 	dlsm_wake_claimers_at_end();

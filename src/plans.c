@@ -28,6 +28,8 @@
  * column of type text (an adopted table) and uuid values (empty for uuid),
  * {fence_seq} the fence sequence's OID, {queues} {captures} {leases}
  * dlsm's tables, and the operators {=} {<>} {<} {<=} {>} {>=} {+} {-} {*}.
+ * Fences are taken in C (fence.c), which keeps them in the timeline's
+ * space, and travel as parameters.
  *
  * Calls extension.c and identity.c.
  *
@@ -270,9 +272,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		 * The entity's new updates, and those $2 holds already, up to its
 		 * next new request of another kind.
 		 */
-		"WITH u AS MATERIALIZED (SELECT $2 AS pid,"
-		"  pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass)"
-		"   AS fence, pg_catalog.clock_timestamp() AS now) "
+		"WITH u AS MATERIALIZED (SELECT $2 AS pid, $4 AS fence,"
+		"  pg_catalog.clock_timestamp() AS now) "
 		"UPDATE {q} t SET {status} = 'in-progress', {pid} = u.pid{pidin},"
 		" fence = u.fence, attempts = t.attempts {+}"
 		"  CASE WHEN t.{status} {=} 'new' THEN 1 ELSE 0 END,"
@@ -287,7 +288,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"   WHERE {entity} {=} $1 AND {status} {=} 'new'"
 		"   AND {kind} {<>} 'update'), 9223372036854775807)"
 		"  ORDER BY {id} FOR UPDATE NOWAIT)",
-		N_GROUP_PARAMS, {TEXTOID, UUIDOID, INTERVALOID},
+		N_GROUP_PARAMS, {TEXTOID, UUIDOID, INTERVALOID, INT8OID},
 		SPI_OK_UPDATE, 0, "grouping updates"
 	},
 	[DLSM_Q_SETTLE_FINAL] = {
@@ -491,15 +492,14 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		ONE_CLOCK
 		" INSERT INTO {leases} AS l"
 		"  (name, fence, holder, holder_role, acquired_at, lease_until)"
-		" SELECT $1, pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass),"
-		"  $3, $4, u.now, u.now {+} $2 FROM u"
+		" SELECT $1, $5, $3, $4, u.now, u.now {+} $2 FROM u"
 		" ON CONFLICT (name) DO UPDATE SET fence = excluded.fence,"
 		"  holder = excluded.holder, holder_role = excluded.holder_role,"
 		"  acquired_at = excluded.acquired_at,"
 		"  lease_until = excluded.lease_until"
 		"  WHERE l.lease_until {<} excluded.acquired_at"
 		" RETURNING fence",
-		N_LEASE_TAKE_PARAMS, {TEXTOID, INTERVALOID, TEXTOID, REGROLEOID},
+		N_LEASE_TAKE_PARAMS, {TEXTOID, INTERVALOID, TEXTOID, REGROLEOID, INT8OID},
 		SPI_OK_INSERT_RETURNING, N_FENCE, "taking a lease"
 	},
 	[DLSM_C_LEASE_RELEASE] = {
@@ -524,11 +524,6 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		" ORDER BY name",
 		0, {InvalidOid},
 		SPI_OK_SELECT, N_LEASE_LIST, "listing leases"
-	},
-	[DLSM_C_FENCE] = {
-		"SELECT pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass)",
-		0, {InvalidOid},
-		SPI_OK_SELECT, N_FENCE, "the fence sequence"
 	},
 	[DLSM_C_FENCE_FLOOR] = {
 		/* the sequence's value after raising it to $1 if it was below */
@@ -797,13 +792,10 @@ queue_plan(DlsmPlanSet *set, DlsmQueryId query)
 {
 	if (set->plans[query] == NULL)
 	{
-		Subst		subst[NUM_NAME_SUBSTS + 1];
+		Subst		subst[NUM_NAME_SUBSTS];
 		char	   *text;
 
 		name_substs(&set->names, subst);
-		subst[NUM_NAME_SUBSTS].name = "fence_seq";
-		subst[NUM_NAME_SUBSTS].value =
-			psprintf("%u", dlsm_extension_object(DLSM_OBJ_FENCE_SEQ));
 		text = expand(queue_queries[query].text, subst, lengthof(subst));
 
 		set->plans[query] = prepare_kept(text, &queue_queries[query]);
