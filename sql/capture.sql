@@ -79,6 +79,34 @@ SELECT dlsm_uncapture('gsrc', 'gone_q');
 SELECT dlsm_drop_queue('gone_q');
 INSERT INTO gsrc VALUES (1, 'a');
 SELECT count(*) AS captured FROM gone_q;
+-- a producer holding INSERT captures its own table into another role's
+-- queue: the queue's owner, even after revoking the grant, removes the
+-- capture and drops the queue; the producer's writes go on uncaptured
+CREATE ROLE dlsm_qowner;
+CREATE ROLE dlsm_producer;
+GRANT CREATE ON SCHEMA public TO dlsm_qowner, dlsm_producer;
+SET ROLE dlsm_qowner;
+SELECT dlsm_create_queue('owned_q');
+GRANT INSERT ON owned_q TO dlsm_producer;
+SET ROLE dlsm_producer;
+CREATE TABLE psrc (id int PRIMARY KEY);
+SELECT dlsm_capture('psrc', 'owned_q');
+INSERT INTO psrc VALUES (1);
+SET ROLE dlsm_qowner;
+REVOKE INSERT ON owned_q FROM dlsm_producer;
+SELECT dlsm_drop_queue('owned_q');
+DROP TABLE owned_q;
+SELECT dlsm_uncapture('psrc', 'owned_q');
+SELECT count(*) AS captures FROM dlsm_captures WHERE queue = 'owned_q'::regclass;
+DROP TABLE owned_q;
+SET ROLE dlsm_producer;
+INSERT INTO psrc VALUES (2);
+SELECT count(*) AS written FROM psrc;
+SELECT count(*) AS capture_triggers FROM pg_trigger WHERE tgrelid = 'psrc'::regclass;
+DROP TABLE psrc;
+RESET ROLE;
+REVOKE CREATE ON SCHEMA public FROM dlsm_qowner, dlsm_producer;
+DROP ROLE dlsm_qowner, dlsm_producer;
 -- a column named many times is watched once; captures are recorded by name
 SELECT dlsm_capture('gsrc', 'changes',
 	columns => ARRAY(SELECT 'v'::name FROM generate_series(1, 100000)));

@@ -40,10 +40,13 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/dependency.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -270,7 +273,7 @@ dlsm_capture_attach(Oid source, Oid queue, const char *kind,
 	nentity = entity_columns(source, entity_column, entity);
 	nwatched = watched_columns(source, columns, watched);
 	trigger = choose_trigger_name(source, queue);
-	dlsm_plan_capture_trigger(source, trigger, true);
+	dlsm_plan_capture_trigger(source, trigger);
 
 	values[P_CAPTURE_ADD_SOURCE] = ObjectIdGetDatum(source);
 	values[P_CAPTURE_ADD_QUEUE] = ObjectIdGetDatum(queue);
@@ -285,22 +288,33 @@ dlsm_capture_attach(Oid source, Oid queue, const char *kind,
 	CacheInvalidateRelcacheByRelid(source);
 }
 
-/* dlsm_uncapture: remove the capture of source into queue. */
+/*
+ * dlsm_uncapture: remove the capture of source into queue.  The owner of
+ * source may, and so may the owner of queue: a producer's capture must not
+ * keep the queue's owner from dropping the queue (DROP ... CASCADE drops
+ * another role's foreign key the same way).  The trigger is dropped as
+ * DROP TRIGGER would, under the same lock, without its ownership check.
+ */
 void
 dlsm_capture_detach(Oid source, Oid queue)
 {
 	char	   *trigger;
 	Datum		values[N_CAPTURE_KEY_PARAMS];
+	ObjectAddress address;
 
-	dlsm_queue_check_owner(source);
+	if (!pg_class_ownercheck(queue, GetUserId()))
+		dlsm_queue_check_owner(source);
+	LockRelationOid(source, AccessExclusiveLock);
 	trigger = capture_trigger(source, queue);
 	if (trigger == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("table \"%s\" is not captured into queue \"%s\"",
 						get_rel_name(source), get_rel_name(queue))));
-	if (OidIsValid(get_trigger_oid(source, trigger, true)))
-		dlsm_plan_capture_trigger(source, trigger, false);
+	ObjectAddressSet(address, TriggerRelationId,
+					 get_trigger_oid(source, trigger, true));
+	if (OidIsValid(address.objectId))
+		performDeletion(&address, DROP_RESTRICT, 0);
 	values[P_CAPTURE_KEY_SOURCE] = ObjectIdGetDatum(source);
 	values[P_CAPTURE_KEY_TRIGGER] = DirectFunctionCall1(namein,
 														CStringGetDatum(trigger));

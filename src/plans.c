@@ -638,7 +638,6 @@ static const char *const drop_duplicates_text =
 static const char *const capture_text =
 "CREATE TRIGGER {trigger} AFTER INSERT OR UPDATE OR DELETE ON {src}"
 " FOR EACH ROW EXECUTE FUNCTION {ext}.dlsm_capture_trigger()";
-static const char *const uncapture_text = "DROP TRIGGER {trigger} ON {src}";
 
 /* Unregistering a queue: {q} the table. */
 static const char *const drop_table_text = "DROP TABLE {q}";
@@ -1092,9 +1091,9 @@ dlsm_plan_drop_table(const char *relname, bool drop_table)
 					subst, lengthof(subst));
 }
 
-/* Attach (attach) or remove the capture trigger named trigger on source. */
+/* Attach the capture trigger named trigger to source. */
 void
-dlsm_plan_capture_trigger(Oid source, const char *trigger, bool attach)
+dlsm_plan_capture_trigger(Oid source, const char *trigger)
 {
 	Subst		subst[] = {
 		{"src", quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
@@ -1103,6 +1102,5 @@ dlsm_plan_capture_trigger(Oid source, const char *trigger, bool attach)
 		{"ext", quote_identifier(dlsm_extension_schema())},
 	};
 
-	execute_utility(attach ? capture_text : uncapture_text, subst,
-					lengthof(subst));
+	execute_utility(capture_text, subst, lengthof(subst));
 }

@@ -368,8 +368,7 @@ extern void dlsm_plan_adopt_table(const DlsmQueueNames *names,
 								  const char *const *index_names,
 								  bool creates_index);
 extern void dlsm_plan_drop_table(const char *relname, bool drop_table);
-extern void dlsm_plan_capture_trigger(Oid source, const char *trigger,
-									  bool attach);
+extern void dlsm_plan_capture_trigger(Oid source, const char *trigger);
 
 /* The indexes dlsm gives a queue, in this order in index_names. */
 enum
