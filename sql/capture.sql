@@ -133,6 +133,20 @@ SELECT count(*) AS updates_of_3 FROM changes WHERE entity = '3';
 ALTER TABLE gsrc DROP COLUMN v;
 INSERT INTO gsrc VALUES (4);
 DROP TABLE gsrc;
+-- the entity's column renamed away and back: the failed read of the
+-- capture frees nothing twice, later changes keep their kind
+SELECT dlsm_create_queue('reload_q');
+CREATE TABLE rsrc (id int PRIMARY KEY, k text, v text);
+SELECT dlsm_capture('rsrc', 'reload_q', entity_column => 'k', columns => '{v}');
+INSERT INTO rsrc VALUES (1, 'a', 'x');
+ALTER TABLE rsrc RENAME COLUMN k TO k2;
+INSERT INTO rsrc VALUES (2, 'b', 'x');
+ALTER TABLE rsrc RENAME COLUMN k2 TO k;
+INSERT INTO rsrc VALUES (3, 'c', 'x');
+UPDATE rsrc SET v = 'y';
+SELECT entity, kind, payload->>'op' AS op FROM reload_q ORDER BY id;
+DROP TABLE rsrc;
+SELECT dlsm_drop_queue('reload_q', drop_table => true);
 SELECT count(*) AS captures_of_dropped_tables FROM dlsm_captures
  WHERE source::text NOT IN (SELECT oid::regclass::text FROM pg_class);
 

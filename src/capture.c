@@ -69,6 +69,7 @@ typedef struct CaptureDesc
 {
 	Oid			trigger;		/* hash key: the trigger's OID */
 	bool		valid;			/* false: read dlsm_captures again */
+	MemoryContext context;		/* holds kind, entity, watched; or NULL */
 	Oid			source;
 	Oid			queue;
 	char	   *kind;
@@ -327,7 +328,10 @@ dlsm_capture_detach(Oid source, Oid queue)
  * ---------------------------------------------------------------------
  */
 
-/* The attribute numbers, in rel, of the names in a name[] column. */
+/*
+ * The attribute numbers, in rel, of the names in a name[] column, in the
+ * current memory context.
+ */
 static int
 resolve_names(Relation rel, int attno, AttrNumber **out)
 {
@@ -338,7 +342,7 @@ resolve_names(Relation rel, int attno, AttrNumber **out)
 
 	deconstruct_array(DatumGetArrayTypeP(d), NAMEOID, NAMEDATALEN, false,
 					  TYPALIGN_CHAR, &names, NULL, &n);
-	*out = MemoryContextAlloc(capture_context, sizeof(AttrNumber) * Max(n, 1));
+	*out = palloc(sizeof(AttrNumber) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
 		const char *name = NameStr(*DatumGetName(names[i]));
@@ -354,12 +358,21 @@ resolve_names(Relation rel, int attno, AttrNumber **out)
 	return n;
 }
 
-/* Read the capture of trigger on rel from dlsm_captures into desc. */
+/*
+ * Read the capture of trigger on rel from dlsm_captures into desc.  The new
+ * description is built in a context of its own, a child of the caller's
+ * until it is complete: an error on the way (a captured column gone)
+ * leaves desc as it was, and the half-built one goes with the caller's
+ * context.
+ */
 static void
 load_capture(CaptureDesc *desc, Relation rel, Trigger *trigger)
 {
 	Datum		values[N_CAPTURE_KEY_PARAMS];
 	bool		isnull;
+	MemoryContext context;
+	MemoryContext old;
+	CaptureDesc fresh;
 
 	values[P_CAPTURE_KEY_SOURCE] = ObjectIdGetDatum(RelationGetRelid(rel));
 	values[P_CAPTURE_KEY_TRIGGER] = DirectFunctionCall1(namein,
@@ -371,22 +384,27 @@ load_capture(CaptureDesc *desc, Relation rel, Trigger *trigger)
 				 errmsg("trigger \"%s\" on table \"%s\" is not a dlsm capture",
 						trigger->tgname, RelationGetRelationName(rel)),
 				 errhint("Attach capture triggers with dlsm_capture().")));
-	if (desc->kind != NULL)
-	{
-		pfree(desc->kind);
-		pfree(desc->entity);
-		pfree(desc->watched);
-	}
-	desc->source = RelationGetRelid(rel);
-	desc->queue = DatumGetObjectId(dlsm_plan_value(0, A_CAPTURE_READ_QUEUE,
+	context = AllocSetContextCreate(CurrentMemoryContext, "dlsm capture",
+									ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(context);
+	fresh.trigger = desc->trigger;
+	fresh.context = context;
+	fresh.source = RelationGetRelid(rel);
+	fresh.queue = DatumGetObjectId(dlsm_plan_value(0, A_CAPTURE_READ_QUEUE,
 												   &isnull));
-	desc->kind = MemoryContextStrdup(capture_context,
-									 dlsm_plan_text(0, A_CAPTURE_READ_KIND));
-	desc->nentity = resolve_names(rel, A_CAPTURE_READ_ENTITY_COLUMNS,
-								  &desc->entity);
-	desc->nwatched = resolve_names(rel, A_CAPTURE_READ_COLUMNS, &desc->watched);
-	desc->valid = true;
+	fresh.kind = dlsm_plan_text(0, A_CAPTURE_READ_KIND);
+	fresh.nentity = resolve_names(rel, A_CAPTURE_READ_ENTITY_COLUMNS,
+								  &fresh.entity);
+	fresh.nwatched = resolve_names(rel, A_CAPTURE_READ_COLUMNS, &fresh.watched);
+	fresh.valid = true;
+	MemoryContextSwitchTo(old);
 	SPI_freetuptable(SPI_tuptable);
+
+	/* complete: keep it, and drop the description it replaces */
+	MemoryContextSetParent(context, capture_context);
+	if (desc->context != NULL)
+		MemoryContextDelete(desc->context);
+	*desc = fresh;
 }
 
 /* The capture of the firing trigger, read once and cached. */
@@ -409,7 +427,7 @@ capture_of(TriggerData *trigdata)
 	if (!found)
 	{
 		desc->valid = false;
-		desc->kind = NULL;
+		desc->context = NULL;
 	}
 	if (!desc->valid)
 		load_capture(desc, trigdata->tg_relation, trigger);
