@@ -46,6 +46,7 @@
 #include "access/xact.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
@@ -107,15 +108,26 @@ typedef struct NamedWait
 	long		wait_ms;		/* -1: without end */
 } NamedWait;
 
+/*
+ * Wait for the lock with lock_timeout set to the wait, at a GUC nest level
+ * of its own: the caller's setting is back when the step ends, and if it
+ * fails, the subtransaction's abort restores it.
+ */
 static void
 named_wait_step(void *arg)
 {
 	NamedWait  *wait = (NamedWait *) arg;
+	int			nest_level = NewGUCNestLevel();
+	char		timeout[32];
 
-	LockTimeout = wait->wait_ms < 0 ? 0 : (int) Min(wait->wait_ms, INT_MAX);
+	snprintf(timeout, sizeof(timeout), "%d",
+			 wait->wait_ms < 0 ? 0 : (int) Min(wait->wait_ms, INT_MAX));
+	(void) set_config_option("lock_timeout", timeout, PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	(void) LockAcquire(&wait->tag, ExclusiveLock, false, false);
 	/* a timeout that fired as the lock came must be served here */
 	CHECK_FOR_INTERRUPTS();
+	AtEOXact_GUC(true, nest_level);
 }
 
 /*
@@ -128,7 +140,6 @@ bool
 dlsm_lock_named_acquire(const char *name, long wait_ms)
 {
 	ResourceOwner oldowner = CurrentResourceOwner;
-	int			save_timeout = LockTimeout;
 	NamedWait	wait;
 	ErrorData  *edata;
 
@@ -146,15 +157,7 @@ dlsm_lock_named_acquire(const char *name, long wait_ms)
 
 	/* the subtransaction hands the lock to this (sub)transaction's owner */
 	wait.wait_ms = wait_ms;
-	PG_TRY();
-	{
-		edata = dlsm_subxact_run(named_wait_step, &wait);
-	}
-	PG_FINALLY();
-	{
-		LockTimeout = save_timeout;
-	}
-	PG_END_TRY();
+	edata = dlsm_subxact_run(named_wait_step, &wait);
 	if (edata == NULL)
 		return true;
 	if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
