@@ -62,6 +62,7 @@
 #include "capture.h"
 #include "extension.h"
 #include "identity.h"
+#include "names.h"
 #include "queue.h"
 
 /* What a capture trigger needs, as dlsm_captures says, resolved. */
@@ -133,7 +134,7 @@ capture_trigger(Oid source, Oid queue)
 static char *
 choose_trigger_name(Oid source, Oid queue)
 {
-	const char *base = psprintf("dlsm_capture_%s", get_rel_name(queue));
+	const char *base = psprintf("dlsm_capture_%s", dlsm_rel_name(queue));
 
 	for (int n = 1;; n++)
 	{
@@ -171,7 +172,7 @@ column_of(Oid source, const char *name)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
 				 errmsg("column \"%s\" of table \"%s\" does not exist",
-						name, get_rel_name(source))));
+						name, dlsm_rel_label(source))));
 	return att;
 }
 
@@ -198,7 +199,7 @@ entity_columns(Oid source, const char *entity_column, AttrNumber *entity)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 				 errmsg("table \"%s\" has no primary key",
-						get_rel_name(source)),
+						dlsm_rel_label(source)),
 				 errhint("Name the column that identifies the entity with entity_column.")));
 	return n;
 }
@@ -240,7 +241,7 @@ check_capture(Oid source, Oid queue)
 	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a table", get_rel_name(source))));
+				 errmsg("\"%s\" is not a table", dlsm_rel_label(source))));
 	if (source == queue)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -249,7 +250,7 @@ check_capture(Oid source, Oid queue)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("table \"%s\" is captured into queue \"%s\" already",
-						get_rel_name(source), get_rel_name(queue)),
+						dlsm_rel_label(source), dlsm_rel_label(queue)),
 				 errhint("Call dlsm_uncapture() first to capture it differently.")));
 }
 
@@ -270,6 +271,9 @@ dlsm_capture_attach(Oid source, Oid queue, const char *kind,
 	char	   *trigger;
 	Datum		values[N_CAPTURE_ADD_PARAMS];
 
+	/* the lock CREATE TRIGGER takes; then source cannot go meanwhile */
+	LockRelationOid(source, ShareRowExclusiveLock);
+	(void) dlsm_rel_name(source);
 	check_capture(source, queue);
 	nentity = entity_columns(source, entity_column, entity);
 	nwatched = watched_columns(source, columns, watched);
@@ -306,12 +310,13 @@ dlsm_capture_detach(Oid source, Oid queue)
 	if (!pg_class_ownercheck(queue, GetUserId()))
 		dlsm_queue_check_owner(source);
 	LockRelationOid(source, AccessExclusiveLock);
+	(void) dlsm_rel_name(source);
 	trigger = capture_trigger(source, queue);
 	if (trigger == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("table \"%s\" is not captured into queue \"%s\"",
-						get_rel_name(source), get_rel_name(queue))));
+						dlsm_rel_label(source), dlsm_rel_label(queue))));
 	ObjectAddressSet(address, TriggerRelationId,
 					 get_trigger_oid(source, trigger, true));
 	if (OidIsValid(address.objectId))
@@ -544,7 +549,7 @@ describe_change(TriggerData *trigdata, CaptureDesc *capture, Change *change)
 	change->values[P_CAPTURE_KIND] = CStringGetTextDatum(capture->kind);
 	change->values[P_CAPTURE_OP] = CStringGetTextDatum(op);
 	change->values[P_CAPTURE_TABLE] =
-		CStringGetTextDatum(quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+		CStringGetTextDatum(quote_qualified_identifier(dlsm_schema_name(RelationGetNamespace(rel)),
 													   RelationGetRelationName(rel)));
 	change->values[P_CAPTURE_OLD] = oldtup ? row_json(oldtup, desc) : (Datum) 0;
 	change->nulls[P_CAPTURE_OLD] = oldtup ? ' ' : 'n';
@@ -570,7 +575,7 @@ check_source_owner(Relation rel, Oid queue)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to capture changes of table \"%s\" into queue \"%s\"",
-						RelationGetRelationName(rel), get_rel_name(queue)),
+						RelationGetRelationName(rel), dlsm_rel_label(queue)),
 				 errdetail("The owner of table \"%s\", role \"%s\", lacks INSERT on the queue.",
 						   RelationGetRelationName(rel),
 						   GetUserNameFromId(owner, false))));

@@ -62,6 +62,7 @@
 #include "fence.h"
 #include "guc.h"
 #include "locks.h"
+#include "names.h"
 #include "pending.h"
 #include "shmem.h"
 #include "wake.h"
@@ -634,7 +635,7 @@ report_busy(DlsmQueue *queue, const char *entity, const char *why)
 	ereport(ERROR,
 			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 			 errmsg("entity \"%s\" of queue \"%s\" is busy",
-					entity, get_rel_name(queue->relid)),
+					entity, dlsm_rel_label(queue->relid)),
 			 errdetail_internal("%s", why)));
 }
 

@@ -54,6 +54,7 @@
 
 #include "extension.h"
 #include "identity.h"
+#include "names.h"
 #include "plans.h"
 
 /* The most parameters of one statement. */
@@ -1096,8 +1097,8 @@ void
 dlsm_plan_capture_trigger(Oid source, const char *trigger)
 {
 	Subst		subst[] = {
-		{"src", quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
-										   get_rel_name(source))},
+		{"src", quote_qualified_identifier(dlsm_schema_name(get_rel_namespace(source)),
+										   dlsm_rel_name(source))},
 		{"trigger", quote_identifier(trigger)},
 		{"ext", quote_identifier(dlsm_extension_schema())},
 	};
