@@ -105,6 +105,15 @@ SELECT count(*) AS written FROM psrc;
 SELECT count(*) AS capture_triggers FROM pg_trigger WHERE tgrelid = 'psrc'::regclass;
 DROP TABLE psrc;
 RESET ROLE;
+-- a partitioned source: its partitions' triggers go with the capture
+CREATE TABLE psrc2 (id int PRIMARY KEY) PARTITION BY RANGE (id);
+CREATE TABLE psrc2_1 PARTITION OF psrc2 FOR VALUES FROM (0) TO (100);
+SELECT dlsm_capture('psrc2', 'changes');
+SELECT count(*) AS triggers FROM pg_trigger WHERE tgrelid IN ('psrc2'::regclass, 'psrc2_1'::regclass);
+SELECT dlsm_uncapture('psrc2', 'changes');
+SELECT count(*) AS triggers FROM pg_trigger WHERE tgrelid IN ('psrc2'::regclass, 'psrc2_1'::regclass);
+INSERT INTO psrc2 VALUES (2);
+DROP TABLE psrc2;
 REVOKE CREATE ON SCHEMA public FROM dlsm_qowner, dlsm_producer;
 DROP ROLE dlsm_qowner, dlsm_producer;
 -- a column named many times is watched once; captures are recorded by name
