@@ -17,8 +17,12 @@
  * The tag is an advisory tag whose field4 has its top bit set, a value the
  * SQL advisory functions (field4 1 and 2) never use: users' pg_advisory_*
  * keys cannot collide with ours.  field2 is the queue's OID; field3 and
- * the low 15 bits of field4 carry 47 bits of a hash of the entity.  Two
- * entities with equal hashes merely exclude each other.
+ * the low 15 bits of field4 carry 47 bits of a hash of the entity, seeded
+ * with the queue's OID: the key must be the same in every backend and after
+ * a restart (a prepared transaction keeps its locks).  Two entities with
+ * equal hashes merely exclude each other; a claimer can compute such a name
+ * (test/t/043_entity_collision.pl), but only holds the other entity busy
+ * for as long as its own transaction, as a claim of that entity would.
  *
  * Named locks (dlsm_try_lock) use a second key space: field4 is 0x4000,
  * field2 and field3 a 64-bit hash of the name.  They are waited for, in
