@@ -132,6 +132,8 @@ SELECT dlsm_uncapture(4242424::regclass, 'e');
 \echo :LAST_ERROR_SQLSTATE
 SELECT dlsm_uncapture('pg_class', 4242424::regclass);
 \echo :LAST_ERROR_SQLSTATE
+SELECT dlsm_set_handler('e', 4242424::regproc);
+\echo :LAST_ERROR_SQLSTATE
 
 -- the extension stays where it was created: its C code found its schema
 -- once, and its kept statements name it

@@ -881,7 +881,9 @@ check_handler(Oid handler)
 	bool		ok;
 
 	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for function %u", handler);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("function with OID %u does not exist", handler)));
 	proc = (Form_pg_proc) GETSTRUCT(tuple);
 	ok = proc->pronargs == lengthof(argtypes) &&
 		proc->prokind == PROKIND_FUNCTION && !proc->proretset &&
