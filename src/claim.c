@@ -237,7 +237,7 @@ run_claim(ClaimPass *pass, DlsmQueryId query, Datum *values, bool one_unit)
 				claimed.process_id = *args->process_id;
 			else
 				new_process_id(&claimed.process_id);
-			claimed.fence = dlsm_fence_next();
+			claimed.fence = dlsm_fence_next(false);
 		}
 		claim_row(pass, rows[i].tuple, &claimed);
 	}
@@ -668,7 +668,7 @@ dlsm_claim_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
 	lease->time = lease_us;
 	values[P_GROUP_LEASE] = IntervalPGetDatum(lease);
 	dlsm_fence_prepare();
-	values[P_GROUP_FENCE] = Int64GetDatum(dlsm_fence_next());
+	values[P_GROUP_FENCE] = Int64GetDatum(dlsm_fence_next(false));
 	dlsm_plan_run(&queue->plans, DLSM_Q_GROUP, values, NULL, 0);
 	dlsm_wake_entity_changed_at_commit(queue->relid, entity);
 	dlsm_wake_claimers_at_end();

@@ -27,7 +27,7 @@
  * promotion), so every fence is taken by dlsm_fence_next, which refuses
  * one beyond the timeline's space; SQL text never calls nextval.
  *
- * Calls plans.c, locks.c and extension.c.
+ * Calls plans.c, locks.c, extension.c and identity.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -43,6 +43,7 @@
 
 #include "extension.h"
 #include "fence.h"
+#include "identity.h"
 #include "locks.h"
 #include "plans.h"
 
@@ -127,19 +128,25 @@ dlsm_fence_prepare(void)
 }
 
 /*
- * The next fence, as the current user (nextval of the fence sequence);
- * every fence dlsm hands out comes from here.  Raises 54000 rather than
- * hand out a fence beyond this timeline's space.  Call dlsm_fence_prepare
- * first in the transaction.
+ * The next fence (nextval of the fence sequence), as the current user, or
+ * as the extension's owner when as_owner (lock grants, which need no right
+ * on the sequence); every fence dlsm hands out comes from here.  Raises
+ * 54000 rather than hand out a fence beyond this timeline's space.  Call
+ * dlsm_fence_prepare first in the transaction.
  */
 int64
-dlsm_fence_next(void)
+dlsm_fence_next(bool as_owner)
 {
 	Oid			seq = dlsm_extension_object(DLSM_OBJ_FENCE_SEQ);
+	DlsmIdentity saved;
 	int64		fence;
 
+	if (as_owner)
+		dlsm_identity_switch(dlsm_extension_owner(), &saved);
 	fence = DatumGetInt64(DirectFunctionCall1(nextval_oid,
 											  ObjectIdGetDatum(seq)));
+	if (as_owner)
+		dlsm_identity_restore(&saved);
 	return in_space(fence, GetWALInsertionTimeLine());
 }
 
