@@ -173,7 +173,7 @@ find_handler(DlsmQueue *queue)
 				 errhint("Create the function again, or set another handler with dlsm_set_handler().")));
 	if (pg_proc_aclcheck(handler, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_FUNCTION,
-					   get_func_name(handler));
+					   dlsm_func_name(handler));
 	return handler;
 }
 

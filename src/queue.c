@@ -897,7 +897,7 @@ check_handler(Oid handler)
 				 errhint("A handler is a function taking (entity text, kind text, ids bigint[], payloads jsonb[]).")));
 	if (pg_proc_aclcheck(handler, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_FUNCTION,
-					   get_func_name(handler));
+					   dlsm_func_name(handler));
 }
 
 /*
