@@ -126,6 +126,13 @@ END $$;
 is($node->safe_psql('postgres', q{SELECT count(*) FROM fq WHERE status <> 'complete'}),
 	'0', 'every request of fq is complete');
 my $top = $node->safe_psql('postgres', q{SELECT max(id) FROM fq});
+# a row due in an hour stops the floor's walk: the floor reaches $top, and
+# claims after $top fall within it and may take its check
+$node->safe_psql(
+	'postgres', q{
+INSERT INTO fq (entity, run_at) VALUES ('later', now() + interval '1 hour');
+SELECT count(*) FROM dlsm_claim('fq');
+});
 my $high = $node->background_psql('postgres');
 $high->query_until(qr/looping\n/,
 	"\\echo looping\nCALL high_after('fq', $top, 8);\n");
