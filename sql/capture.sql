@@ -114,6 +114,28 @@ SELECT dlsm_uncapture('psrc2', 'changes');
 SELECT count(*) AS triggers FROM pg_trigger WHERE tgrelid IN ('psrc2'::regclass, 'psrc2_1'::regclass);
 INSERT INTO psrc2 VALUES (2);
 DROP TABLE psrc2;
+-- only a capture trigger goes: a trigger of the producer's own that took
+-- the capture trigger's name stays, and the capture is forgotten
+SET ROLE dlsm_qowner;
+SELECT dlsm_create_queue('owned_q2');
+GRANT INSERT ON owned_q2 TO dlsm_producer;
+SET ROLE dlsm_producer;
+CREATE TABLE psrc3 (id int PRIMARY KEY);
+SELECT dlsm_capture('psrc3', 'owned_q2');
+DROP TRIGGER dlsm_capture_owned_q2 ON psrc3;
+CREATE FUNCTION psrc3_audit() RETURNS trigger LANGUAGE plpgsql
+	AS $$ BEGIN RETURN NEW; END $$;
+CREATE TRIGGER dlsm_capture_owned_q2 AFTER INSERT ON psrc3
+	FOR EACH ROW EXECUTE FUNCTION psrc3_audit();
+SET ROLE dlsm_qowner;
+SELECT dlsm_uncapture('psrc3', 'owned_q2');
+SELECT tgname FROM pg_trigger WHERE tgrelid = 'psrc3'::regclass;
+SELECT count(*) AS captures FROM dlsm_captures WHERE queue = 'owned_q2'::regclass;
+SELECT dlsm_drop_queue('owned_q2', drop_table => true);
+SET ROLE dlsm_producer;
+DROP TABLE psrc3;
+DROP FUNCTION psrc3_audit();
+RESET ROLE;
 REVOKE CREATE ON SCHEMA public FROM dlsm_qowner, dlsm_producer;
 DROP ROLE dlsm_qowner, dlsm_producer;
 -- a column named many times is watched once; captures are recorded by name

@@ -41,6 +41,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/dependency.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
@@ -294,11 +295,39 @@ dlsm_capture_attach(Oid source, Oid queue, const char *kind,
 }
 
 /*
+ * The capture trigger named name on source, or InvalidOid when source has
+ * no trigger of that name calling dlsm_capture_trigger (its owner dropped
+ * it, and may have given the name to a trigger of its own).  The caller
+ * holds a lock on source.
+ */
+static Oid
+capture_trigger_oid(Oid source, const char *name)
+{
+	Relation	rel = table_open(source, NoLock);
+	TriggerDesc *triggers = rel->trigdesc;
+	Oid			found = InvalidOid;
+
+	for (int i = 0; triggers != NULL && i < triggers->numtriggers; i++)
+	{
+		Trigger    *t = &triggers->triggers[i];
+
+		if (strcmp(t->tgname, name) == 0 &&
+			strcmp(dlsm_func_name(t->tgfoid), "dlsm_capture_trigger") == 0 &&
+			get_func_namespace(t->tgfoid) ==
+			get_namespace_oid(dlsm_extension_schema(), false))
+			found = t->tgoid;
+	}
+	table_close(rel, NoLock);
+	return found;
+}
+
+/*
  * dlsm_uncapture: remove the capture of source into queue.  The owner of
  * source may, and so may the owner of queue: a producer's capture must not
  * keep the queue's owner from dropping the queue (DROP ... CASCADE drops
  * another role's foreign key the same way).  The trigger is dropped as
- * DROP TRIGGER would, under the same lock, without its ownership check.
+ * DROP TRIGGER would, under the same lock, without its ownership check,
+ * and only if it still is a capture trigger.
  */
 void
 dlsm_capture_detach(Oid source, Oid queue)
@@ -318,7 +347,7 @@ dlsm_capture_detach(Oid source, Oid queue)
 				 errmsg("table \"%s\" is not captured into queue \"%s\"",
 						dlsm_rel_label(source), dlsm_rel_label(queue))));
 	ObjectAddressSet(address, TriggerRelationId,
-					 get_trigger_oid(source, trigger, true));
+					 capture_trigger_oid(source, trigger));
 	if (OidIsValid(address.objectId))
 		performDeletion(&address, DROP_RESTRICT, 0);
 	values[P_CAPTURE_KEY_SOURCE] = ObjectIdGetDatum(source);
