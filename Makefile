@@ -16,6 +16,7 @@ OBJS = \
 	src/launcher.o \
 	src/locks.o \
 	src/namedlock.o \
+	src/names.o \
 	src/notify.o \
 	src/pending.o \
 	src/plans.o \

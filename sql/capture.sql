@@ -79,6 +79,65 @@ SELECT dlsm_uncapture('gsrc', 'gone_q');
 SELECT dlsm_drop_queue('gone_q');
 INSERT INTO gsrc VALUES (1, 'a');
 SELECT count(*) AS captured FROM gone_q;
+-- a producer holding INSERT captures its own table into another role's
+-- queue: the queue's owner, even after revoking the grant, removes the
+-- capture and drops the queue; the producer's writes go on uncaptured
+CREATE ROLE dlsm_qowner;
+CREATE ROLE dlsm_producer;
+GRANT CREATE ON SCHEMA public TO dlsm_qowner, dlsm_producer;
+SET ROLE dlsm_qowner;
+SELECT dlsm_create_queue('owned_q');
+GRANT INSERT ON owned_q TO dlsm_producer;
+SET ROLE dlsm_producer;
+CREATE TABLE psrc (id int PRIMARY KEY);
+SELECT dlsm_capture('psrc', 'owned_q');
+INSERT INTO psrc VALUES (1);
+SET ROLE dlsm_qowner;
+REVOKE INSERT ON owned_q FROM dlsm_producer;
+SELECT dlsm_drop_queue('owned_q');
+DROP TABLE owned_q;
+SELECT dlsm_uncapture('psrc', 'owned_q');
+SELECT count(*) AS captures FROM dlsm_captures WHERE queue = 'owned_q'::regclass;
+DROP TABLE owned_q;
+SET ROLE dlsm_producer;
+INSERT INTO psrc VALUES (2);
+SELECT count(*) AS written FROM psrc;
+SELECT count(*) AS capture_triggers FROM pg_trigger WHERE tgrelid = 'psrc'::regclass;
+DROP TABLE psrc;
+RESET ROLE;
+-- a partitioned source: its partitions' triggers go with the capture
+CREATE TABLE psrc2 (id int PRIMARY KEY) PARTITION BY RANGE (id);
+CREATE TABLE psrc2_1 PARTITION OF psrc2 FOR VALUES FROM (0) TO (100);
+SELECT dlsm_capture('psrc2', 'changes');
+SELECT count(*) AS triggers FROM pg_trigger WHERE tgrelid IN ('psrc2'::regclass, 'psrc2_1'::regclass);
+SELECT dlsm_uncapture('psrc2', 'changes');
+SELECT count(*) AS triggers FROM pg_trigger WHERE tgrelid IN ('psrc2'::regclass, 'psrc2_1'::regclass);
+INSERT INTO psrc2 VALUES (2);
+DROP TABLE psrc2;
+-- only a capture trigger goes: a trigger of the producer's own that took
+-- the capture trigger's name stays, and the capture is forgotten
+SET ROLE dlsm_qowner;
+SELECT dlsm_create_queue('owned_q2');
+GRANT INSERT ON owned_q2 TO dlsm_producer;
+SET ROLE dlsm_producer;
+CREATE TABLE psrc3 (id int PRIMARY KEY);
+SELECT dlsm_capture('psrc3', 'owned_q2');
+DROP TRIGGER dlsm_capture_owned_q2 ON psrc3;
+CREATE FUNCTION psrc3_audit() RETURNS trigger LANGUAGE plpgsql
+	AS $$ BEGIN RETURN NEW; END $$;
+CREATE TRIGGER dlsm_capture_owned_q2 AFTER INSERT ON psrc3
+	FOR EACH ROW EXECUTE FUNCTION psrc3_audit();
+SET ROLE dlsm_qowner;
+SELECT dlsm_uncapture('psrc3', 'owned_q2');
+SELECT tgname FROM pg_trigger WHERE tgrelid = 'psrc3'::regclass;
+SELECT count(*) AS captures FROM dlsm_captures WHERE queue = 'owned_q2'::regclass;
+SELECT dlsm_drop_queue('owned_q2', drop_table => true);
+SET ROLE dlsm_producer;
+DROP TABLE psrc3;
+DROP FUNCTION psrc3_audit();
+RESET ROLE;
+REVOKE CREATE ON SCHEMA public FROM dlsm_qowner, dlsm_producer;
+DROP ROLE dlsm_qowner, dlsm_producer;
 -- a column named many times is watched once; captures are recorded by name
 SELECT dlsm_capture('gsrc', 'changes',
 	columns => ARRAY(SELECT 'v'::name FROM generate_series(1, 100000)));
@@ -105,6 +164,20 @@ SELECT count(*) AS updates_of_3 FROM changes WHERE entity = '3';
 ALTER TABLE gsrc DROP COLUMN v;
 INSERT INTO gsrc VALUES (4);
 DROP TABLE gsrc;
+-- the entity's column renamed away and back: the failed read of the
+-- capture frees nothing twice, later changes keep their kind
+SELECT dlsm_create_queue('reload_q');
+CREATE TABLE rsrc (id int PRIMARY KEY, k text, v text);
+SELECT dlsm_capture('rsrc', 'reload_q', entity_column => 'k', columns => '{v}');
+INSERT INTO rsrc VALUES (1, 'a', 'x');
+ALTER TABLE rsrc RENAME COLUMN k TO k2;
+INSERT INTO rsrc VALUES (2, 'b', 'x');
+ALTER TABLE rsrc RENAME COLUMN k2 TO k;
+INSERT INTO rsrc VALUES (3, 'c', 'x');
+UPDATE rsrc SET v = 'y';
+SELECT entity, kind, payload->>'op' AS op FROM reload_q ORDER BY id;
+DROP TABLE rsrc;
+SELECT dlsm_drop_queue('reload_q', drop_table => true);
 SELECT count(*) AS captures_of_dropped_tables FROM dlsm_captures
  WHERE source::text NOT IN (SELECT oid::regclass::text FROM pg_class);
 

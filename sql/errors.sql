@@ -121,6 +121,20 @@ RETURNS SETOF record AS 'dlsm', 'dlsm_queue_stats' LANGUAGE C;
 SELECT * FROM wrong_stats();
 DROP FUNCTION wrong_stats();
 
+-- an OID that names no table (as one dropped by another session meanwhile
+-- would): 42P01 for the table the call works on, its OID in messages that
+-- only name it; never "(null)"
+SELECT dlsm_register_queue(4242424::regclass);
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlsm_capture(4242424::regclass, 'e');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlsm_uncapture(4242424::regclass, 'e');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlsm_uncapture('pg_class', 4242424::regclass);
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlsm_set_handler('e', 4242424::regproc);
+\echo :LAST_ERROR_SQLSTATE
+
 -- the extension stays where it was created: its C code found its schema
 -- once, and its kept statements name it
 ALTER EXTENSION dlsm SET SCHEMA pg_catalog;

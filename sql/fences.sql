@@ -32,3 +32,32 @@ SELECT dlsm_fence_start();
 RESET ROLE;
 DROP ROLE dlsm_fencer;
 DROP TABLE fence_q;
+
+-- The end of a timeline's space: claims, grouped updates and locks of
+-- either scope hand out its last fence, then fail with 54000 rather than
+-- a fence of the next timeline's space
+SELECT last_value AS saved FROM dlsm_fence_seq \gset
+SELECT ((:f1 >> 52) + 1) << 52 AS next_floor \gset
+SELECT dlsm_create_queue('fence_end');
+SELECT dlsm_enqueue('fence_end', e, k)
+  FROM (VALUES ('a', 'update'), ('b', 'update'), ('c', 'update'),
+               ('d', 'update')) v(e, k);
+SELECT dlsm_raise_fence(:next_floor - 3) = :next_floor - 3 AS raised_to_end;
+SELECT dlsm_try_lock('end1') = :next_floor - 2 AS second_last;
+SELECT fence = :next_floor - 1 AS last FROM dlsm_claim('fence_end', lease => '1 hour');
+SELECT dlsm_try_lock('end2');
+\echo :LAST_ERROR_SQLSTATE
+SELECT fence FROM dlsm_claim('fence_end', lease => '1 hour');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlsm_try_lock('end3', lease => '1 minute');
+\echo :LAST_ERROR_SQLSTATE
+BEGIN;
+SELECT dlsm_group_updates('fence_end', 'c', gen_random_uuid());
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+SELECT dlsm_raise_fence(:next_floor - 2);
+\echo :LAST_ERROR_SQLSTATE
+SELECT max(fence) < :next_floor AS none_beyond FROM fence_end;
+SELECT count(*) AS leases FROM dlsm_leases;
+SELECT setval('dlsm_fence_seq', :saved) = :saved AS restored;
+DROP TABLE fence_end;

@@ -114,3 +114,15 @@ SELECT count(*) AS leases_left FROM dlsm_leases;
 
 -- the wait diagnostic view is there (nobody waits now)
 SELECT count(*) AS waits FROM dlsm_lock_waits WHERE blocked_pid = pg_backend_pid();
+
+-- locks take their fences as the extension's owner: a role without USAGE
+-- on the fence sequence still takes locks of either scope
+REVOKE USAGE ON SEQUENCE dlsm_fence_seq FROM PUBLIC;
+CREATE ROLE dlsm_no_seq;
+SET ROLE dlsm_no_seq;
+SELECT dlsm_try_lock('noseq') > 0 AS took;
+SELECT dlsm_try_lock('noseq3', lease => '1 minute') > 0 AS took_lease;
+RESET ROLE;
+DELETE FROM dlsm_leases WHERE name LIKE 'noseq%';
+GRANT USAGE ON SEQUENCE dlsm_fence_seq TO PUBLIC;
+DROP ROLE dlsm_no_seq;

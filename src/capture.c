@@ -40,10 +40,14 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -59,6 +63,7 @@
 #include "capture.h"
 #include "extension.h"
 #include "identity.h"
+#include "names.h"
 #include "queue.h"
 
 /* What a capture trigger needs, as dlsm_captures says, resolved. */
@@ -66,6 +71,7 @@ typedef struct CaptureDesc
 {
 	Oid			trigger;		/* hash key: the trigger's OID */
 	bool		valid;			/* false: read dlsm_captures again */
+	MemoryContext context;		/* holds kind, entity, watched; or NULL */
 	Oid			source;
 	Oid			queue;
 	char	   *kind;
@@ -129,7 +135,7 @@ capture_trigger(Oid source, Oid queue)
 static char *
 choose_trigger_name(Oid source, Oid queue)
 {
-	const char *base = psprintf("dlsm_capture_%s", get_rel_name(queue));
+	const char *base = psprintf("dlsm_capture_%s", dlsm_rel_name(queue));
 
 	for (int n = 1;; n++)
 	{
@@ -167,7 +173,7 @@ column_of(Oid source, const char *name)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
 				 errmsg("column \"%s\" of table \"%s\" does not exist",
-						name, get_rel_name(source))));
+						name, dlsm_rel_label(source))));
 	return att;
 }
 
@@ -194,7 +200,7 @@ entity_columns(Oid source, const char *entity_column, AttrNumber *entity)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 				 errmsg("table \"%s\" has no primary key",
-						get_rel_name(source)),
+						dlsm_rel_label(source)),
 				 errhint("Name the column that identifies the entity with entity_column.")));
 	return n;
 }
@@ -236,7 +242,7 @@ check_capture(Oid source, Oid queue)
 	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a table", get_rel_name(source))));
+				 errmsg("\"%s\" is not a table", dlsm_rel_label(source))));
 	if (source == queue)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -245,7 +251,7 @@ check_capture(Oid source, Oid queue)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("table \"%s\" is captured into queue \"%s\" already",
-						get_rel_name(source), get_rel_name(queue)),
+						dlsm_rel_label(source), dlsm_rel_label(queue)),
 				 errhint("Call dlsm_uncapture() first to capture it differently.")));
 }
 
@@ -266,11 +272,14 @@ dlsm_capture_attach(Oid source, Oid queue, const char *kind,
 	char	   *trigger;
 	Datum		values[N_CAPTURE_ADD_PARAMS];
 
+	/* the lock CREATE TRIGGER takes; then source cannot go meanwhile */
+	LockRelationOid(source, ShareRowExclusiveLock);
+	(void) dlsm_rel_name(source);
 	check_capture(source, queue);
 	nentity = entity_columns(source, entity_column, entity);
 	nwatched = watched_columns(source, columns, watched);
 	trigger = choose_trigger_name(source, queue);
-	dlsm_plan_capture_trigger(source, trigger, true);
+	dlsm_plan_capture_trigger(source, trigger);
 
 	values[P_CAPTURE_ADD_SOURCE] = ObjectIdGetDatum(source);
 	values[P_CAPTURE_ADD_QUEUE] = ObjectIdGetDatum(queue);
@@ -285,22 +294,62 @@ dlsm_capture_attach(Oid source, Oid queue, const char *kind,
 	CacheInvalidateRelcacheByRelid(source);
 }
 
-/* dlsm_uncapture: remove the capture of source into queue. */
+/*
+ * The capture trigger named name on source, or InvalidOid when source has
+ * no trigger of that name calling dlsm_capture_trigger (its owner dropped
+ * it, and may have given the name to a trigger of its own).  The caller
+ * holds a lock on source.
+ */
+static Oid
+capture_trigger_oid(Oid source, const char *name)
+{
+	Relation	rel = table_open(source, NoLock);
+	TriggerDesc *triggers = rel->trigdesc;
+	Oid			found = InvalidOid;
+
+	for (int i = 0; triggers != NULL && i < triggers->numtriggers; i++)
+	{
+		Trigger    *t = &triggers->triggers[i];
+
+		if (strcmp(t->tgname, name) == 0 &&
+			strcmp(dlsm_func_name(t->tgfoid), "dlsm_capture_trigger") == 0 &&
+			get_func_namespace(t->tgfoid) ==
+			get_namespace_oid(dlsm_extension_schema(), false))
+			found = t->tgoid;
+	}
+	table_close(rel, NoLock);
+	return found;
+}
+
+/*
+ * dlsm_uncapture: remove the capture of source into queue.  The owner of
+ * source may, and so may the owner of queue: a producer's capture must not
+ * keep the queue's owner from dropping the queue (DROP ... CASCADE drops
+ * another role's foreign key the same way).  The trigger is dropped as
+ * DROP TRIGGER would, under the same lock, without its ownership check,
+ * and only if it still is a capture trigger.
+ */
 void
 dlsm_capture_detach(Oid source, Oid queue)
 {
 	char	   *trigger;
 	Datum		values[N_CAPTURE_KEY_PARAMS];
+	ObjectAddress address;
 
-	dlsm_queue_check_owner(source);
+	if (!pg_class_ownercheck(queue, GetUserId()))
+		dlsm_queue_check_owner(source);
+	LockRelationOid(source, AccessExclusiveLock);
+	(void) dlsm_rel_name(source);
 	trigger = capture_trigger(source, queue);
 	if (trigger == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("table \"%s\" is not captured into queue \"%s\"",
-						get_rel_name(source), get_rel_name(queue))));
-	if (OidIsValid(get_trigger_oid(source, trigger, true)))
-		dlsm_plan_capture_trigger(source, trigger, false);
+						dlsm_rel_label(source), dlsm_rel_label(queue))));
+	ObjectAddressSet(address, TriggerRelationId,
+					 capture_trigger_oid(source, trigger));
+	if (OidIsValid(address.objectId))
+		performDeletion(&address, DROP_RESTRICT, 0);
 	values[P_CAPTURE_KEY_SOURCE] = ObjectIdGetDatum(source);
 	values[P_CAPTURE_KEY_TRIGGER] = DirectFunctionCall1(namein,
 														CStringGetDatum(trigger));
@@ -313,7 +362,10 @@ dlsm_capture_detach(Oid source, Oid queue)
  * ---------------------------------------------------------------------
  */
 
-/* The attribute numbers, in rel, of the names in a name[] column. */
+/*
+ * The attribute numbers, in rel, of the names in a name[] column, in the
+ * current memory context.
+ */
 static int
 resolve_names(Relation rel, int attno, AttrNumber **out)
 {
@@ -324,7 +376,7 @@ resolve_names(Relation rel, int attno, AttrNumber **out)
 
 	deconstruct_array(DatumGetArrayTypeP(d), NAMEOID, NAMEDATALEN, false,
 					  TYPALIGN_CHAR, &names, NULL, &n);
-	*out = MemoryContextAlloc(capture_context, sizeof(AttrNumber) * Max(n, 1));
+	*out = palloc(sizeof(AttrNumber) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
 		const char *name = NameStr(*DatumGetName(names[i]));
@@ -340,12 +392,21 @@ resolve_names(Relation rel, int attno, AttrNumber **out)
 	return n;
 }
 
-/* Read the capture of trigger on rel from dlsm_captures into desc. */
+/*
+ * Read the capture of trigger on rel from dlsm_captures into desc.  The new
+ * description is built in a context of its own, a child of the caller's
+ * until it is complete: an error on the way (a captured column gone)
+ * leaves desc as it was, and the half-built one goes with the caller's
+ * context.
+ */
 static void
 load_capture(CaptureDesc *desc, Relation rel, Trigger *trigger)
 {
 	Datum		values[N_CAPTURE_KEY_PARAMS];
 	bool		isnull;
+	MemoryContext context;
+	MemoryContext old;
+	CaptureDesc fresh;
 
 	values[P_CAPTURE_KEY_SOURCE] = ObjectIdGetDatum(RelationGetRelid(rel));
 	values[P_CAPTURE_KEY_TRIGGER] = DirectFunctionCall1(namein,
@@ -357,22 +418,27 @@ load_capture(CaptureDesc *desc, Relation rel, Trigger *trigger)
 				 errmsg("trigger \"%s\" on table \"%s\" is not a dlsm capture",
 						trigger->tgname, RelationGetRelationName(rel)),
 				 errhint("Attach capture triggers with dlsm_capture().")));
-	if (desc->kind != NULL)
-	{
-		pfree(desc->kind);
-		pfree(desc->entity);
-		pfree(desc->watched);
-	}
-	desc->source = RelationGetRelid(rel);
-	desc->queue = DatumGetObjectId(dlsm_plan_value(0, A_CAPTURE_READ_QUEUE,
+	context = AllocSetContextCreate(CurrentMemoryContext, "dlsm capture",
+									ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(context);
+	fresh.trigger = desc->trigger;
+	fresh.context = context;
+	fresh.source = RelationGetRelid(rel);
+	fresh.queue = DatumGetObjectId(dlsm_plan_value(0, A_CAPTURE_READ_QUEUE,
 												   &isnull));
-	desc->kind = MemoryContextStrdup(capture_context,
-									 dlsm_plan_text(0, A_CAPTURE_READ_KIND));
-	desc->nentity = resolve_names(rel, A_CAPTURE_READ_ENTITY_COLUMNS,
-								  &desc->entity);
-	desc->nwatched = resolve_names(rel, A_CAPTURE_READ_COLUMNS, &desc->watched);
-	desc->valid = true;
+	fresh.kind = dlsm_plan_text(0, A_CAPTURE_READ_KIND);
+	fresh.nentity = resolve_names(rel, A_CAPTURE_READ_ENTITY_COLUMNS,
+								  &fresh.entity);
+	fresh.nwatched = resolve_names(rel, A_CAPTURE_READ_COLUMNS, &fresh.watched);
+	fresh.valid = true;
+	MemoryContextSwitchTo(old);
 	SPI_freetuptable(SPI_tuptable);
+
+	/* complete: keep it, and drop the description it replaces */
+	MemoryContextSetParent(context, capture_context);
+	if (desc->context != NULL)
+		MemoryContextDelete(desc->context);
+	*desc = fresh;
 }
 
 /* The capture of the firing trigger, read once and cached. */
@@ -395,7 +461,7 @@ capture_of(TriggerData *trigdata)
 	if (!found)
 	{
 		desc->valid = false;
-		desc->kind = NULL;
+		desc->context = NULL;
 	}
 	if (!desc->valid)
 		load_capture(desc, trigdata->tg_relation, trigger);
@@ -512,7 +578,7 @@ describe_change(TriggerData *trigdata, CaptureDesc *capture, Change *change)
 	change->values[P_CAPTURE_KIND] = CStringGetTextDatum(capture->kind);
 	change->values[P_CAPTURE_OP] = CStringGetTextDatum(op);
 	change->values[P_CAPTURE_TABLE] =
-		CStringGetTextDatum(quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+		CStringGetTextDatum(quote_qualified_identifier(dlsm_schema_name(RelationGetNamespace(rel)),
 													   RelationGetRelationName(rel)));
 	change->values[P_CAPTURE_OLD] = oldtup ? row_json(oldtup, desc) : (Datum) 0;
 	change->nulls[P_CAPTURE_OLD] = oldtup ? ' ' : 'n';
@@ -538,7 +604,7 @@ check_source_owner(Relation rel, Oid queue)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to capture changes of table \"%s\" into queue \"%s\"",
-						RelationGetRelationName(rel), get_rel_name(queue)),
+						RelationGetRelationName(rel), dlsm_rel_label(queue)),
 				 errdetail("The owner of table \"%s\", role \"%s\", lacks INSERT on the queue.",
 						   RelationGetRelationName(rel),
 						   GetUserNameFromId(owner, false))));

@@ -62,6 +62,7 @@
 #include "fence.h"
 #include "guc.h"
 #include "locks.h"
+#include "names.h"
 #include "pending.h"
 #include "shmem.h"
 #include "wake.h"
@@ -236,7 +237,7 @@ run_claim(ClaimPass *pass, DlsmQueryId query, Datum *values, bool one_unit)
 				claimed.process_id = *args->process_id;
 			else
 				new_process_id(&claimed.process_id);
-			claimed.fence = dlsm_fence_next();
+			claimed.fence = dlsm_fence_next(false);
 		}
 		claim_row(pass, rows[i].tuple, &claimed);
 	}
@@ -647,7 +648,7 @@ report_busy(DlsmQueue *queue, const char *entity, const char *why)
 	ereport(ERROR,
 			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 			 errmsg("entity \"%s\" of queue \"%s\" is busy",
-					entity, get_rel_name(queue->relid)),
+					entity, dlsm_rel_label(queue->relid)),
 			 errdetail_internal("%s", why)));
 }
 
@@ -681,6 +682,7 @@ dlsm_claim_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
 	values[P_GROUP_LEASE] = IntervalPGetDatum(lease);
 	values[P_GROUP_NOW] = TimestampTzGetDatum(GetCurrentTimestamp());
 	dlsm_fence_prepare();
+	values[P_GROUP_FENCE] = Int64GetDatum(dlsm_fence_next(false));
 	dlsm_plan_run(&queue->plans, DLSM_Q_GROUP, values, NULL, 0);
 	dlsm_wake_entity_changed_at_commit(queue->relid, entity);
 	dlsm_wake_claimers_at_end();

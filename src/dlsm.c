@@ -17,8 +17,8 @@
  *	3 pending	pending.c
  *	2 queues	queue.c fence.c wake.c
  *	1 services	plans.c notify.c locks.c
- *	0 base		extension.c identity.c subxact.c shmem.c guc.c, compat.h
- *				cache.h
+ *	0 base		extension.c identity.c subxact.c shmem.c guc.c names.c,
+ *				compat.h cache.h
  *
  * test/arch.pl checks that every include of a dlsm header goes down.
  *

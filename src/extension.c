@@ -106,6 +106,7 @@ lookup(Installed *found, bool any_version)
 	Form_pg_extension ext;
 	bool		isnull;
 	char	   *version;
+	char	   *schema;
 	bool		current;
 
 	rel = table_open(ExtensionRelationId, AccessShareLock);
@@ -128,7 +129,13 @@ lookup(Installed *found, bool any_version)
 				 errmsg("extension \"dlsm\" is at version %s, but its library serves version %s",
 						version, DLSM_SQL_VERSION),
 				 errhint("Run ALTER EXTENSION dlsm UPDATE.")));
-	strlcpy(found->schema, get_namespace_name(ext->extnamespace), NAMEDATALEN);
+	schema = get_namespace_name(ext->extnamespace);
+	if (schema == NULL)			/* dropped meanwhile, with the extension */
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_SCHEMA),
+				 errmsg("schema with OID %u does not exist",
+						ext->extnamespace)));
+	strlcpy(found->schema, schema, NAMEDATALEN);
 	found->owner = ext->extowner;
 	for (int i = 0; i < DLSM_NUM_OBJECTS; i++)
 		found->objects[i] = get_relname_relid(object_names[i], ext->extnamespace);

@@ -22,9 +22,12 @@
  *
  * Bounds: a timeline's space holds 2^52 fences (4.5e15), and the WAL of
  * one timeline may reach 2^53 bytes (8 PiB) before a re-created extension
- * leaves it; timelines up to 2047 fit in a positive bigint.
+ * leaves it; timelines up to 2047 fit in a positive bigint.  The sequence
+ * itself knows no timeline (its maximum would have to change at each
+ * promotion), so every fence is taken by dlsm_fence_next, which refuses
+ * one beyond the timeline's space; SQL text never calls nextval.
  *
- * Calls plans.c, locks.c and extension.c.
+ * Calls plans.c, locks.c, extension.c and identity.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -40,6 +43,7 @@
 
 #include "extension.h"
 #include "fence.h"
+#include "identity.h"
 #include "locks.h"
 #include "plans.h"
 
@@ -57,6 +61,30 @@ timeline_floor(TimeLineID tli)
 				 errdetail("dlsm's fences hold timelines up to %d.",
 						   (1 << (63 - DLSM_FENCE_TIMELINE_SHIFT)) - 1)));
 	return (int64) tli << DLSM_FENCE_TIMELINE_SHIFT;
+}
+
+/* The last fence of timeline tli. */
+static int64
+timeline_last(TimeLineID tli)
+{
+	return timeline_floor(tli) +
+		((INT64CONST(1) << DLSM_FENCE_TIMELINE_SHIFT) - 1);
+}
+
+/*
+ * Refuse a fence beyond the space of timeline tli: the next timeline's
+ * primary would hand it out again.
+ */
+static int64
+in_space(int64 fence, TimeLineID tli)
+{
+	if (fence > timeline_last(tli))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the fence space of timeline %u is exhausted", tli),
+				 errdetail("The last fence of timeline %u is %lld.",
+						   tli, (long long) timeline_last(tli))));
+	return fence;
 }
 
 /* Raise the fence sequence to at_least; returns its value. */
@@ -100,16 +128,26 @@ dlsm_fence_prepare(void)
 }
 
 /*
- * The next fence, as the current user (nextval of the fence sequence).
- * Call dlsm_fence_prepare first in the transaction.
+ * The next fence (nextval of the fence sequence), as the current user, or
+ * as the extension's owner when as_owner (lock grants, which need no right
+ * on the sequence); every fence dlsm hands out comes from here.  Raises
+ * 54000 rather than hand out a fence beyond this timeline's space.  Call
+ * dlsm_fence_prepare first in the transaction.
  */
 int64
-dlsm_fence_next(void)
+dlsm_fence_next(bool as_owner)
 {
 	Oid			seq = dlsm_extension_object(DLSM_OBJ_FENCE_SEQ);
+	DlsmIdentity saved;
+	int64		fence;
 
-	return DatumGetInt64(DirectFunctionCall1(nextval_oid,
-											 ObjectIdGetDatum(seq)));
+	if (as_owner)
+		dlsm_identity_switch(dlsm_extension_owner(), &saved);
+	fence = DatumGetInt64(DirectFunctionCall1(nextval_oid,
+											  ObjectIdGetDatum(seq)));
+	if (as_owner)
+		dlsm_identity_restore(&saved);
+	return in_space(fence, GetWALInsertionTimeLine());
 }
 
 /*
@@ -123,14 +161,14 @@ dlsm_fence_raise(int64 at_least)
 	TimeLineID	tli = GetWALInsertionTimeLine();
 
 	dlsm_fence_prepare();
-	if (at_least >= timeline_floor(tli + 1) - 1)
+	if (at_least >= timeline_last(tli))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("fence " INT64_FORMAT " lies beyond the fence space of timeline %u",
-						at_least, tli),
-				 errdetail("Fences of timeline %u lie below " INT64_FORMAT ".",
-						   tli, timeline_floor(tli + 1))));
-	return raise_to(at_least);
+				 errmsg("fence %lld lies beyond the fence space of timeline %u",
+						(long long) at_least, tli),
+				 errdetail("Fences of timeline %u lie below %llu.", tli,
+						   (unsigned long long) timeline_last(tli) + 1)));
+	return in_space(raise_to(at_least), tli);
 }
 
 /*

@@ -17,7 +17,7 @@
 #define DLSM_FENCE_TIMELINE_SHIFT 52
 
 extern void dlsm_fence_prepare(void);
-extern int64 dlsm_fence_next(void);
+extern int64 dlsm_fence_next(bool as_owner);
 extern int64 dlsm_fence_raise(int64 at_least);
 extern int64 dlsm_fence_initial(void);
 

@@ -50,6 +50,7 @@
 #include "guc.h"
 #include "handler.h"
 #include "identity.h"
+#include "names.h"
 #include "pending.h"
 #include "state.h"
 #include "subxact.h"
@@ -169,12 +170,12 @@ find_handler(DlsmQueue *queue)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
 				 errmsg("handler %s(text, text, bigint[], jsonb[]) of queue \"%s\" does not exist",
-						queue->handler, get_rel_name(queue->relid)),
+						queue->handler, dlsm_rel_label(queue->relid)),
 				 errhint("Create the function again, or set another handler with dlsm_set_handler().")));
 	dlsm_queue_trust_handler(queue->relid, queue->owner, handler);
 	if (pg_proc_aclcheck(handler, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_FUNCTION,
-					   get_func_name(handler));
+					   dlsm_func_name(handler));
 	return handler;
 }
 

@@ -17,8 +17,12 @@
  * The tag is an advisory tag whose field4 has its top bit set, a value the
  * SQL advisory functions (field4 1 and 2) never use: users' pg_advisory_*
  * keys cannot collide with ours.  field2 is the queue's OID; field3 and
- * the low 15 bits of field4 carry 47 bits of a hash of the entity.  Two
- * entities with equal hashes merely exclude each other.
+ * the low 15 bits of field4 carry 47 bits of a hash of the entity, seeded
+ * with the queue's OID: the key must be the same in every backend and after
+ * a restart (a prepared transaction keeps its locks).  Two entities with
+ * equal hashes merely exclude each other; a claimer can compute such a name
+ * (test/t/047_entity_collision.pl), but only holds the other entity busy
+ * for as long as its own transaction, as a claim of that entity would.
  *
  * Named locks (dlsm_try_lock) use a second key space: field4 is 0x4000,
  * field2 and field3 a 64-bit hash of the name.  They are waited for, in
@@ -46,6 +50,7 @@
 #include "access/xact.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
@@ -107,15 +112,26 @@ typedef struct NamedWait
 	long		wait_ms;		/* -1: without end */
 } NamedWait;
 
+/*
+ * Wait for the lock with lock_timeout set to the wait, at a GUC nest level
+ * of its own: the caller's setting is back when the step ends, and if it
+ * fails, the subtransaction's abort restores it.
+ */
 static void
 named_wait_step(void *arg)
 {
 	NamedWait  *wait = (NamedWait *) arg;
+	int			nest_level = NewGUCNestLevel();
+	char		timeout[32];
 
-	LockTimeout = wait->wait_ms < 0 ? 0 : (int) Min(wait->wait_ms, INT_MAX);
+	snprintf(timeout, sizeof(timeout), "%d",
+			 wait->wait_ms < 0 ? 0 : (int) Min(wait->wait_ms, INT_MAX));
+	(void) set_config_option("lock_timeout", timeout, PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	(void) LockAcquire(&wait->tag, ExclusiveLock, false, false);
 	/* a timeout that fired as the lock came must be served here */
 	CHECK_FOR_INTERRUPTS();
+	AtEOXact_GUC(true, nest_level);
 }
 
 /*
@@ -128,7 +144,6 @@ bool
 dlsm_lock_named_acquire(const char *name, long wait_ms)
 {
 	ResourceOwner oldowner = CurrentResourceOwner;
-	int			save_timeout = LockTimeout;
 	NamedWait	wait;
 	ErrorData  *edata;
 
@@ -146,15 +161,7 @@ dlsm_lock_named_acquire(const char *name, long wait_ms)
 
 	/* the subtransaction hands the lock to this (sub)transaction's owner */
 	wait.wait_ms = wait_ms;
-	PG_TRY();
-	{
-		edata = dlsm_subxact_run(named_wait_step, &wait);
-	}
-	PG_FINALLY();
-	{
-		LockTimeout = save_timeout;
-	}
-	PG_END_TRY();
+	edata = dlsm_subxact_run(named_wait_step, &wait);
 	if (edata == NULL)
 		return true;
 	if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)

@@ -200,6 +200,7 @@ take_lease(const char *name, int64 lease_us, int64 *fence)
 									 GetUserNameFromId(GetUserId(), false),
 									 MyProcPid));
 	values[P_LEASE_TAKE_ROLE] = ObjectIdGetDatum(GetUserId());
+	values[P_LEASE_TAKE_FENCE] = Int64GetDatum(dlsm_fence_next(true));
 	dlsm_plan_run_catalog(DLSM_C_LEASE_TAKE, values, NULL, 0);
 	if (SPI_processed == 0)
 		return false;
@@ -290,8 +291,7 @@ dlsm_named_try(const char *name, int64 wait_us, int64 lease_us, int64 *fence)
 	}
 	if (lease_us == 0)
 	{
-		dlsm_plan_run_catalog(DLSM_C_FENCE, NULL, NULL, 1);
-		*fence = single_int8(A_FENCE_VALUE);
+		*fence = dlsm_fence_next(true);
 		remember_grant(name, *fence, entry);
 	}
 	dlsm_shmem_named_granted(entry, *fence);

@@ -58,6 +58,7 @@
 #include "utils/timestamp.h"
 
 #include "identity.h"
+#include "names.h"
 #include "pending.h"
 #include "wake.h"
 
@@ -365,7 +366,7 @@ refuse_prepare(void)
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("cannot prepare a transaction that holds unsettled claims of dlsm queue \"%s\"",
-					get_rel_name(c->relid)),
+					dlsm_rel_label(c->relid)),
 			 errdetail("dlsm writes a claim that its own transaction did not settle when that transaction commits."),
 			 errhint("Settle the claims before PREPARE TRANSACTION, or claim in a transaction that is not prepared.")));
 }

@@ -30,6 +30,8 @@
  * column of type text (an adopted table) and uuid values (empty for uuid),
  * {fence_seq} the fence sequence's OID, {queues} {captures} {leases}
  * dlsm's tables, and the operators {=} {<>} {<} {<=} {>} {>=} {+} {-} {*}.
+ * Fences are taken in C (fence.c), which keeps them in the timeline's
+ * space, and travel as parameters.
  *
  * Calls extension.c and identity.c.
  *
@@ -54,6 +56,7 @@
 
 #include "extension.h"
 #include "identity.h"
+#include "names.h"
 #include "plans.h"
 
 /* The most parameters of one statement. */
@@ -269,13 +272,11 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	},
 	[DLSM_Q_GROUP] = {
 		/*
-		 * The entity's new updates that are due ($4 is now), and those $2
+		 * The entity's new updates that are due ($5 is now), and those $2
 		 * holds already, up to its next new request that is not a due
 		 * update (as a claim's group).
 		 */
-		"WITH u AS MATERIALIZED (SELECT $2 AS pid,"
-		"  pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass)"
-		"   AS fence, $4 AS now) "
+		"WITH u AS MATERIALIZED (SELECT $2 AS pid, $4 AS fence, $5 AS now) "
 		"UPDATE {q} t SET {status} = 'in-progress', {pid} = u.pid{pidin},"
 		" fence = u.fence, attempts = t.attempts {+}"
 		"  CASE WHEN t.{status} {=} 'new' THEN 1 ELSE 0 END,"
@@ -284,14 +285,14 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" FROM u"
 		" WHERE t.{id} {=} ANY (SELECT {id} FROM {q}"
 		"  WHERE {entity} {=} $1 AND {kind} {=} 'update'"
-		"  AND (({status} {=} 'new' AND run_at {<=} $4)"
+		"  AND (({status} {=} 'new' AND run_at {<=} $5)"
 		"   OR ({status} {=} 'in-progress' AND {pid} {=} $2{pidin}))"
 		"  AND {id} {<} COALESCE((SELECT pg_catalog.min({id}) FROM {q}"
 		"   WHERE {entity} {=} $1 AND {status} {=} 'new'"
-		"   AND ({kind} {<>} 'update' OR run_at {>} $4)),"
+		"   AND ({kind} {<>} 'update' OR run_at {>} $5)),"
 		"   9223372036854775807)"
 		"  ORDER BY {id} FOR UPDATE NOWAIT)",
-		N_GROUP_PARAMS, {TEXTOID, UUIDOID, INTERVALOID, TIMESTAMPTZOID},
+		N_GROUP_PARAMS, {TEXTOID, UUIDOID, INTERVALOID, INT8OID, TIMESTAMPTZOID},
 		SPI_OK_UPDATE, 0, "grouping updates"
 	},
 	[DLSM_Q_SETTLE_FINAL] = {
@@ -495,15 +496,14 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		ONE_CLOCK
 		" INSERT INTO {leases} AS l"
 		"  (name, fence, holder, holder_role, acquired_at, lease_until)"
-		" SELECT $1, pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass),"
-		"  $3, $4, u.now, u.now {+} $2 FROM u"
+		" SELECT $1, $5, $3, $4, u.now, u.now {+} $2 FROM u"
 		" ON CONFLICT (name) DO UPDATE SET fence = excluded.fence,"
 		"  holder = excluded.holder, holder_role = excluded.holder_role,"
 		"  acquired_at = excluded.acquired_at,"
 		"  lease_until = excluded.lease_until"
 		"  WHERE l.lease_until {<} excluded.acquired_at"
 		" RETURNING fence",
-		N_LEASE_TAKE_PARAMS, {TEXTOID, INTERVALOID, TEXTOID, REGROLEOID},
+		N_LEASE_TAKE_PARAMS, {TEXTOID, INTERVALOID, TEXTOID, REGROLEOID, INT8OID},
 		SPI_OK_INSERT_RETURNING, N_FENCE, "taking a lease"
 	},
 	[DLSM_C_LEASE_RELEASE] = {
@@ -528,11 +528,6 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		" ORDER BY name",
 		0, {InvalidOid},
 		SPI_OK_SELECT, N_LEASE_LIST, "listing leases"
-	},
-	[DLSM_C_FENCE] = {
-		"SELECT pg_catalog.nextval({fence_seq}::pg_catalog.oid::pg_catalog.regclass)",
-		0, {InvalidOid},
-		SPI_OK_SELECT, N_FENCE, "the fence sequence"
 	},
 	[DLSM_C_FENCE_FLOOR] = {
 		/* the sequence's value after raising it to $1 if it was below */
@@ -649,7 +644,6 @@ static const char *const drop_duplicates_text =
 static const char *const capture_text =
 "CREATE TRIGGER {trigger} AFTER INSERT OR UPDATE OR DELETE ON {src}"
 " FOR EACH ROW EXECUTE FUNCTION {ext}.dlsm_capture_trigger()";
-static const char *const uncapture_text = "DROP TRIGGER {trigger} ON {src}";
 
 /* Unregistering a queue: {q} the table. */
 static const char *const drop_table_text = "DROP TABLE {q}";
@@ -803,13 +797,10 @@ queue_plan(DlsmPlanSet *set, DlsmQueryId query)
 {
 	if (set->plans[query] == NULL)
 	{
-		Subst		subst[NUM_NAME_SUBSTS + 1];
+		Subst		subst[NUM_NAME_SUBSTS];
 		char	   *text;
 
 		name_substs(&set->names, subst);
-		subst[NUM_NAME_SUBSTS].name = "fence_seq";
-		subst[NUM_NAME_SUBSTS].value =
-			psprintf("%u", dlsm_extension_object(DLSM_OBJ_FENCE_SEQ));
 		text = expand(queue_queries[query].text, subst, lengthof(subst));
 
 		set->plans[query] = prepare_kept(text, &queue_queries[query]);
@@ -1109,17 +1100,16 @@ dlsm_plan_drop_table(const char *relname, bool drop_table)
 					subst, lengthof(subst));
 }
 
-/* Attach (attach) or remove the capture trigger named trigger on source. */
+/* Attach the capture trigger named trigger to source. */
 void
-dlsm_plan_capture_trigger(Oid source, const char *trigger, bool attach)
+dlsm_plan_capture_trigger(Oid source, const char *trigger)
 {
 	Subst		subst[] = {
-		{"src", quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
-										   get_rel_name(source))},
+		{"src", quote_qualified_identifier(dlsm_schema_name(get_rel_namespace(source)),
+										   dlsm_rel_name(source))},
 		{"trigger", quote_identifier(trigger)},
 		{"ext", quote_identifier(dlsm_extension_schema())},
 	};
 
-	execute_utility(attach ? capture_text : uncapture_text, subst,
-					lengthof(subst));
+	execute_utility(capture_text, subst, lengthof(subst));
 }

@@ -124,7 +124,8 @@ enum
 };
 enum
 {
-	P_GROUP_ENTITY, P_GROUP_PROCESS_ID, P_GROUP_LEASE, P_GROUP_NOW, N_GROUP_PARAMS
+	P_GROUP_ENTITY, P_GROUP_PROCESS_ID, P_GROUP_LEASE, P_GROUP_FENCE,
+	P_GROUP_NOW, N_GROUP_PARAMS
 };
 #define N_GROUP_BUSY_PARAMS P_GROUP_LEASE
 enum
@@ -234,7 +235,6 @@ typedef enum DlsmCatalogQueryId
 	DLSM_C_LEASE_REFRESH,		/* extend a lease */
 	DLSM_C_LEASE_PURGE,			/* delete expired leases */
 	DLSM_C_LEASE_LIST,			/* every lease */
-	DLSM_C_FENCE,				/* the next fence */
 	DLSM_C_FENCE_FLOOR,			/* raise the fence sequence to a floor */
 	DLSM_NUM_CATALOG_QUERIES
 } DlsmCatalogQueryId;
@@ -314,7 +314,7 @@ enum
 enum
 {
 	P_LEASE_TAKE_NAME, P_LEASE_TAKE_LEASE, P_LEASE_TAKE_HOLDER,
-	P_LEASE_TAKE_ROLE, N_LEASE_TAKE_PARAMS
+	P_LEASE_TAKE_ROLE, P_LEASE_TAKE_FENCE, N_LEASE_TAKE_PARAMS
 };
 enum
 {
@@ -368,8 +368,7 @@ extern void dlsm_plan_adopt_table(const DlsmQueueNames *names,
 								  const char *const *index_names,
 								  bool creates_index);
 extern void dlsm_plan_drop_table(const char *relname, bool drop_table);
-extern void dlsm_plan_capture_trigger(Oid source, const char *trigger,
-									  bool attach);
+extern void dlsm_plan_capture_trigger(Oid source, const char *trigger);
 
 /* The indexes dlsm gives a queue, in this order in index_names. */
 enum

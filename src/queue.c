@@ -57,6 +57,7 @@
 
 #include "cache.h"
 #include "extension.h"
+#include "names.h"
 #include "queue.h"
 
 /* The hash entry of a queue: its current descriptor. */
@@ -289,7 +290,7 @@ fill_from_row(DlsmQueue *queue, Form_pg_class form)
 	bool		isnull;
 	Datum		d;
 
-	names->relname = quote_qualified_identifier(get_namespace_name(form->relnamespace),
+	names->relname = quote_qualified_identifier(dlsm_schema_name(form->relnamespace),
 												NameStr(form->relname));
 	names->id = column_name(A_LOOKUP_ID_COLUMN);
 	names->status = column_name(A_LOOKUP_STATUS_COLUMN);
@@ -443,14 +444,14 @@ dlsm_queue_open(Oid relid, int flags)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("table \"%s\" is not a dlsm queue",
-						get_rel_name(relid) ? get_rel_name(relid) : "?"),
+						dlsm_rel_label(relid)),
 				 errhint("Create a queue with dlsm_create_queue().")));
 	}
 	if (queue->row_security && !(flags & DLSM_QUEUE_ANY_SECURITY))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("dlsm queue \"%s\" has row-level security enabled",
-						get_rel_name(relid)),
+						dlsm_rel_label(relid)),
 				 errdetail("dlsm keeps one unit per entity in progress only when it sees every row of the queue."),
 				 errhint("Disable row-level security on the table.")));
 	if (flags & DLSM_QUEUE_WRITE)
@@ -502,7 +503,7 @@ dlsm_queue_check_unused(Oid relid, const char *action)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_IN_USE),
 					 errmsg("cannot %s queue \"%s\" because it is being used by active queries in this session",
-							action, get_rel_name(relid))));
+							action, dlsm_rel_label(relid))));
 	}
 }
 
@@ -516,7 +517,7 @@ void
 dlsm_queue_check_owner(Oid relid)
 {
 	if (!pg_class_ownercheck(relid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, dlsm_rel_label(relid));
 }
 
 /* The caller must hold every privilege in modes on table relid (42501). */
@@ -528,7 +529,7 @@ dlsm_queue_check_privileges(Oid relid, AclMode modes)
 	{
 		if ((modes & mode) &&
 			pg_class_aclcheck(relid, GetUserId(), mode) != ACLCHECK_OK)
-			aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+			aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, dlsm_rel_label(relid));
 	}
 }
 
@@ -617,7 +618,7 @@ dlsm_queue_create(const char *name, DlsmQueueOptions *opts)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a dlsm queue cannot be a temporary table")));
 	choose_index_names(rv->relname, nspid, "", index_names);
-	dlsm_plan_create_table(quote_qualified_identifier(get_namespace_name(nspid),
+	dlsm_plan_create_table(quote_qualified_identifier(dlsm_schema_name(nspid),
 													  rv->relname),
 						   index_names);
 	relid = get_relname_relid(rv->relname, nspid);
@@ -640,7 +641,7 @@ check_column(Oid relid, const char *name, const Oid *types, bool must_exist)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
 					 errmsg("column \"%s\" of table \"%s\" does not exist",
-							name, get_rel_name(relid))));
+							name, dlsm_rel_label(relid))));
 		return;
 	}
 	type = get_atttype(relid, att);
@@ -650,7 +651,7 @@ check_column(Oid relid, const char *name, const Oid *types, bool must_exist)
 	ereport(ERROR,
 			(errcode(ERRCODE_DATATYPE_MISMATCH),
 			 errmsg("column \"%s\" of table \"%s\" has type %s, which dlsm cannot use",
-					name, get_rel_name(relid), format_type_be(type)),
+					name, dlsm_rel_label(relid), format_type_be(type)),
 			 errhint("dlsm needs %s there.", format_type_be(types[0]))));
 }
 
@@ -717,7 +718,7 @@ check_adopted_columns(Oid relid, const char *const *columns)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 				 errmsg("column \"%s\" of table \"%s\" has no default",
-						columns[DLSM_COL_ID], get_rel_name(relid)),
+						columns[DLSM_COL_ID], dlsm_rel_label(relid)),
 				 errhint("The id column of a queue needs an identity or a default from a sequence.")));
 	check_column(relid, columns[DLSM_COL_STATUS], texts, true);
 	check_column(relid, columns[DLSM_COL_KIND], texts, true);
@@ -750,7 +751,7 @@ check_adoptable(Oid relid)
 	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a table", get_rel_name(relid))));
+				 errmsg("\"%s\" is not a table", dlsm_rel_label(relid))));
 	dlsm_queue_check_owner(relid);
 	if (isAnyTempNamespace(get_rel_namespace(relid)))
 		ereport(ERROR,
@@ -760,12 +761,12 @@ check_adoptable(Oid relid)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("table \"%s\" is a dlsm queue already",
-						get_rel_name(relid))));
+						dlsm_rel_label(relid))));
 	if (has_row_security(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("table \"%s\" has row-level security enabled",
-						get_rel_name(relid)),
+						dlsm_rel_label(relid)),
 				 errdetail("dlsm keeps one unit per entity in progress only when it sees every row of the queue."),
 				 errhint("Disable row-level security on the table.")));
 }
@@ -780,24 +781,25 @@ void
 dlsm_queue_register(Oid relid, const char *const *columns,
 					DlsmQueueOptions *opts)
 {
+	char	   *relname = dlsm_rel_name(relid);
 	Oid			nspid = get_rel_namespace(relid);
-	char	   *schema = get_namespace_name(nspid);
+	char	   *schema = dlsm_schema_name(nspid);
 	DlsmQueueNames names;
 	const char *index_names[DLSM_NUM_INDEXES];
 
 	check_adoptable(relid);
 	check_adopted_columns(relid, columns);
-	names.relname = quote_qualified_identifier(schema, get_rel_name(relid));
+	names.relname = quote_qualified_identifier(schema, relname);
 	names.id = (char *) quote_identifier(columns[DLSM_COL_ID]);
 	names.status = (char *) quote_identifier(columns[DLSM_COL_STATUS]);
 	names.kind = (char *) quote_identifier(columns[DLSM_COL_KIND]);
 	names.entity = (char *) quote_identifier(columns[DLSM_COL_ENTITY]);
 	names.process_id = (char *) quote_identifier(columns[DLSM_COL_PROCESS_ID]);
-	choose_index_names(get_rel_name(relid), nspid, "dlsm_", index_names);
+	choose_index_names(relname, nspid, "dlsm_", index_names);
 	dlsm_plan_adopt_table(&names, quote_identifier(schema), index_names,
 						  !has_index_led_by(relid,
 											get_attnum(relid, columns[DLSM_COL_ENTITY])));
-	register_queue(relid, columns, get_rel_name(relid), opts);
+	register_queue(relid, columns, relname, opts);
 }
 
 /*
@@ -845,7 +847,7 @@ check_not_captured_into(Oid relid)
 		ereport(ERROR,
 				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
 				 errmsg("cannot unregister queue \"%s\" because table \"%s\" is captured into it",
-						get_rel_name(relid), get_rel_name(source)),
+						dlsm_rel_label(relid), dlsm_rel_label(source)),
 				 errhint("Remove the capture with dlsm_uncapture() first.")));
 }
 
@@ -879,7 +881,9 @@ check_handler(Oid handler)
 	bool		ok;
 
 	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for function %u", handler);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("function with OID %u does not exist", handler)));
 	proc = (Form_pg_proc) GETSTRUCT(tuple);
 	ok = proc->pronargs == lengthof(argtypes) &&
 		proc->prokind == PROKIND_FUNCTION && !proc->proretset &&
@@ -893,7 +897,7 @@ check_handler(Oid handler)
 				 errhint("A handler is a function taking (entity text, kind text, ids bigint[], payloads jsonb[]).")));
 	if (pg_proc_aclcheck(handler, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_FUNCTION,
-					   get_func_name(handler));
+					   dlsm_func_name(handler));
 }
 
 /*
@@ -965,8 +969,8 @@ dlsm_queue_set_handler(Oid relid, Oid handler)
 	}
 	values[P_SET_HANDLER_QUEUE] = ObjectIdGetDatum(relid);
 	values[P_SET_HANDLER_HANDLER] = OidIsValid(handler) ?
-		CStringGetTextDatum(quote_qualified_identifier(get_namespace_name(get_func_namespace(handler)),
-													   get_func_name(handler))) :
+		CStringGetTextDatum(quote_qualified_identifier(dlsm_schema_name(get_func_namespace(handler)),
+													   dlsm_func_name(handler))) :
 		(Datum) 0;
 	nulls[P_SET_HANDLER_HANDLER] = OidIsValid(handler) ? ' ' : 'n';
 	write_registry(DLSM_C_SET_HANDLER, relid, values, nulls);

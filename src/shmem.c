@@ -33,6 +33,12 @@
  * (the second of the tranche), held the same way; any backend reads and
  * writes them (dlsm_shmem_floor_*), as the rules below them say.
  *
+ * entity_seed is written once, when the struct is created, and only read
+ * afterwards, without a lock.  It seeds the hash of entity names in the
+ * floors and in claim passes (dlsm_shmem_entity_key): a secret chosen at
+ * every start of the server, so that a producer cannot name an entity to
+ * collide with another's and have its rows passed over.
+ *
  * Calls nothing of dlsm.
  *
  * Copyright (c) 2026, dlsm developers
@@ -120,10 +126,12 @@ typedef struct DlsmShared
 	uint64		floor_clock;	/* moved on by every lowering */
 	int			floor_victim;	/* the next slot to take when all are used */
 	DlsmFloor	floors[DLSM_MAX_FLOORS];
+	uint64		entity_seed;	/* random, set at creation: see above */
 } DlsmShared;
 
 static DlsmShared *shared = NULL;
 static DlsmSlot *my_slot = NULL;	/* the slot of this worker */
+static uint64 entity_seed = 0;	/* this backend's copy; 0: not read yet */
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -135,6 +143,17 @@ shmem_request(void)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(MAXALIGN(sizeof(DlsmShared)));
 	RequestNamedLWLockTranche("dlsm", 2);
+}
+
+/* A random non-zero seed. */
+static uint64
+random_seed(void)
+{
+	uint64		seed;
+
+	if (!pg_strong_random(&seed, sizeof(seed)))
+		elog(ERROR, "could not generate a random seed");
+	return seed | 1;
 }
 
 static void
@@ -153,6 +172,7 @@ shmem_startup(void)
 		shared->lock = &(GetNamedLWLockTranche("dlsm"))[0].lock;
 		shared->floor_lock = &(GetNamedLWLockTranche("dlsm"))[1].lock;
 		ConditionVariableInit(&shared->work_cv);
+		shared->entity_seed = random_seed();
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -753,6 +773,21 @@ dlsm_shmem_anyone_listens(Oid dboid)
  * Floors: where the ready rows of a queue begin
  * ---------------------------------------------------------------------
  */
+
+/*
+ * The key of an entity in the floors and in a claim pass: a hash of its
+ * name, seeded with the server's secret (a backend's own, when the library
+ * is not preloaded: there are no floors then, and a pass and the claims a
+ * transaction holds are the backend's).
+ */
+uint64
+dlsm_shmem_entity_key(const char *entity)
+{
+	if (entity_seed == 0)
+		entity_seed = shared != NULL ? shared->entity_seed : random_seed();
+	return hash_bytes_extended((const unsigned char *) entity,
+							   strlen(entity), entity_seed);
+}
 
 /* The floor of relid in this database, or NULL.  floor_lock held. */
 static DlsmFloor *

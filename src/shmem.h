@@ -98,15 +98,8 @@ typedef struct DlsmFloorSeen
 	uint64		bucket_gen[DLSM_ENTITY_BUCKETS];
 } DlsmFloorSeen;
 
-/* The key of an entity in the floors: a hash of its name. */
-static inline uint64
-dlsm_shmem_entity_key(const char *entity)
-{
-	return hash_bytes_extended((const unsigned char *) entity,
-							   strlen(entity), 0);
-}
-
 extern void dlsm_shmem_init(void);
+extern uint64 dlsm_shmem_entity_key(const char *entity);
 extern bool dlsm_shmem_available(void);
 
 /* waiting claims */

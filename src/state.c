@@ -47,6 +47,7 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+#include "names.h"
 #include "pending.h"
 #include "state.h"
 #include "wake.h"
@@ -219,7 +220,7 @@ report_lost(DlsmQueue *queue, pg_uuid_t *process_id)
 			 errmsg("process id %s holds no request in progress in queue \"%s\"",
 					DatumGetCString(DirectFunctionCall1(uuid_out,
 														UUIDPGetDatum(process_id))),
-					get_rel_name(queue->relid)),
+					dlsm_rel_label(queue->relid)),
 			 errhint("The claim was settled already, or it was lost: its lease expired and its requests were reaped or claimed again.")));
 }
 

@@ -53,6 +53,7 @@
 #include "handler.h"
 #include "identity.h"
 #include "namedlock.h"
+#include "names.h"
 #include "notify.h"
 #include "queue.h"
 #include "shmem.h"
@@ -200,7 +201,7 @@ read_registry(void *arg)
 		old = MemoryContextSwitchTo(pass->context);
 		wq = palloc(sizeof(WorkerQueue));
 		wq->relid = queue->relid;
-		wq->name = pstrdup(get_rel_name(queue->relid));
+		wq->name = dlsm_rel_label(queue->relid);
 		wq->refused = queue->row_security;
 		wq->has_handler = queue->handler != NULL;
 		wq->has_retention = queue->has_retention;
