@@ -1393,6 +1393,7 @@ DECLARE
 	fmax		int8 := 0;
 	tprobe		int8;
 	cols		text;
+	owner		text;
 	moved_parts	text;
 	last_id		text;
 	chunk		text;
@@ -1541,6 +1542,16 @@ BEGIN
 					  WHERE attrelid OPERATOR(pg_catalog.=) %L::pg_catalog.regclass AND attnum OPERATOR(pg_catalog.>) 0
 						AND NOT attisdropped AND attgenerated OPERATOR(pg_catalog.=) ''''
 						AND attname OPERATOR(pg_catalog.<>) %L', q.queue, q.id));
+				-- the copy runs the queue owner's code (triggers, defaults)
+				-- as that owner, never as the administrator who moves (under
+				-- the administrator's search_path: the owner gains nothing)
+				owner := @extschema@.dlsm_proxy_remote(to_node, format(
+					'SELECT pg_catalog.jsonb_build_object(''owner'', pg_catalog.quote_ident(r.rolname),
+							''queue'', pg_catalog.format(''%%I.%%I'', n.nspname, c.relname))::pg_catalog.text
+					   FROM pg_catalog.pg_class c
+					   JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) c.relowner
+					   JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+					  WHERE c.oid OPERATOR(pg_catalog.=) %L::pg_catalog.regclass', q.queue));
 				last_id := '-9223372036854775808';
 				LOOP
 					chunk := @extschema@.dlsm_proxy_remote(src, format(
@@ -1555,14 +1566,16 @@ BEGIN
 					EXIT WHEN chunk::jsonb->'rows' = 'null'::jsonb;
 					last_id := chunk::jsonb->>'last';
 					PERFORM @extschema@.dlsm_proxy_remote(to_node, format(
-						'WITH i AS (INSERT INTO %1$s (%2$s)
+						'SET LOCAL ROLE %6$s;
+						 WITH i AS (INSERT INTO %1$s (%2$s)
 									SELECT %2$s FROM pg_catalog.jsonb_populate_recordset(NULL::%1$s, %3$L) r
 									 WHERE NOT EXISTS (SELECT 1 FROM %1$s x
 														WHERE x.%4$I OPERATOR(pg_catalog.=) r.%4$I
 														  AND x.%5$I OPERATOR(pg_catalog.=) ''create'')
 									RETURNING 1)
 						 SELECT pg_catalog.count(*)::pg_catalog.text FROM i',
-						q.queue, cols, chunk::jsonb->'rows', q.entity, q.kind));
+						owner::jsonb->>'queue', cols, chunk::jsonb->'rows', q.entity, q.kind,
+						owner::jsonb->>'owner'));
 					copied := copied + jsonb_array_length(chunk::jsonb->'rows');
 				END LOOP;
 			END LOOP;

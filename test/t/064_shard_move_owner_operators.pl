@@ -45,13 +45,25 @@ CREATE OPERATOR public.= (LEFTARG = public.mtext, RIGHTARG = public.mtext,
 	FUNCTION = public.mtext_eq);
 ALTER TABLE mq ALTER COLUMN status TYPE public.mtext,
 			   ALTER COLUMN kind TYPE public.mtext;
+-- her trigger, calling now() unqualified: it runs as whoever inserts
+CREATE TABLE public.inserted (who text, path text);
+GRANT INSERT ON public.inserted TO PUBLIC;
+CREATE FUNCTION public.note_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO public.inserted VALUES (current_user, current_setting('search_path'));
+	PERFORM now();
+	RETURN NEW;
+END $$;
+CREATE TRIGGER note_insert BEFORE INSERT ON mq
+	FOR EACH ROW EXECUTE FUNCTION public.note_insert();
 }, extra_params => [ '-U', 'mallory' ], on_error_stop => 1);
 	is($ret, 0, 'mallory armed her queue on ' . $s->name) or diag $err;
 }
 
 # settled creates of 40 entities on node 1
 $shards[0]->safe_psql('postgres', q{
-INSERT INTO mq (entity, status) SELECT 'e' || g, 'complete' FROM generate_series(1, 40) g});
+INSERT INTO mq (entity, status) SELECT 'e' || g, 'complete' FROM generate_series(1, 40) g;
+TRUNCATE public.inserted});
 
 my $parts = $router->safe_psql('postgres',
 	q{SELECT array_agg(partition ORDER BY partition) FROM dlsm_proxy_partitions WHERE node_id = 1});
@@ -71,5 +83,11 @@ for my $s (@shards)
 			q{SELECT coalesce(string_agg(DISTINCT who, ','), '') FROM public.seen WHERE who <> 'mallory'}),
 		'', 'the move ran no operator of mallory\'s on ' . $s->name);
 }
+
+# the copy into node 2's queue ran mallory's trigger as mallory, never as
+# the administrator (a superuser here)
+is( $shards[1]->safe_psql('postgres',
+		q{SELECT coalesce(string_agg(DISTINCT who, ','), '') FROM public.inserted}),
+	'mallory', "the copy runs the owner's trigger as the owner");
 
 done_testing();
