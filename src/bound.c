@@ -1,0 +1,134 @@
+/*-------------------------------------------------------------------------
+ *
+ * bound.c
+ *	  The time bound on each step of the worker, and the step's name.
+ *
+ * Every step the worker takes (a transaction of worker.c, and each part of
+ * a handler's transaction that handler.c names) runs under
+ * dlsm.step_timeout: a timeout of its own, registered once per worker as a
+ * USER_TIMEOUT, that cancels what runs as a statement timeout does, queue
+ * owner's triggers and all.  SPI in a background worker arms no
+ * statement_timeout by itself, so without it nothing would end a step
+ * that a trigger keeps waiting.  A handler's call is the one part that runs
+ * unbounded here: it has its own statement timeout (handler.c).
+ *
+ * The step's name and queue name every error raised in it (an error
+ * context callback the caller pushes), so that the server log shows which
+ * queue and which step an error or a cancel came from.
+ *
+ * State is per worker process: the current step, its queue, and whether
+ * its bound fired.  Outside a worker nothing is registered and every
+ * function here but dlsm_bound_context does nothing.
+ *
+ * Calls guc.c.
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/bound.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/timeout.h"
+
+#include "bound.h"
+#include "guc.h"
+
+static TimeoutId bound_timeout = MAX_TIMEOUTS;	/* not registered */
+static const char *bound_queue = NULL;	/* the step's queue, or NULL */
+static const char *bound_step = NULL;	/* the step, or NULL: none */
+
+/* The step ran out of time: cancel it, as StatementCancelHandler would. */
+static void
+bound_expired(void)
+{
+	InterruptPending = true;
+	QueryCancelPending = true;
+	SetLatch(MyLatch);
+}
+
+/* Register the bound; once, in the worker, after InitPostgres. */
+void
+dlsm_bound_init(void)
+{
+	bound_timeout = RegisterTimeout(USER_TIMEOUT, bound_expired);
+}
+
+/*
+ * Begin step (a constant string) on queue (a name that outlives the step,
+ * or NULL when the step is not a queue's), under dlsm.step_timeout.
+ */
+void
+dlsm_bound_begin(const char *queue, const char *step)
+{
+	bound_queue = queue;
+	dlsm_bound_enter(step, true);
+}
+
+/*
+ * Go on to the next part of the current step, step (a constant string):
+ * bounded afresh by dlsm.step_timeout, or, when not bounded, with no bound
+ * of this file (the part brings its own).  When the part that ends ran out
+ * of time, its cancel is raised here, before the next part starts, even if
+ * code run in it caught the cancel.
+ */
+void
+dlsm_bound_enter(const char *step, bool bounded)
+{
+	if (bound_timeout == MAX_TIMEOUTS)
+		return;
+	disable_timeout(bound_timeout, true);
+	if (get_timeout_indicator(bound_timeout, false))
+	{
+		/* even when the owner's code caught the cancel and went on */
+		CHECK_FOR_INTERRUPTS();
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("canceling statement due to dlsm.step_timeout")));
+	}
+	bound_step = step;
+	if (bounded)
+		enable_timeout_after(bound_timeout, dlsm_step_timeout);
+}
+
+/*
+ * End the current step (its name stays for the error report); true if it
+ * ran out of time.  A cancel the bound sent and nothing raised yet is
+ * withdrawn: it must not end the next step.
+ */
+bool
+dlsm_bound_end(void)
+{
+	bool		expired;
+
+	if (bound_timeout == MAX_TIMEOUTS)
+		return false;
+	disable_timeout(bound_timeout, true);
+	expired = get_timeout_indicator(bound_timeout, true);
+	if (expired)
+		QueryCancelPending = false;
+	return expired;
+}
+
+/* The current step, or NULL. */
+const char *
+dlsm_bound_step(void)
+{
+	return bound_step;
+}
+
+/* Error context callback: the step and its queue. */
+void
+dlsm_bound_context(void *arg)
+{
+	if (bound_step == NULL)
+		return;
+	if (bound_queue != NULL)
+		errcontext("dlsm worker: %s, queue \"%s\"", bound_step, bound_queue);
+	else
+		errcontext("dlsm worker: %s", bound_step);
+}
