@@ -12,12 +12,18 @@
  * that a trigger keeps waiting.  A handler's call is the one part that runs
  * unbounded here: it has its own statement timeout (handler.c).
  *
+ * A cancel is an error that code may catch (EXCEPTION WHEN query_canceled)
+ * and go on.  So a second timeout, at twice the bound, ends the worker
+ * itself, as a terminate signal would (FATAL, which nothing catches); the
+ * worker then records the queue as abandoned (worker.c), and the worker
+ * the launcher starts next leaves that queue alone for a while.
+ *
  * The step's name and queue name every error raised in it (an error
  * context callback the caller pushes), so that the server log shows which
  * queue and which step an error or a cancel came from.
  *
- * State is per worker process: the current step, its queue, and whether
- * its bound fired.  Outside a worker nothing is registered and every
+ * State is per worker process: the current step, its queue, whether its
+ * bound fired, and whether the worker ends because the step went on.  Outside a worker nothing is registered and every
  * function here but dlsm_bound_context does nothing.
  *
  * Calls guc.c.
@@ -31,6 +37,8 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "utils/timeout.h"
@@ -39,8 +47,11 @@
 #include "guc.h"
 
 static TimeoutId bound_timeout = MAX_TIMEOUTS;	/* not registered */
-static const char *bound_queue = NULL;	/* the step's queue, or NULL */
+static TimeoutId last_timeout = MAX_TIMEOUTS;	/* ends the worker */
+static Oid	bound_relid = InvalidOid;	/* the step's queue, or none */
+static const char *bound_queue = NULL;	/* its name, or NULL */
 static const char *bound_step = NULL;	/* the step, or NULL: none */
+static volatile sig_atomic_t abandoned = false; /* the worker ends */
 
 /* The step ran out of time: cancel it, as StatementCancelHandler would. */
 static void
@@ -51,20 +62,47 @@ bound_expired(void)
 	SetLatch(MyLatch);
 }
 
+/* The step ignored its cancel for another bound: end the worker. */
+static void
+bound_ignored(void)
+{
+	abandoned = true;
+	InterruptPending = true;
+	ProcDiePending = true;
+	SetLatch(MyLatch);
+}
+
 /* Register the bound; once, in the worker, after InitPostgres. */
 void
 dlsm_bound_init(void)
 {
 	bound_timeout = RegisterTimeout(USER_TIMEOUT, bound_expired);
+	last_timeout = RegisterTimeout(USER_TIMEOUT, bound_ignored);
+}
+
+/* Arm (or, with bounded false, disarm) both timeouts of the step. */
+static void
+arm(bool bounded)
+{
+	disable_timeout(bound_timeout, true);
+	disable_timeout(last_timeout, false);
+	if (bounded)
+	{
+		enable_timeout_after(bound_timeout, dlsm_step_timeout);
+		enable_timeout_after(last_timeout, dlsm_step_timeout <= INT_MAX / 2 ?
+							 dlsm_step_timeout * 2 : INT_MAX);
+	}
 }
 
 /*
- * Begin step (a constant string) on queue (a name that outlives the step,
- * or NULL when the step is not a queue's), under dlsm.step_timeout.
+ * Begin step (a constant string) on queue relid, named queue (a name that
+ * outlives the step; InvalidOid and NULL when the step is not a queue's),
+ * under dlsm.step_timeout.
  */
 void
-dlsm_bound_begin(const char *queue, const char *step)
+dlsm_bound_begin(Oid relid, const char *queue, const char *step)
 {
+	bound_relid = relid;
 	bound_queue = queue;
 	dlsm_bound_enter(step, true);
 }
@@ -81,7 +119,7 @@ dlsm_bound_enter(const char *step, bool bounded)
 {
 	if (bound_timeout == MAX_TIMEOUTS)
 		return;
-	disable_timeout(bound_timeout, true);
+	arm(false);
 	if (get_timeout_indicator(bound_timeout, false))
 	{
 		/* even when the owner's code caught the cancel and went on */
@@ -91,8 +129,7 @@ dlsm_bound_enter(const char *step, bool bounded)
 				 errmsg("canceling statement due to dlsm.step_timeout")));
 	}
 	bound_step = step;
-	if (bounded)
-		enable_timeout_after(bound_timeout, dlsm_step_timeout);
+	arm(bounded);
 }
 
 /*
@@ -107,11 +144,24 @@ dlsm_bound_end(void)
 
 	if (bound_timeout == MAX_TIMEOUTS)
 		return false;
-	disable_timeout(bound_timeout, true);
+	arm(false);
 	expired = get_timeout_indicator(bound_timeout, true);
 	if (expired)
 		QueryCancelPending = false;
 	return expired;
+}
+
+/*
+ * Did the worker end because a step ignored its cancel?  Then *relid,
+ * *queue and *step say which; for the worker's exit callback.
+ */
+bool
+dlsm_bound_abandoned(Oid *relid, const char **queue, const char **step)
+{
+	*relid = bound_relid;
+	*queue = bound_queue;
+	*step = bound_step;
+	return abandoned && OidIsValid(bound_relid);
 }
 
 /* The current step, or NULL. */

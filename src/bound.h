@@ -14,9 +14,11 @@
 #define DLSM_BOUND_H
 
 extern void dlsm_bound_init(void);
-extern void dlsm_bound_begin(const char *queue, const char *step);
+extern void dlsm_bound_begin(Oid relid, const char *queue, const char *step);
 extern void dlsm_bound_enter(const char *step, bool bounded);
 extern bool dlsm_bound_end(void);
+extern bool dlsm_bound_abandoned(Oid *relid, const char **queue,
+								 const char **step);
 extern const char *dlsm_bound_step(void);
 extern void dlsm_bound_context(void *arg);
 

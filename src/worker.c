@@ -21,7 +21,9 @@
  * dlsm.reap_interval before the worker turns to its other duties.  A step
  * that fails or runs out of time is rolled back, logged with the step and
  * the queue as its context (autovacuum's error path), counted, and named
- * in dlsm_worker_status; the next pass does its work again.
+ * in dlsm_worker_status; the next pass does its work again.  A step that
+ * goes on after its cancel ends the worker (bound.c); at its exit the
+ * queue is shunned, and the next worker leaves it alone for a while.
  * test/t/043_stall_matrix.pl holds every step named here and in handler.c.
  *
  * Calls handler.c, state.c, queue.c, namedlock.c, notify.c, identity.c,
@@ -68,6 +70,7 @@
 
 #define NO_EXTENSION_PAUSE_MS	60000	/* a database without dlsm */
 #define PURGE_BATCHES			100		/* retention batches per pass */
+#define SHUN_BOUNDS				10	/* dlsm.step_timeouts a queue is shunned */
 
 /* What the worker's notifications asked for. */
 static bool reap_requested = false;
@@ -76,6 +79,7 @@ static char *my_dbname = NULL;
 
 /* What the worker said once and need not repeat at every pass. */
 static List *refused_reported = NIL;	/* queues, in TopMemoryContext */
+static List *shunned_reported = NIL;	/* queues, in TopMemoryContext */
 static bool outdated_reported = false;	/* the SQL objects await UPDATE */
 
 /* One queue as the worker's last look at the registry found it. */
@@ -85,6 +89,8 @@ typedef struct WorkerQueue
 	char	   *name;			/* for messages, outside transactions */
 	bool		refused;		/* row-level security: left alone */
 	bool		stalled;		/* a step timed out: left until the next pass */
+	TimestampTz shunned_until;	/* left alone until then (or 0): a step on
+								 * it went on after its cancel */
 	bool		has_handler;
 	bool		has_retention;
 } WorkerQueue;
@@ -135,14 +141,15 @@ record_error(const char *queue, const char *step, ErrorData *edata)
 
 /*
  * Run fn(arg) in a transaction of its own, with SPI and a snapshot, as
- * step activity on queue (a name, or NULL), under dlsm.step_timeout; an
+ * step activity on queue wq (or NULL), under dlsm.step_timeout; an
  * error is logged, with the step and the queue as its context, and
  * counted.  The error path is autovacuum's: interrupts
  * held until the transaction is aborted and the error forgotten.
  */
 static StepResult
-run_transaction(WorkFn fn, void *arg, const char *queue, const char *activity)
+run_transaction(WorkFn fn, void *arg, WorkerQueue *wq, const char *activity)
 {
+	const char *queue = wq != NULL ? wq->name : NULL;
 	MemoryContext context = CurrentMemoryContext;
 	ErrorContextCallback callback;
 	volatile StepResult result = STEP_DONE;
@@ -153,7 +160,7 @@ run_transaction(WorkFn fn, void *arg, const char *queue, const char *activity)
 	error_context_stack = &callback;
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	dlsm_bound_begin(queue, activity);
+	dlsm_bound_begin(wq != NULL ? wq->relid : InvalidOid, queue, activity);
 	PG_TRY();
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)
@@ -239,7 +246,8 @@ read_registry(void *arg)
 		wq->relid = queue->relid;
 		wq->name = pstrdup(get_rel_name(queue->relid));
 		wq->refused = queue->row_security;
-		wq->stalled = false;
+		wq->shunned_until = dlsm_shmem_worker_shunned(queue->relid);
+		wq->stalled = wq->shunned_until != 0;
 		wq->has_handler = queue->handler != NULL;
 		wq->has_retention = queue->has_retention;
 		pass->queues = lappend(pass->queues, wq);
@@ -349,11 +357,30 @@ registry_pass(MemoryContext context)
 }
 
 /*
+ * Count a pass skipped on queue relid; message is said once per queue (in
+ * *reported) and worker, not at every pass, so that other errors stay
+ * visible.
+ */
+static void
+skip_queue(List **reported, Oid relid, char *message)
+{
+	DlsmWorkerCounts delta = {.skipped = 1};
+	bool		said = list_member_oid(*reported, relid);
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	*reported = list_append_unique_oid(*reported, relid);
+	MemoryContextSwitchTo(old);
+	dlsm_shmem_worker_count(&delta, said ? NULL : message);
+}
+
+/*
  * Reap a queue and delete its settled rows past their retention.  A queue
  * dlsm refuses (row-level security) is skipped and named in the worker's
  * status, without a line in the server log at every pass.  A queue whose
  * step ran out of a bound (dlsm.step_timeout, dlsm.lock_timeout) is marked
- * stalled: nothing more is done on it until the next registry pass.
+ * stalled: nothing more is done on it until the next registry pass.  A
+ * queue shunned (a step on it went on after its cancel and ended an
+ * earlier worker) is skipped, and said so once.
  */
 static void
 reap_one(WorkerQueue *wq, DlsmWorkerCounts *counts)
@@ -363,27 +390,27 @@ reap_one(WorkerQueue *wq, DlsmWorkerCounts *counts)
 
 	if (wq->refused)
 	{
-		DlsmWorkerCounts delta = {.skipped = 1};
-		bool		reported = list_member_oid(refused_reported, wq->relid);
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-		/* said once, not at every pass: other errors stay visible */
-		refused_reported = list_append_unique_oid(refused_reported, wq->relid);
-		MemoryContextSwitchTo(old);
-		dlsm_shmem_worker_count(&delta, reported ? NULL :
-								psprintf("queue \"%s\" has row-level security enabled: dlsm leaves it alone",
-										 wq->name));
+		skip_queue(&refused_reported, wq->relid,
+				   psprintf("queue \"%s\" has row-level security enabled: dlsm leaves it alone",
+							wq->name));
+		return;
+	}
+	if (wq->shunned_until != 0)
+	{
+		skip_queue(&shunned_reported, wq->relid,
+				   psprintf("queue \"%s\" is left alone until %s: a step on it went on after its cancel",
+							wq->name, timestamptz_to_str(wq->shunned_until)));
 		return;
 	}
 
 	/* a queue that ran out of a bound costs one bound per pass, not more */
-	result = run_transaction(reap_queue, &work, wq->name, "reap a queue");
+	result = run_transaction(reap_queue, &work, wq, "reap a queue");
 	wq->stalled = result == STEP_SKIPPED;
 	if (result == STEP_DONE)
 		counts->reaped += work.count;
 	for (int i = 0; wq->has_retention && !wq->stalled && i < PURGE_BATCHES; i++)
 	{
-		result = run_transaction(purge_queue, &work, wq->name,
+		result = run_transaction(purge_queue, &work, wq,
 								 "delete settled rows");
 		wq->stalled = result == STEP_SKIPPED;
 		if (result != STEP_DONE)
@@ -428,7 +455,7 @@ handle_queue(WorkerQueue *wq)
 	while (units < dlsm_handler_batch && GetCurrentTimestamp() < until)
 	{
 		DlsmWorkerCounts delta = {0};
-		StepResult	result = run_transaction(handle_unit, &work, wq->name,
+		StepResult	result = run_transaction(handle_unit, &work, wq,
 											 "run a queue's handler");
 
 		wq->stalled = result == STEP_SKIPPED;
@@ -491,6 +518,29 @@ apply_settings(void)
 					PGC_SUSET, PGC_S_OVERRIDE);
 }
 
+/*
+ * At the worker's exit: when it ends because a step on a queue went on
+ * after its cancel (its code caught it), this database's workers leave the
+ * queue alone for SHUN_BOUNDS times dlsm.step_timeout.
+ */
+static void
+shun_abandoned(int code, Datum arg)
+{
+	Oid			relid;
+	const char *queue;
+	const char *step;
+	TimestampTz until;
+
+	if (!dlsm_bound_abandoned(&relid, &queue, &step))
+		return;
+	until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										(int64) SHUN_BOUNDS * dlsm_step_timeout);
+	dlsm_shmem_worker_shun(relid, until);
+	ereport(LOG,
+			(errmsg("dlsm worker leaves queue \"%s\" alone until %s: its step \"%s\" went on after its cancel",
+					queue, timestamptz_to_str(until), step)));
+}
+
 /* Connect to database dboid, take its slot, or exit. */
 static void
 worker_start(Oid dboid)
@@ -501,6 +551,7 @@ worker_start(Oid dboid)
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	if (!dlsm_shmem_worker_attach(dboid))
 		proc_exit(0);			/* another worker, or the database goes */
+	before_shmem_exit(shun_abandoned, 0);	/* runs before the slot's detach */
 	pgstat_report_appname("dlsm worker");
 	dlsm_bound_init();
 	apply_settings();

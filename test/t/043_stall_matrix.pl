@@ -11,7 +11,11 @@
 #   gate   her code on the step waits for a table that another session of
 #          hers holds in ACCESS EXCLUSIVE mode;
 #   queue  another session of hers holds her queue itself in ACCESS
-#          EXCLUSIVE mode (met where the worker opens the queue).
+#          EXCLUSIVE mode (met where the worker opens the queue);
+#   stubborn  her code sleeps, catches the cancel, and sleeps again: the
+#          worker ends itself at twice the bound, and the next one leaves
+#          the queue alone for a while (checked on one step: the mechanism
+#          is the same for all).
 #
 # In every cell: the worker still runs dave's handler and reaps dave's
 # expired lease within 2 x dlsm.reap_interval + the bound (plus a margin
@@ -97,6 +101,16 @@ CREATE TABLE mal.gate ();
 CREATE TABLE mal.done (queue text, entity text);
 CREATE FUNCTION mal.stall() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN PERFORM pg_catalog.pg_sleep(100000); RETURN coalesce(NEW, OLD); END $$;
+CREATE FUNCTION mal.stubborn() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	LOOP
+		BEGIN
+			PERFORM pg_catalog.pg_sleep(100000);
+		EXCEPTION WHEN query_canceled THEN
+			RAISE LOG 'mallory caught a cancel';
+		END;
+	END LOOP;
+END $$;
 CREATE FUNCTION mal.wait_gate() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN PERFORM 1 FROM mal.gate; RETURN coalesce(NEW, OLD); END $$;
 CREATE FUNCTION mal.h_ok(entity text, kind text, ids bigint[], payloads jsonb[])
@@ -130,6 +144,8 @@ my $sleep_reason = 'canceling statement due to dlsm\.step_timeout';
 # comes first; both are 1 s)
 my $lock_reason = 'canceling statement due to (lock timeout|dlsm\.step_timeout)';
 my $call_reason = 'canceling statement due to statement timeout';
+my $stubborn_reason = 'a step on it went on after its cancel';
+my %hook_function = (sleep => 'stall', gate => 'wait_gate', stubborn => 'stubborn');
 my $reap_setup = q{
 SELECT dlsm_create_queue(:'q', max_attempts => 1000);
 SELECT dlsm_enqueue(:'q', 'e1');
@@ -166,7 +182,7 @@ my @steps = (
 		setup => $reap_setup,
 		trigger => $trigger_on{'reap a queue'},
 		done => q{SELECT status = 'new' FROM %s},
-		hooks => [qw(sleep gate queue)],
+		hooks => [qw(sleep gate queue stubborn)],
 	},
 	{
 		step => 'delete settled rows',
@@ -296,10 +312,15 @@ for my $s (grep { !$_->{none} } @steps)
 		$n++;
 		my $q = "m$n";
 		my $label = "\"$s->{step}\" x $hook ($q)";
-		my $reason =
-			$s->{reason} // ($hook eq 'sleep' ? $sleep_reason : $lock_reason);
+		my $reason = $s->{reason}
+		  // ($hook eq 'sleep' ? $sleep_reason
+			: $hook eq 'stubborn' ? $stubborn_reason
+			:                       $lock_reason);
 		my $counted = $s->{counted} // 'skipped';
 		my $before = counter($counted);
+		my $pid = counter('pid');
+		# the stubborn hook costs a second bound and the worker's restart
+		my $cell_limit_s = $limit_s + ($hook eq 'stubborn' ? 2 : 0);
 		my $log_offset = -s $node->logfile;
 		my $holder;
 		my $table = "mal.$q";
@@ -320,8 +341,7 @@ for my $s (grep { !$_->{none} } @steps)
 		{
 			$trigger = 'CREATE TRIGGER stall '
 			  . sprintf($s->{trigger}, $table)
-			  . ' EXECUTE FUNCTION mal.'
-			  . ($hook eq 'sleep' ? 'stall' : 'wait_gate') . '()';
+			  . " EXECUTE FUNCTION mal.$hook_function{$hook}()";
 			# the queue first, its hook, then its work
 			$setup =~ s/(SELECT dlsm_create_queue[^\n]*\n)/$1$trigger;\n/;
 		}
@@ -336,27 +356,37 @@ for my $s (grep { !$_->{none} } @steps)
 		$holder->query_safe("BEGIN; LOCK TABLE $table IN ACCESS EXCLUSIVE MODE")
 		  if $hook eq 'queue';
 
+		# the others are served all the same, from the moment mallory's
+		# work is there
+		my $reaped = dave_reaped();
+		ok(defined $reaped && $reaped <= $cell_limit_s + $margin_s,
+			"$label: dave's expired lease is reaped within its lease + 2 x dlsm.reap_interval + the bound")
+		  or diag 'took ' . ($reaped // 'more than 20') . ' s; ' . status();
+		my $handled = dave_handled();
+		ok(defined $handled && $handled <= $cell_limit_s + $margin_s,
+			"$label: dave's handler runs")
+		  or diag 'took ' . ($handled // 'more than 20') . ' s; ' . status();
+		note sprintf('%s: dave reaped in %s s, handled in %s s (lease %d s, limit %.1f s + margin %d s)',
+			$label, $reaped // '-', $handled // '-', $lease_s, $cell_limit_s, $margin_s);
+
 		# the worker meets the hook, and says so
 		my $q_re = quotemeta(qq{queue "$q": $s->{step}: }) =~ s/'/''/gr;
 		my $shown = poll_within($node, 'postgres', qq{
 SELECT last_error ~ '$q_re.*$reason'
-       OR ('$hook' = 'queue' AND last_error ~ 'queue "$q": .*$reason')
+       OR ('$hook' IN ('queue', 'stubborn') AND last_error ~ 'queue "$q".*$reason')
   FROM dlsm_worker_status WHERE database = current_database()}, 20);
 		ok(defined $shown, "$label: dlsm_worker_status names the queue, the step and the reason")
 		  or diag status();
-		cmp_ok(counter($counted), '>', $before, "$label: counted in $counted");
-
-		# the others are served all the same
-		my $handled = dave_handled();
-		ok(defined $handled && $handled <= $limit_s + $margin_s,
-			"$label: dave's handler runs")
-		  or diag 'took ' . ($handled // 'more than 20') . ' s; ' . status();
-		my $reaped = dave_reaped();
-		ok(defined $reaped && $reaped <= $limit_s + $margin_s,
-			"$label: dave's expired lease is reaped within its lease + 2 x dlsm.reap_interval + the bound")
-		  or diag 'took ' . ($reaped // 'more than 20') . ' s; ' . status();
-		note sprintf('%s: dave handled in %s s, reaped in %s s (lease %d s, limit %.1f s + margin %d s)',
-			$label, $handled // '-', $reaped // '-', $lease_s, $limit_s, $margin_s);
+		if ($hook eq 'stubborn')
+		{
+			# (a new worker, with counts of its own)
+			isnt(counter('pid'), $pid, "$label: the worker ended itself, and another runs");
+			cmp_ok(counter($counted), '>', 0, "$label: the new worker counts its skips");
+		}
+		else
+		{
+			cmp_ok(counter($counted), '>', $before, "$label: counted in $counted");
+		}
 
 		# the server log: the error, with the step and the queue as CONTEXT
 		# (a handler's failure is its unit's: in the unit's detail)
@@ -369,7 +399,9 @@ SELECT last_error ~ '$q_re.*$reason'
 		{
 			# (the last line of the CONTEXT, under the owner's code)
 			my $step = $hook eq 'queue' ? '[^\n]*' : quotemeta($s->{step});
-			my $context = qr/(?:CONTEXT:\s+|\n\t)dlsm worker: $step, queue "$q"\n/;
+			my $context = $hook eq 'stubborn'
+			  ? qr/dlsm worker leaves queue "$q" alone until [^\n]*: its step "$step" went on after its cancel/
+			  : qr/(?:CONTEXT:\s+|\n\t)dlsm worker: $step, queue "$q"\n/;
 			my $log = slurp_file($node->logfile, $log_offset);
 			like($log, $context,
 				"$label: the server log names the step and the queue");
@@ -405,7 +437,7 @@ SELECT last_error ~ '$q_re.*$reason'
 }
 note "stall matrix: $cells cells";
 diag "stall matrix: $cells cells";
-is($cells, 12, 'stall matrix: every cell was checked');
+is($cells, 13, 'stall matrix: every cell was checked');
 
 $node->stop;
 done_testing();
