@@ -9,11 +9,12 @@
  * USER_TIMEOUT, that cancels what runs as a statement timeout does, queue
  * owner's triggers and all.  SPI in a background worker arms no
  * statement_timeout by itself, so without it nothing would end a step
- * that a trigger keeps waiting.  A handler's call is the one part that runs
- * unbounded here: it has its own statement timeout (handler.c).
+ * that a trigger keeps waiting.  A handler's call is the one part that this
+ * file does not cancel: it has its own statement timeout (handler.c).
  *
  * A cancel is an error that code may catch (EXCEPTION WHEN query_canceled)
- * and go on.  So a second timeout, at twice the bound, ends the worker
+ * and go on.  So a second timeout, one dlsm.step_timeout after the cancel
+ * (the step's, or the handler's statement timeout), ends the worker
  * itself, as a terminate signal would (FATAL, which nothing catches); the
  * worker then records the queue as abandoned (worker.c), and the worker
  * the launcher starts next leaves that queue alone for a while.
@@ -23,8 +24,9 @@
  * queue and which step an error or a cancel came from.
  *
  * State is per worker process: the current step, its queue, whether its
- * bound fired, and whether the worker ends because the step went on.  Outside a worker nothing is registered and every
- * function here but dlsm_bound_context does nothing.
+ * bound fired, and whether the worker ends because the step went on.
+ * Outside a worker nothing is registered and every function here but
+ * dlsm_bound_context does nothing.
  *
  * Calls guc.c.
  *
@@ -80,18 +82,24 @@ dlsm_bound_init(void)
 	last_timeout = RegisterTimeout(USER_TIMEOUT, bound_ignored);
 }
 
-/* Arm (or, with bounded false, disarm) both timeouts of the step. */
+/*
+ * Arm the timeouts of a part: the cancel after dlsm.step_timeout (or none,
+ * when own_ms > 0: the part cancels itself after own_ms), the end of the
+ * worker one dlsm.step_timeout after that; own_ms < 0 disarms both.
+ */
 static void
-arm(bool bounded)
+arm(int own_ms)
 {
+	int64		cancel_ms = own_ms > 0 ? own_ms : dlsm_step_timeout;
+
 	disable_timeout(bound_timeout, true);
 	disable_timeout(last_timeout, false);
-	if (bounded)
-	{
+	if (own_ms < 0)
+		return;
+	if (own_ms == 0)
 		enable_timeout_after(bound_timeout, dlsm_step_timeout);
-		enable_timeout_after(last_timeout, dlsm_step_timeout <= INT_MAX / 2 ?
-							 dlsm_step_timeout * 2 : INT_MAX);
-	}
+	enable_timeout_after(last_timeout,
+						 (int) Min(cancel_ms + dlsm_step_timeout, INT_MAX));
 }
 
 /*
@@ -104,22 +112,23 @@ dlsm_bound_begin(Oid relid, const char *queue, const char *step)
 {
 	bound_relid = relid;
 	bound_queue = queue;
-	dlsm_bound_enter(step, true);
+	dlsm_bound_enter(step, DLSM_BOUND_STEP);
 }
 
 /*
  * Go on to the next part of the current step, step (a constant string):
- * bounded afresh by dlsm.step_timeout, or, when not bounded, with no bound
- * of this file (the part brings its own).  When the part that ends ran out
- * of time, its cancel is raised here, before the next part starts, even if
- * code run in it caught the cancel.
+ * bounded afresh by dlsm.step_timeout (own_ms DLSM_BOUND_STEP), or by a
+ * cancel of its own after own_ms (a handler's statement timeout); either
+ * way the worker ends if the part goes on one dlsm.step_timeout past its
+ * cancel.  When the part that ends ran out of time, its cancel is raised
+ * here, before the next part starts, even if code run in it caught it.
  */
 void
-dlsm_bound_enter(const char *step, bool bounded)
+dlsm_bound_enter(const char *step, int own_ms)
 {
 	if (bound_timeout == MAX_TIMEOUTS)
 		return;
-	arm(false);
+	arm(-1);
 	if (get_timeout_indicator(bound_timeout, false))
 	{
 		/* even when the owner's code caught the cancel and went on */
@@ -129,7 +138,7 @@ dlsm_bound_enter(const char *step, bool bounded)
 				 errmsg("canceling statement due to dlsm.step_timeout")));
 	}
 	bound_step = step;
-	arm(bounded);
+	arm(own_ms);
 }
 
 /*
@@ -144,7 +153,7 @@ dlsm_bound_end(void)
 
 	if (bound_timeout == MAX_TIMEOUTS)
 		return false;
-	arm(false);
+	arm(-1);
 	expired = get_timeout_indicator(bound_timeout, true);
 	if (expired)
 		QueryCancelPending = false;

@@ -15,7 +15,9 @@
 
 extern void dlsm_bound_init(void);
 extern void dlsm_bound_begin(Oid relid, const char *queue, const char *step);
-extern void dlsm_bound_enter(const char *step, bool bounded);
+#define DLSM_BOUND_STEP 0		/* own_ms: bounded by dlsm.step_timeout */
+
+extern void dlsm_bound_enter(const char *step, int own_ms);
 extern bool dlsm_bound_end(void);
 extern bool dlsm_bound_abandoned(Oid *relid, const char **queue,
 								 const char **step);

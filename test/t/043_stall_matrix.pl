@@ -13,9 +13,9 @@
 #   queue  another session of hers holds her queue itself in ACCESS
 #          EXCLUSIVE mode (met where the worker opens the queue);
 #   stubborn  her code sleeps, catches the cancel, and sleeps again: the
-#          worker ends itself at twice the bound, and the next one leaves
-#          the queue alone for a while (checked on one step: the mechanism
-#          is the same for all).
+#          worker ends itself one bound after the cancel, and the next one
+#          leaves the queue alone for a while (checked on a trigger's step
+#          and on the handler's call: the mechanism is the same for all).
 #
 # In every cell: the worker still runs dave's handler and reaps dave's
 # expired lease within 2 x dlsm.reap_interval + the bound (plus a margin
@@ -118,6 +118,17 @@ RETURNS void LANGUAGE sql AS $$
 INSERT INTO mal.done SELECT p->>'queue', entity FROM unnest(payloads) p $$;
 CREATE FUNCTION mal.h_sleep(entity text, kind text, ids bigint[], payloads jsonb[])
 RETURNS void LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_catalog.pg_sleep(100000); END $$;
+CREATE FUNCTION mal.h_stubborn(entity text, kind text, ids bigint[], payloads jsonb[])
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	LOOP
+		BEGIN
+			PERFORM pg_catalog.pg_sleep(100000);
+		EXCEPTION WHEN query_canceled THEN
+			RAISE LOG 'mallory caught a cancel';
+		END;
+	END LOOP;
+END $$;
 CREATE FUNCTION mal.h_gate(entity text, kind text, ids bigint[], payloads jsonb[])
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN PERFORM 1 FROM mal.gate; PERFORM mal.h_ok(entity, kind, ids, payloads); END $$;
@@ -219,11 +230,12 @@ SELECT dlsm_settle(:'q', :'pid');
 	{
 		step => 'call a handler',
 		setup => $handler_setup,
-		handler => { sleep => 'mal.h_sleep', gate => 'mal.h_gate' },
+		handler => { sleep => 'mal.h_sleep', gate => 'mal.h_gate',
+			stubborn => 'mal.h_stubborn' },
 		reason => $call_reason,
 		counted => 'errors',
 		done => $handled_once,
-		hooks => [qw(sleep gate)],
+		hooks => [qw(sleep gate stubborn)],
 	},
 	{
 		step => "settle a handler's unit",
@@ -312,11 +324,10 @@ for my $s (grep { !$_->{none} } @steps)
 		$n++;
 		my $q = "m$n";
 		my $label = "\"$s->{step}\" x $hook ($q)";
-		my $reason = $s->{reason}
-		  // ($hook eq 'sleep' ? $sleep_reason
-			: $hook eq 'stubborn' ? $stubborn_reason
-			:                       $lock_reason);
-		my $counted = $s->{counted} // 'skipped';
+		my $reason =
+			$hook eq 'stubborn' ? $stubborn_reason
+		  : $s->{reason} // ($hook eq 'sleep' ? $sleep_reason : $lock_reason);
+		my $counted = $hook eq 'stubborn' ? 'skipped' : $s->{counted} // 'skipped';
 		my $before = counter($counted);
 		my $pid = counter('pid');
 		# the stubborn hook costs a second bound and the worker's restart
@@ -390,7 +401,7 @@ SELECT last_error ~ '$q_re.*$reason'
 
 		# the server log: the error, with the step and the queue as CONTEXT
 		# (a handler's failure is its unit's: in the unit's detail)
-		if ($s->{step} eq 'call a handler')
+		if ($s->{step} eq 'call a handler' && $hook ne 'stubborn')
 		{
 			is(sql("SELECT attempts >= 1 AND detail ~ '$reason' FROM $table"), 't',
 				"$label: the unit was retried, the reason in its detail");
@@ -437,7 +448,7 @@ SELECT last_error ~ '$q_re.*$reason'
 }
 note "stall matrix: $cells cells";
 diag "stall matrix: $cells cells";
-is($cells, 13, 'stall matrix: every cell was checked');
+is($cells, 14, 'stall matrix: every cell was checked');
 
 $node->stop;
 done_testing();
