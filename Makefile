@@ -4,6 +4,7 @@ MODULE_big = dlsm
 OBJS = \
 	$(WIN32RES) \
 	src/api.o \
+	src/bound.o \
 	src/capture.o \
 	src/claim.o \
 	src/dlsm.o \

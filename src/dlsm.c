@@ -16,7 +16,7 @@
  *	4 moves		claim.c state.c namedlock.c capture.c
  *	3 pending	pending.c
  *	2 queues	queue.c fence.c wake.c
- *	1 services	plans.c notify.c locks.c
+ *	1 services	plans.c notify.c locks.c bound.c
  *	0 base		extension.c identity.c subxact.c shmem.c guc.c names.c,
  *				compat.h cache.h
  *

@@ -47,6 +47,9 @@ int			dlsm_handler_timeout = 10000;
 /* How long the worker waits for a lock on a queue, in milliseconds. */
 int			dlsm_lock_timeout = 1000;
 
+/* How long one step of the worker may run, in milliseconds. */
+int			dlsm_step_timeout = 10000;
+
 /* This server's number, in the last byte of the process ids it makes. */
 int			dlsm_node_id = 0;
 
@@ -137,6 +140,17 @@ dlsm_guc_init(void)
 							"A queue whose table stays locked longer is skipped until the next pass, and named in dlsm_worker_status.",
 							&dlsm_lock_timeout,
 							1000,
+							1,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlsm.step_timeout",
+							"Sets the longest one step of a dlsm worker may run.",
+							"A step (reading the registry, reaping a queue, a retention batch, deleting expired leases, a handler's claim or settle) still running after this is cancelled, and its queue skipped until the next pass.",
+							&dlsm_step_timeout,
+							10000,
 							1,
 							INT_MAX,
 							PGC_SIGHUP,

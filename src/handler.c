@@ -9,7 +9,11 @@
  * handler_timeout (or dlsm.handler_timeout) as a statement timeout; when
  * it raises an error or runs out of time its effects are rolled back and
  * the unit is settled 'retry' (or 'error' once its attempts are spent)
- * with the error message as detail.
+ * with the error message as detail.  The claim (with its write) and the
+ * settle, where the owner's triggers run, are steps of the worker of their
+ * own, each under dlsm.step_timeout (bound.c); the call has its timeout
+ * (and the worker ends if the call goes on one dlsm.step_timeout after its
+ * cancel).  A step that runs out of time rolls the whole unit back.
  *
  * Everything runs as the queue table's current owner, as a
  * security-restricted operation (identity.c): the claim and the settle run
@@ -20,7 +24,8 @@
  * exist stops the queue's handling, with an error, before anything is
  * claimed.
  *
- * Calls claim.c, state.c, pending.c, queue.c, subxact.c and identity.c.
+ * Calls claim.c, state.c, pending.c, queue.c, subxact.c, bound.c and
+ * identity.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -46,6 +51,7 @@
 #include "utils/timeout.h"
 #include "utils/varlena.h"
 
+#include "bound.h"
 #include "claim.h"
 #include "guc.h"
 #include "handler.h"
@@ -203,6 +209,7 @@ dlsm_handler_run_one(DlsmQueue *queue, char **failure)
 
 	dlsm_identity_switch(queue->owner, &saved);
 	unit.handler = find_handler(queue);
+	dlsm_bound_enter("claim a handler's unit", DLSM_BOUND_STEP);
 	if (dlsm_claim_units(&args, collect_row, &unit) == 0)
 	{
 		dlsm_identity_restore(&saved);
@@ -210,12 +217,14 @@ dlsm_handler_run_one(DlsmQueue *queue, char **failure)
 	}
 	/* the handler reads its rows in progress, with their fence */
 	dlsm_pending_write(queue, &unit.process_id, 1);
+	dlsm_bound_enter("call a handler", unit.timeout_ms);	/* its own */
 	*failure = call_handler(&unit);
 	if (*failure != NULL)
 	{
 		settle.outcome = DLSM_OUTCOME_RETRY;
 		settle.detail = *failure;
 	}
+	dlsm_bound_enter("settle a handler's unit", DLSM_BOUND_STEP);
 	(void) dlsm_state_settle(queue, &unit.process_id, &settle);
 	dlsm_identity_restore(&saved);
 	return true;

@@ -26,6 +26,8 @@
  *	slot stopped_until				any backend (a stop)
  *	slot counts, last_reap_at,
  *	slot last_error					the slot's worker
+ *	slot shunned[], shunned_until[]	the slot's worker (at its exit, when a
+ *									step ignored its cancel)
  *	named[]							the backend whose pid is in the entry
  *	listen_db[], listeners[]		any backend, at its (UN)LISTEN's commit
  *
@@ -67,6 +69,9 @@
 /* How often a waiting claim looks again when dlsm is not preloaded. */
 #define POLL_MS 50
 
+/* The most queues a database's worker leaves alone at once. */
+#define DLSM_MAX_SHUNNED 8
+
 /* The most queues whose floor is kept; more share the slots in turn. */
 #define DLSM_MAX_FLOORS 128
 
@@ -78,6 +83,8 @@ typedef struct DlsmSlot
 	bool		no_extension;	/* the worker found no dlsm there */
 	TimestampTz paused_until;	/* the launcher starts no worker before */
 	TimestampTz stopped_until;	/* no worker runs before (DROP DATABASE) */
+	Oid			shunned[DLSM_MAX_SHUNNED];	/* queues left alone ... */
+	TimestampTz shunned_until[DLSM_MAX_SHUNNED];	/* ... until then */
 } DlsmSlot;
 
 /*
@@ -552,6 +559,47 @@ dlsm_shmem_worker_count(const DlsmWorkerCounts *delta, const char *error)
 	if (error != NULL)
 		dlsm_shmem_clip(error, my_slot->info.last_error, DLSM_ERROR_LEN);
 	LWLockRelease(shared->lock);
+}
+
+/*
+ * Have this database's workers leave queue relid alone until until (the
+ * oldest entry gives way); called by a worker whose step on the queue
+ * ignored its cancel, as it exits.
+ */
+void
+dlsm_shmem_worker_shun(Oid relid, TimestampTz until)
+{
+	int			pick = 0;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < DLSM_MAX_SHUNNED; i++)
+	{
+		if (my_slot->shunned[i] == relid)
+		{
+			pick = i;
+			break;
+		}
+		if (my_slot->shunned_until[i] < my_slot->shunned_until[pick])
+			pick = i;
+	}
+	my_slot->shunned[pick] = relid;
+	my_slot->shunned_until[pick] = until;
+	LWLockRelease(shared->lock);
+}
+
+/* Until when this worker leaves queue relid alone; 0 if it does not. */
+TimestampTz
+dlsm_shmem_worker_shunned(Oid relid)
+{
+	TimestampTz until = 0;
+
+	LWLockAcquire(shared->lock, LW_SHARED);
+	for (int i = 0; i < DLSM_MAX_SHUNNED; i++)
+		if (my_slot->shunned[i] == relid &&
+			my_slot->shunned_until[i] > GetCurrentTimestamp())
+			until = my_slot->shunned_until[i];
+	LWLockRelease(shared->lock);
+	return until;
 }
 
 /* This worker finished a reaping pass. */

@@ -12,14 +12,22 @@
  * its own, as the queue's owner; an error is logged and counted, and the
  * worker goes on with the next queue.
  *
- * One queue cannot stall the others: every wait for a lock is bounded by
- * dlsm.lock_timeout (a queue whose table stays locked is skipped for the
- * pass and named in dlsm_worker_status), every handler call by its
- * statement timeout (handler.c), and a queue's handlers run for at most
- * one dlsm.reap_interval before the worker turns to its other duties.
+ * One queue cannot stall the others: every step of the worker (one
+ * transaction here, or a part of a handler's that handler.c names) is
+ * bounded by dlsm.step_timeout (bound.c), whatever the owner's triggers on
+ * it do, except the handler call, which is bounded by its own statement
+ * timeout (handler.c); every wait for a lock is bounded by
+ * dlsm.lock_timeout; and a queue's handlers run for at most one
+ * dlsm.reap_interval before the worker turns to its other duties.  A step
+ * that fails or runs out of time is rolled back, logged with the step and
+ * the queue as its context (autovacuum's error path), counted, and named
+ * in dlsm_worker_status; the next pass does its work again.  A step that
+ * goes on after its cancel ends the worker (bound.c); at its exit the
+ * queue is shunned, and the next worker leaves it alone for a while.
+ * test/t/048_stall_matrix.pl holds every step named here and in handler.c.
  *
  * Calls handler.c, state.c, queue.c, namedlock.c, notify.c, identity.c,
- * extension.c and shmem.c.
+ * extension.c, bound.c and shmem.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -48,6 +56,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "bound.h"
 #include "extension.h"
 #include "guc.h"
 #include "handler.h"
@@ -62,6 +71,7 @@
 
 #define NO_EXTENSION_PAUSE_MS	60000	/* a database without dlsm */
 #define PURGE_BATCHES			100		/* retention batches per pass */
+#define SHUN_BOUNDS				10	/* dlsm.step_timeouts a queue is shunned */
 
 /* What the worker's notifications asked for. */
 static bool reap_requested = false;
@@ -70,6 +80,7 @@ static char *my_dbname = NULL;
 
 /* What the worker said once and need not repeat at every pass. */
 static List *refused_reported = NIL;	/* queues, in TopMemoryContext */
+static List *shunned_reported = NIL;	/* queues, in TopMemoryContext */
 static bool outdated_reported = false;	/* the SQL objects await UPDATE */
 
 /* One queue as the worker's last look at the registry found it. */
@@ -78,6 +89,9 @@ typedef struct WorkerQueue
 	Oid			relid;
 	char	   *name;			/* for messages, outside transactions */
 	bool		refused;		/* row-level security: left alone */
+	bool		stalled;		/* a step timed out: left until the next pass */
+	TimestampTz shunned_until;	/* left alone until then (or 0): a step on
+								 * it went on after its cancel */
 	bool		has_handler;
 	bool		has_retention;
 } WorkerQueue;
@@ -93,42 +107,61 @@ typedef struct QueueWork
 
 typedef void (*WorkFn) (void *arg);
 
+/* How a step ended. */
+typedef enum StepResult
+{
+	STEP_DONE,					/* committed */
+	STEP_FAILED,				/* an error, counted */
+	STEP_SKIPPED				/* a lock or time bound, counted as a skip */
+} StepResult;
+
 /*
- * An error of a step on queue (a name, or NULL: not a queue's): log it and
- * record it, as a skipped pass when it was a lock or statement timeout.
+ * Count the error of step on queue (a name, or NULL: not a queue's) in the
+ * worker's status: a lock timeout or a cancel (dlsm.step_timeout) as a
+ * skipped pass.
  */
-static void
-record_error(const char *queue, ErrorData *edata, const char *activity)
+static StepResult
+record_error(const char *queue, const char *step, ErrorData *edata)
 {
 	DlsmWorkerCounts delta = {0};
 	char	   *message;
 
 	if (queue != NULL)
-		message = psprintf("queue \"%s\": %s", queue, edata->message);
+		message = psprintf("queue \"%s\": %s: %s", queue, step, edata->message);
 	else
-		message = pstrdup(edata->message);
-	ereport(LOG,
-			(errmsg("dlsm worker could not %s: %s", activity, message)));
+		message = psprintf("%s: %s", step, edata->message);
 	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
 		edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
 		delta.skipped = 1;
 	else
 		delta.errors = 1;
 	dlsm_shmem_worker_count(&delta, message);
+	pfree(message);
+	return delta.skipped ? STEP_SKIPPED : STEP_FAILED;
 }
 
 /*
- * Run fn(arg) in a transaction of its own, with SPI and a snapshot; on an
- * error, record it (naming queue, or NULL) and return false.
+ * Run fn(arg) in a transaction of its own, with SPI and a snapshot, as
+ * step activity on queue wq (or NULL), under dlsm.step_timeout; an
+ * error is logged, with the step and the queue as its context, and
+ * counted.  The error path is autovacuum's: interrupts
+ * held until the transaction is aborted and the error forgotten.
  */
-static bool
-run_transaction(WorkFn fn, void *arg, const char *queue, const char *activity)
+static StepResult
+run_transaction(WorkFn fn, void *arg, WorkerQueue *wq, const char *activity)
 {
+	const char *queue = wq != NULL ? wq->name : NULL;
 	MemoryContext context = CurrentMemoryContext;
-	bool		ok = true;
+	ErrorContextCallback callback;
+	volatile StepResult result = STEP_DONE;
 
+	callback.callback = dlsm_bound_context;
+	callback.arg = NULL;
+	callback.previous = error_context_stack;
+	error_context_stack = &callback;
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
+	dlsm_bound_begin(wq != NULL ? wq->relid : InvalidOid, queue, activity);
 	PG_TRY();
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)
@@ -139,25 +172,36 @@ run_transaction(WorkFn fn, void *arg, const char *queue, const char *activity)
 		if (SPI_finish() != SPI_OK_FINISH)
 			elog(ERROR, "SPI_finish failed");
 		PopActiveSnapshot();
-		CommitTransactionCommand();
+		CommitTransactionCommand(); /* deferred triggers: still bounded */
+		(void) dlsm_bound_end();
 	}
 	PG_CATCH();
 	{
 		ErrorData  *edata;
 
+		HOLD_INTERRUPTS();
 		MemoryContextSwitchTo(context);
+		if (dlsm_bound_end() && geterrcode() == ERRCODE_QUERY_CANCELED)
+		{
+			/* the cancel was the bound's: say so */
+			errmsg("canceling statement due to dlsm.step_timeout");
+			errdetail("The step ran for longer than %s.",
+					  GetConfigOptionByName("dlsm.step_timeout", NULL, false));
+		}
 		edata = CopyErrorData();
+		EmitErrorReport();
+		AbortOutOfAnyTransaction();
 		FlushErrorState();
-		AbortCurrentTransaction();
-		record_error(queue, edata, activity);
+		result = record_error(queue, dlsm_bound_step(), edata);
 		FreeErrorData(edata);
-		ok = false;
+		RESUME_INTERRUPTS();
 	}
 	PG_END_TRY();
+	error_context_stack = callback.previous;
 	MemoryContextSwitchTo(context);
 	pgstat_report_stat(true);
 	pgstat_report_activity(STATE_IDLE, NULL);
-	return ok;
+	return result;
 }
 
 /* ---------------------------------------------------------------------
@@ -203,6 +247,8 @@ read_registry(void *arg)
 		wq->relid = queue->relid;
 		wq->name = dlsm_rel_label(queue->relid);
 		wq->refused = queue->row_security;
+		wq->shunned_until = dlsm_shmem_worker_shunned(queue->relid);
+		wq->stalled = wq->shunned_until != 0;
 		wq->has_handler = queue->handler != NULL;
 		wq->has_retention = queue->has_retention;
 		pass->queues = lappend(pass->queues, wq);
@@ -291,8 +337,8 @@ registry_pass(MemoryContext context)
 	RegistryPass pass = {false, false, NIL, context};
 	uint64		pokes = dlsm_shmem_pokes();
 
-	if (!run_transaction(read_registry, &pass, NULL,
-						 "read the dlsm registry"))
+	if (run_transaction(read_registry, &pass, NULL,
+						"read the dlsm registry") != STEP_DONE)
 		return NIL;
 	if (!pass.extension)
 	{
@@ -312,36 +358,63 @@ registry_pass(MemoryContext context)
 }
 
 /*
+ * Count a pass skipped on queue relid; message is said once per queue (in
+ * *reported) and worker, not at every pass, so that other errors stay
+ * visible.
+ */
+static void
+skip_queue(List **reported, Oid relid, char *message)
+{
+	DlsmWorkerCounts delta = {.skipped = 1};
+	bool		said = list_member_oid(*reported, relid);
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	*reported = list_append_unique_oid(*reported, relid);
+	MemoryContextSwitchTo(old);
+	dlsm_shmem_worker_count(&delta, said ? NULL : message);
+}
+
+/*
  * Reap a queue and delete its settled rows past their retention.  A queue
  * dlsm refuses (row-level security) is skipped and named in the worker's
- * status, without a line in the server log at every pass.
+ * status, without a line in the server log at every pass.  A queue whose
+ * step ran out of a bound (dlsm.step_timeout, dlsm.lock_timeout) is marked
+ * stalled: nothing more is done on it until the next registry pass.  A
+ * queue shunned (a step on it went on after its cancel and ended an
+ * earlier worker) is skipped, and said so once.
  */
 static void
 reap_one(WorkerQueue *wq, DlsmWorkerCounts *counts)
 {
 	QueueWork	work = {wq->relid, 0, false, NULL};
+	StepResult	result;
 
 	if (wq->refused)
 	{
-		DlsmWorkerCounts delta = {.skipped = 1};
-		bool		reported = list_member_oid(refused_reported, wq->relid);
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-		/* said once, not at every pass: other errors stay visible */
-		refused_reported = list_append_unique_oid(refused_reported, wq->relid);
-		MemoryContextSwitchTo(old);
-		dlsm_shmem_worker_count(&delta, reported ? NULL :
-								psprintf("queue \"%s\" has row-level security enabled: dlsm leaves it alone",
-										 wq->name));
+		skip_queue(&refused_reported, wq->relid,
+				   psprintf("queue \"%s\" has row-level security enabled: dlsm leaves it alone",
+							wq->name));
+		return;
+	}
+	if (wq->shunned_until != 0)
+	{
+		skip_queue(&shunned_reported, wq->relid,
+				   psprintf("queue \"%s\" is left alone until %s: a step on it went on after its cancel",
+							wq->name, timestamptz_to_str(wq->shunned_until)));
 		return;
 	}
 
-	if (run_transaction(reap_queue, &work, wq->name, "reap a queue"))
+	/* a queue that ran out of a bound costs one bound per pass, not more */
+	result = run_transaction(reap_queue, &work, wq, "reap a queue");
+	wq->stalled = result == STEP_SKIPPED;
+	if (result == STEP_DONE)
 		counts->reaped += work.count;
-	for (int i = 0; wq->has_retention && i < PURGE_BATCHES; i++)
+	for (int i = 0; wq->has_retention && !wq->stalled && i < PURGE_BATCHES; i++)
 	{
-		if (!run_transaction(purge_queue, &work, wq->name,
-							 "delete settled rows"))
+		result = run_transaction(purge_queue, &work, wq,
+								 "delete settled rows");
+		wq->stalled = result == STEP_SKIPPED;
+		if (result != STEP_DONE)
 			break;
 		counts->deleted += work.count;
 		if (!work.more)
@@ -360,7 +433,7 @@ reaping_pass(List *queues)
 	foreach(lc, queues)
 		reap_one(lfirst(lc), &counts);
 	if (run_transaction(purge_leases, &leases, NULL,
-						"delete expired leases"))
+						"delete expired leases") == STEP_DONE)
 		counts.deleted += leases;
 	dlsm_shmem_worker_count(&counts, NULL);
 	dlsm_shmem_worker_passed();
@@ -368,7 +441,9 @@ reaping_pass(List *queues)
 
 /*
  * Run one queue's handler until it finds no work, dlsm.handler_batch units
- * or one dlsm.reap_interval passed; true if it may have more work.
+ * or one dlsm.reap_interval passed, or a step ran out of a bound (then the
+ * queue is stalled until the next registry pass); true if it may have
+ * more work.
  */
 static bool
 handle_queue(WorkerQueue *wq)
@@ -381,23 +456,25 @@ handle_queue(WorkerQueue *wq)
 	while (units < dlsm_handler_batch && GetCurrentTimestamp() < until)
 	{
 		DlsmWorkerCounts delta = {0};
+		StepResult	result = run_transaction(handle_unit, &work, wq,
+											 "run a queue's handler");
 
-		if (!run_transaction(handle_unit, &work, wq->name,
-							 "run a queue's handler") || !work.more)
+		wq->stalled = result == STEP_SKIPPED;
+		if (result != STEP_DONE || !work.more)
 			return false;
 		units++;
 		delta.handled = work.failure ? 0 : 1;
 		delta.errors = work.failure ? 1 : 0;
 		dlsm_shmem_worker_count(&delta, work.failure ?
-								psprintf("queue \"%s\": %s", wq->name,
-										 work.failure) : NULL);
+								psprintf("queue \"%s\": call a handler: %s",
+										 wq->name, work.failure) : NULL);
 		if (work.failure != NULL)
 			pfree(work.failure);
 	}
 	return true;
 }
 
-/* Run the handlers; true if one may have more work right now. */
+/* Run the handlers of queues not stalled; true if one may have more work. */
 static bool
 handler_pass(List *queues)
 {
@@ -408,7 +485,7 @@ handler_pass(List *queues)
 	{
 		WorkerQueue *wq = lfirst(lc);
 
-		if (wq->has_handler && !wq->refused)
+		if (wq->has_handler && !wq->refused && !wq->stalled)
 			more |= handle_queue(wq);
 	}
 	return more;
@@ -442,6 +519,29 @@ apply_settings(void)
 					PGC_SUSET, PGC_S_OVERRIDE);
 }
 
+/*
+ * At the worker's exit: when it ends because a step on a queue went on
+ * after its cancel (its code caught it), this database's workers leave the
+ * queue alone for SHUN_BOUNDS times dlsm.step_timeout.
+ */
+static void
+shun_abandoned(int code, Datum arg)
+{
+	Oid			relid;
+	const char *queue;
+	const char *step;
+	TimestampTz until;
+
+	if (!dlsm_bound_abandoned(&relid, &queue, &step))
+		return;
+	until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										(int64) SHUN_BOUNDS * dlsm_step_timeout);
+	dlsm_shmem_worker_shun(relid, until);
+	ereport(LOG,
+			(errmsg("dlsm worker leaves queue \"%s\" alone until %s: its step \"%s\" went on after its cancel",
+					queue, timestamptz_to_str(until), step)));
+}
+
 /* Connect to database dboid, take its slot, or exit. */
 static void
 worker_start(Oid dboid)
@@ -452,7 +552,9 @@ worker_start(Oid dboid)
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	if (!dlsm_shmem_worker_attach(dboid))
 		proc_exit(0);			/* another worker, or the database goes */
+	before_shmem_exit(shun_abandoned, 0);	/* runs before the slot's detach */
 	pgstat_report_appname("dlsm worker");
+	dlsm_bound_init();
 	apply_settings();
 
 	/* catalog lookups need a transaction, even for a name */

@@ -88,7 +88,7 @@ is(sql(q{SELECT octet_length(last_error) < 256
 		 FROM d2.dlsm_worker_status}),
 	't', 'cut to fit, at a character boundary');
 like($node->safe_psql('postgres', q{SELECT last_error FROM d2.dlsm_worker_status}),
-	qr/^queue "hq": (?:é)+$/, 'naming the queue');
+	qr/^queue "hq": call a handler: (?:é)+$/, 'naming the queue');
 
 $node->stop;
 done_testing();
