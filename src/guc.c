@@ -43,6 +43,7 @@ int			dlsm_handler_batch = 100;
 
 /* Statement timeout of each handler call, in milliseconds. */
 int			dlsm_handler_timeout = 10000;
+int			dlsm_max_handler_timeout = 300000;
 
 /* How long the worker waits for a lock on a queue, in milliseconds. */
 int			dlsm_lock_timeout = 1000;
@@ -129,6 +130,17 @@ dlsm_guc_init(void)
 							"A call still running after this is cancelled, and its unit settled as a retry; a queue's own handler_timeout overrides it.",
 							&dlsm_handler_timeout,
 							10000,
+							1,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlsm.max_handler_timeout",
+							"Sets the longest a dlsm worker lets one handler call run, whatever the queue's handler_timeout.",
+							"A queue's owner chooses its handler_timeout; this bound, the server's, keeps one owner's handler from holding the worker longer.",
+							&dlsm_max_handler_timeout,
+							300000,
 							1,
 							INT_MAX,
 							PGC_SIGHUP,

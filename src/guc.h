@@ -19,6 +19,7 @@ extern int	dlsm_reap_interval;		/* milliseconds */
 extern int	dlsm_retention_batch;
 extern int	dlsm_handler_batch;
 extern int	dlsm_handler_timeout;	/* milliseconds */
+extern int	dlsm_max_handler_timeout;	/* milliseconds */
 extern int	dlsm_lock_timeout;		/* milliseconds */
 extern int	dlsm_step_timeout;		/* milliseconds */
 extern int	dlsm_node_id;

@@ -6,9 +6,10 @@
  * The claim, the handler's effects and the settle share one transaction,
  * the worker's: a unit's effects commit exactly once, together with its
  * 'complete'.  The handler runs in a subtransaction, under the queue's
- * handler_timeout (or dlsm.handler_timeout) as a statement timeout; when
- * it raises an error or runs out of time its effects are rolled back and
- * the unit is settled 'retry' (or 'error' once its attempts are spent)
+ * handler_timeout (or dlsm.handler_timeout), at most
+ * dlsm.max_handler_timeout, as a statement timeout; when it raises an
+ * error or runs out of time its effects are rolled back and the unit is
+ * settled 'retry' (or 'error' once its attempts are spent)
  * with the error message as detail.  The claim (with its write) and the
  * settle, where the owner's triggers run, are steps of the worker of their
  * own, each under dlsm.step_timeout (bound.c); the call has its timeout
@@ -201,8 +202,10 @@ dlsm_handler_run_one(DlsmQueue *queue, char **failure)
 	DlsmIdentity saved;
 
 	unit.context = CurrentMemoryContext;
-	unit.timeout_ms = queue->handler_timeout_ms > 0 ?
-		queue->handler_timeout_ms : dlsm_handler_timeout;
+	/* the queue's owner chooses the bound, up to the server's */
+	unit.timeout_ms = Min(queue->handler_timeout_ms > 0 ?
+						  queue->handler_timeout_ms : dlsm_handler_timeout,
+						  dlsm_max_handler_timeout);
 	args.queue = queue;
 	args.lease_us = (int64) dlsm_default_lease * USECS_PER_SEC;
 	args.units = 1;

@@ -191,5 +191,28 @@ ok( defined poll_within($node, 'postgres',
 is(sql(q{SELECT attempts FROM patient WHERE entity = 'p1'}), '1',
 	'at its first attempt');
 
+# a queue's owner cannot lengthen the worker's bound on a handler call
+# past dlsm.max_handler_timeout: bob gives his queue a handler_timeout of
+# an hour and a handler that sleeps 40 s; with the cap at 1 s the call is
+# cut within seconds
+is(sql(q{SELECT current_setting('dlsm.max_handler_timeout')}), '5min',
+	'dlsm.max_handler_timeout defaults to 5 min');
+sql(q{
+ALTER SYSTEM SET dlsm.max_handler_timeout = 1000;
+SELECT pg_reload_conf();
+});
+ok( defined poll_within($node, 'postgres',
+		q{SELECT current_setting('dlsm.max_handler_timeout') = '1s'}, 10),
+	'the reload took dlsm.max_handler_timeout = 1 s');
+($ret, $out, $err) = $node->psql('postgres', q{
+SELECT dlsm_alter_queue('bobs_queue', handler_timeout => '1 hour');
+SELECT dlsm_set_handler('bobs_queue', 'bob_sleep');
+SELECT dlsm_enqueue('bobs_queue', 'long');
+}, extra_params => [ '-U', 'bob' ]);
+is($ret, 0, 'bob asks for an hour per call of his sleeping handler') or diag $err;
+ok( defined poll_within($node, 'postgres', q{
+SELECT attempts >= 1 AND detail ~* 'timeout' FROM bobs_queue WHERE entity = 'long'}, 15),
+	'dlsm.max_handler_timeout cuts the call all the same');
+
 $node->stop;
 done_testing();
