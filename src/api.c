@@ -44,6 +44,7 @@
 #include "guc.h"
 #include "namedlock.h"
 #include "queue.h"
+#include "names.h"
 #include "shmem.h"
 #include "state.h"
 #include "wake.h"
@@ -414,7 +415,7 @@ dlsm_set_handler(PG_FUNCTION_ARGS)
 						   InvalidOid : PG_GETARG_OID(ARG_HANDLER));
 	if (!PG_ARGISNULL(ARG_HANDLER))
 		dlsm_shmem_warn_no_worker(DLSM_NO_WORKER_HANDLER,
-								  get_rel_name(queue->relid));
+								  dlsm_rel_label(queue->relid));
 	end_queue_call(queue);
 	PG_RETURN_VOID();
 }
@@ -512,7 +513,7 @@ dlsm_claim(PG_FUNCTION_ARGS)
 							 ACL_SELECT | ACL_UPDATE, 0);
 	if (!PG_ARGISNULL(ARG_LEASE))
 		dlsm_shmem_warn_no_worker(DLSM_NO_WORKER_LEASE,
-								  get_rel_name(args.queue->relid));
+								  dlsm_rel_label(args.queue->relid));
 	dlsm_claim_units(&args, emit_claimed, fcinfo->resultinfo);
 	end_queue_call(args.queue);
 	return (Datum) 0;

@@ -68,6 +68,55 @@ check_databases(char **newval, void **extra, GucSource source)
 	return ok;
 }
 
+/* Define the bounds on the worker's waits and steps. */
+static void
+define_bounds(void)
+{
+	DefineCustomIntVariable("dlsm.handler_timeout",
+							"Sets the longest a dlsm worker lets one handler call run.",
+							"A call still running after this is cancelled, and its unit settled as a retry; a queue's own handler_timeout overrides it.",
+							&dlsm_handler_timeout,
+							10000,
+							1,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlsm.max_handler_timeout",
+							"Sets the longest a dlsm worker lets one handler call run, whatever the queue's handler_timeout.",
+							"A queue's owner chooses its handler_timeout; this bound, the server's, keeps one owner's handler from holding the worker longer.",
+							&dlsm_max_handler_timeout,
+							300000,
+							1,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlsm.lock_timeout",
+							"Sets how long a dlsm worker waits for a lock on a queue.",
+							"A queue whose table stays locked longer is skipped until the next pass, and named in dlsm_worker_status.",
+							&dlsm_lock_timeout,
+							1000,
+							1,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlsm.step_timeout",
+							"Sets the longest one step of a dlsm worker may run.",
+							"A step (reading the registry, reaping a queue, a retention batch, deleting expired leases, a handler's claim or settle) still running after this is cancelled, and its queue skipped until the next pass.",
+							&dlsm_step_timeout,
+							10000,
+							1,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+}
+
 /* Define the settings; called once from _PG_init. */
 void
 dlsm_guc_init(void)
@@ -125,49 +174,7 @@ dlsm_guc_init(void)
 							0,
 							NULL, NULL, NULL);
 
-	DefineCustomIntVariable("dlsm.handler_timeout",
-							"Sets the longest a dlsm worker lets one handler call run.",
-							"A call still running after this is cancelled, and its unit settled as a retry; a queue's own handler_timeout overrides it.",
-							&dlsm_handler_timeout,
-							10000,
-							1,
-							INT_MAX,
-							PGC_SIGHUP,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("dlsm.max_handler_timeout",
-							"Sets the longest a dlsm worker lets one handler call run, whatever the queue's handler_timeout.",
-							"A queue's owner chooses its handler_timeout; this bound, the server's, keeps one owner's handler from holding the worker longer.",
-							&dlsm_max_handler_timeout,
-							300000,
-							1,
-							INT_MAX,
-							PGC_SIGHUP,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("dlsm.lock_timeout",
-							"Sets how long a dlsm worker waits for a lock on a queue.",
-							"A queue whose table stays locked longer is skipped until the next pass, and named in dlsm_worker_status.",
-							&dlsm_lock_timeout,
-							1000,
-							1,
-							INT_MAX,
-							PGC_SIGHUP,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("dlsm.step_timeout",
-							"Sets the longest one step of a dlsm worker may run.",
-							"A step (reading the registry, reaping a queue, a retention batch, deleting expired leases, a handler's claim or settle) still running after this is cancelled, and its queue skipped until the next pass.",
-							&dlsm_step_timeout,
-							10000,
-							1,
-							INT_MAX,
-							PGC_SIGHUP,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
+	define_bounds();
 
 	DefineCustomIntVariable("dlsm.node_id",
 							"Sets the number of this server in a sharded layout.",

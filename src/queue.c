@@ -938,7 +938,7 @@ dlsm_queue_trust_handler(Oid relid, Oid owner, Oid handler)
 			 errmsg("handler %s of queue \"%s\" is owned by role \"%s\", which the queue's owner \"%s\" does not trust",
 					quote_qualified_identifier(nspname ? nspname : "?",
 											   get_func_name(handler)),
-					get_rel_name(relid),
+					dlsm_rel_label(relid),
 					GetUserNameFromId(proowner, false),
 					GetUserNameFromId(owner, false)),
 			 errdetail("The worker runs a queue's handler as the queue's owner: the function must belong to that owner, to a role whose privileges it has, or to a superuser."),
