@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * claim.c
- *	  Claiming units of work: the article's algorithm in one call.
+ *	  Claiming units of work: the "distributed lock state machine"
+ *	  algorithm (FOR UPDATE SKIP LOCKED, a line in the sand, grouped
+ *	  updates) in one call.
  *
  * A claim walks the ready rows in id order from the caller's line in the
  * sand, passing over, within the call, the entities it cannot take: one

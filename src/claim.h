@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * claim.h
- *	  Claiming units of work: the article's algorithm in one call (claim.c).
+ *	  Claiming units of work in one call (claim.c).
  *
  * Copyright (c) 2026, dlsm developers
  *

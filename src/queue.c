@@ -267,7 +267,7 @@ column_is_uuid(Oid relid, int attno)
 	return att != InvalidAttrNumber && get_atttype(relid, att) == UUIDOID;
 }
 
-/* An interval of the registry row in microseconds, 0 when NULL. */
+/* An interval of the registry row in milliseconds, 0 when NULL. */
 static int64
 interval_ms(int attno)
 {

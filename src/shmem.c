@@ -404,8 +404,9 @@ dlsm_shmem_forget_databases(const Oid *keep, int nkeep)
 }
 
 /*
- * The slot of dboid, or when add a free one (or one a database without
- * dlsm holds); NULL if none.  Lock held.
+ * The slot of dboid; when add is true and dboid has none, a free slot (or
+ * one held by a database without dlsm) is given to it.  NULL if none.
+ * Lock held.
  */
 static DlsmSlot *
 slot_for(Oid dboid, bool add)
@@ -532,7 +533,8 @@ dlsm_shmem_worker_idle(uint64 pokes_seen, int pause_ms)
 }
 
 /*
- * Cut from at a character boundary into to (size bytes, terminated).
+ * Copy the string from into to, a buffer of size bytes, cut at a character
+ * boundary when it does not fit, and terminated.
  */
 void
 dlsm_shmem_clip(const char *from, char *to, int size)

@@ -70,6 +70,15 @@ typedef enum DlsmStartDecision
 	DLSM_START_NO_SLOT			/* every slot is taken */
 } DlsmStartDecision;
 
+/*
+ * A queue's floor: an id below which no row of the queue is ready to be
+ * claimed, so that claims start their walk there instead of at the oldest
+ * open row.  Rows of a "parked" entity (one whose rows wait for its create
+ * in progress, or for a create still to come) may lie below the floor:
+ * the floor passes over them, and keeps the entities so passed over, at
+ * most DLSM_MAX_PARKED of them (claim.c moves the floor, wake.c lowers it).
+ */
+
 /* The most entities whose waiting rows a queue's floor passes over. */
 #define DLSM_MAX_PARKED 8
 
