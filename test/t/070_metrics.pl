@@ -81,7 +81,8 @@ GRANT SELECT ON jobs, sheets.request_queue TO dlsm_exporter;
 
 # jobs: 50 creates; 30 complete, 4 error, 2 claimed with a lease of 1 s,
 # 3 with a lease of an hour, one settled 'retry' and claimed again
-# (attempts 2), 10 left ready, 2 more delayed by an hour.
+# (attempts 2), 10 left ready, 2 more delayed by an hour: one enqueued so,
+# one claimed and settled 'retry' an hour ahead (new, attempts 1).
 sql(q{INSERT INTO jobs (entity) SELECT 'e' || g FROM generate_series(1, 50) g});
 sql(q{SELECT count(dlsm_settle('jobs', c.process_id))
 	FROM (SELECT DISTINCT process_id FROM dlsm_claim('jobs', units => 30)) c});
@@ -94,7 +95,11 @@ sql(q{SELECT dlsm_settle('jobs', c.process_id, 'retry', retry_after => '0')
 sql(q{SELECT count(*) FROM dlsm_claim('jobs', lease => '1 hour')});
 is(sql(q{SELECT count(*) FROM jobs WHERE status = 'in-progress' AND attempts = 2}),
 	'1', 'the retried request is claimed a second time');
-sql(q{INSERT INTO jobs (entity, run_at) VALUES ('d1', now() + '1 hour'), ('d2', now() + '1 hour')});
+sql(q{INSERT INTO jobs (entity, run_at) VALUES ('d1', now() + '1 hour')});
+sql(q{INSERT INTO jobs (entity) VALUES ('d2')});
+is(sql(q{SELECT dlsm_settle('jobs', c.process_id, 'retry', retry_after => '1 hour')
+	FROM dlsm_claim('jobs', after => (SELECT id - 1 FROM jobs WHERE entity = 'd2')) c}),
+	'1', 'd2 claimed and settled as a retry an hour ahead');
 
 # the registered queue: 3 creates, one claimed
 sql(q{INSERT INTO sheets.request_queue (spreadsheet_id) VALUES ('s1'), ('s2'), ('s3')});
@@ -213,8 +218,8 @@ is(value($m, 'dlsm_queue_expired_leases', %q), '2',
 my $claim_age = value($m, 'dlsm_queue_oldest_claim_age_seconds', %q);
 ok(defined $claim_age && $claim_age >= 1 && $claim_age < 600,
 	"dlsm_queue_oldest_claim_age_seconds ($claim_age s)");
-is(value($m, 'dlsm_queue_retrying', %q), '1',
-	'dlsm_queue_retrying: the one open request claimed twice');
+is(value($m, 'dlsm_queue_retrying', %q), '2',
+	'dlsm_queue_retrying: the request claimed a second time and the retry waiting');
 is(value($m, 'dlsm_queue_enqueued_total', %q), '52',
 	'dlsm_queue_enqueued_total: 52 enqueued');
 is(value($m, 'dlsm_queue_deleted_total', %q), '0', 'dlsm_queue_deleted_total: none');
