@@ -6,7 +6,9 @@
 # src/dlsm.c; only shmem.c touches the shared struct; no function runs
 # past 100 lines; every .c opens with what it owns and what it calls; no
 # statement parameter or result column is indexed by a bare number; no
-# comment sends the reader to a document outside the repository.
+# comment sends the reader to a document outside the repository;
+# src/typedefs.list (what pgindent reads) lists exactly the typedefs of
+# src/.
 use strict;
 use warnings;
 
@@ -47,9 +49,19 @@ closedir $dh;
 my @c = grep { /\.c$/ } @files;
 
 my (@up, @unknown, @shared, @long, @headerless, @bare, @outside);
+my %typedef;
 for my $file (@files)
 {
 	my $text = slurp("$src/$file");
+
+	# typedef struct|enum|union [tag] { ... } Name;  typedef ... (*Name)(...);
+	# typedef other Name;
+	$typedef{$1} = 1
+	  while $text =~ /\btypedef\s+(?:struct|enum|union)\s*\w*\s*\{.*?\}\s*(\w+)\s*;/gs;
+	$typedef{$1} = 1
+	  while $text =~ /\btypedef\s+[^;{]*?\(\s*\*\s*(\w+)\s*\)\s*\([^;]*\);/g;
+	$typedef{$1} = 1
+	  while $text =~ /\btypedef\s+(?:(?:struct|enum|union)\s+)?[\w \t*]+?\b(\w+)\s*;/g;
 	(my $module = $file) =~ s/\.[ch]$//;
 	if (!defined $layer{$module})
 	{
@@ -98,5 +110,10 @@ check(!@bare, 'no parameter, null flag or argument array is indexed by a bare nu
 	@bare);
 check(!@outside, 'no comment points at a document outside the repository',
 	@outside);
+my %listed = map { $_ => 1 } grep { /\S/ } split /\n/, slurp("$src/typedefs.list");
+my @missing = sort grep { !$listed{$_} } keys %typedef;
+my @stale = sort grep { !$typedef{$_} } keys %listed;
+check(!@missing && !@stale, 'src/typedefs.list lists every typedef of src/, and no other',
+	(map { "missing: $_" } @missing), (map { "stale: $_" } @stale));
 print "1..$n\n";
 exit($failed ? 1 : 0);
