@@ -64,14 +64,14 @@ static bool stale = true;		/* look again at the next call */
 static uint64 generation = 0;	/* changes of what was found */
 
 static void
-relcache_invalidate(Datum arg, Oid relid)
+extension_relcache_invalidate(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || dlsm_extension_is_registry(relid))
 		stale = true;
 }
 
 static void
-namespace_invalidate(Datum arg, int cacheid, uint32 hashvalue)
+extension_namespace_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 {
 	stale = true;
 }
@@ -80,8 +80,8 @@ namespace_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 void
 dlsm_extension_init(void)
 {
-	CacheRegisterRelcacheCallback(relcache_invalidate, (Datum) 0);
-	CacheRegisterSyscacheCallback(NAMESPACEOID, namespace_invalidate,
+	CacheRegisterRelcacheCallback(extension_relcache_invalidate, (Datum) 0);
+	CacheRegisterSyscacheCallback(NAMESPACEOID, extension_namespace_invalidate,
 								  (Datum) 0);
 }
 
@@ -146,7 +146,7 @@ lookup(Installed *found, bool any_version)
 
 /* Look the extension up again if an invalidation asked for it. */
 static void
-refresh(void)
+extension_refresh(void)
 {
 	Installed	found;
 
@@ -184,7 +184,7 @@ dlsm_extension_current(void)
 const char *
 dlsm_extension_schema(void)
 {
-	refresh();
+	extension_refresh();
 	return installed.schema;
 }
 
@@ -192,7 +192,7 @@ dlsm_extension_schema(void)
 Oid
 dlsm_extension_owner(void)
 {
-	refresh();
+	extension_refresh();
 	return installed.owner;
 }
 
@@ -200,7 +200,7 @@ dlsm_extension_owner(void)
 Oid
 dlsm_extension_object(DlsmObject object)
 {
-	refresh();
+	extension_refresh();
 	return installed.objects[object];
 }
 
@@ -218,7 +218,7 @@ dlsm_extension_object_name(DlsmObject object)
 uint64
 dlsm_extension_generation(void)
 {
-	refresh();
+	extension_refresh();
 	return generation;
 }
 

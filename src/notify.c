@@ -179,7 +179,7 @@ uncount_listener(int code, Datum arg)
  * long only costs a NOTIFY nobody reads.
  */
 static void
-xact_callback(XactEvent event, void *arg)
+notify_xact_callback(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_PRE_COMMIT && pending == LISTEN_START &&
 		!counted_as_listener)
@@ -201,7 +201,7 @@ xact_callback(XactEvent event, void *arg)
 void
 dlsm_notify_init(void)
 {
-	RegisterXactCallback(xact_callback, NULL);
+	RegisterXactCallback(notify_xact_callback, NULL);
 }
 
 /*

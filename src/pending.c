@@ -372,7 +372,7 @@ refuse_prepare(void)
 }
 
 static void
-xact_callback(XactEvent event, void *arg)
+pending_xact_callback(XactEvent event, void *arg)
 {
 	switch (event)
 	{
@@ -403,7 +403,7 @@ xact_callback(XactEvent event, void *arg)
  * what it wrote; hand both to its parent if it committed.
  */
 static void
-subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 				 SubTransactionId parentSubid, void *arg)
 {
 	int			keep = 0;
@@ -438,6 +438,6 @@ subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 void
 dlsm_pending_init(void)
 {
-	RegisterXactCallback(xact_callback, NULL);
-	RegisterSubXactCallback(subxact_callback, NULL);
+	RegisterXactCallback(pending_xact_callback, NULL);
+	RegisterSubXactCallback(pending_subxact_callback, NULL);
 }

@@ -129,7 +129,7 @@ invalidate_all(void)
  * freeing plans or reading the registry is not allowed.
  */
 static void
-relcache_invalidate(Datum arg, Oid relid)
+queue_relcache_invalidate(Datum arg, Oid relid)
 {
 	QueueEntry *entry;
 
@@ -147,7 +147,7 @@ relcache_invalidate(Datum arg, Oid relid)
 
 /* A schema was renamed: the qualified names of queues may have changed. */
 static void
-namespace_invalidate(Datum arg, int cacheid, uint32 hashvalue)
+queue_namespace_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 {
 	invalidate_all();
 }
@@ -235,8 +235,8 @@ end_of_subtransaction(SubXactEvent event, SubTransactionId mySubid,
 void
 dlsm_queue_init(void)
 {
-	CacheRegisterRelcacheCallback(relcache_invalidate, (Datum) 0);
-	CacheRegisterSyscacheCallback(NAMESPACEOID, namespace_invalidate, (Datum) 0);
+	CacheRegisterRelcacheCallback(queue_relcache_invalidate, (Datum) 0);
+	CacheRegisterSyscacheCallback(NAMESPACEOID, queue_namespace_invalidate, (Datum) 0);
 	RegisterXactCallback(end_of_transaction, NULL);
 	RegisterSubXactCallback(end_of_subtransaction, NULL);
 }
@@ -377,7 +377,7 @@ load(Oid relid)
  * descriptor (and its plans) when nothing changed and nobody holds it.
  */
 static DlsmQueue *
-refresh(QueueEntry *entry)
+queue_refresh(QueueEntry *entry)
 {
 	DlsmQueue  *old = entry->current;
 	DlsmQueue  *fresh = load(entry->relid);
@@ -435,7 +435,7 @@ dlsm_queue_open(Oid relid, int flags)
 		entry->current = NULL;
 	queue = entry->current;
 	if (queue == NULL || queue->stale)
-		queue = refresh(entry);
+		queue = queue_refresh(entry);
 	if (queue == NULL)
 	{
 		hash_search(queue_cache, &relid, HASH_REMOVE, NULL);

@@ -94,7 +94,7 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 
 /* At commit, before PostgreSQL queues notifications: send ours. */
 static void
-xact_callback(XactEvent event, void *arg)
+wake_xact_callback(XactEvent event, void *arg)
 {
 	ListCell   *lc;
 
@@ -109,7 +109,7 @@ void
 dlsm_wake_init(void)
 {
 	RegisterResourceReleaseCallback(release_callback, NULL);
-	RegisterXactCallback(xact_callback, NULL);
+	RegisterXactCallback(wake_xact_callback, NULL);
 }
 
 /* Wake waiting claimers when this transaction commits. */

@@ -8,7 +8,8 @@
 # statement parameter or result column is indexed by a bare number; no
 # comment sends the reader to a document outside the repository;
 # src/typedefs.list (what pgindent reads) lists exactly the typedefs of
-# src/.
+# src/; no two files define a function of the same name (static ones
+# included: a backtrace or a profile names them without their file).
 use strict;
 use warnings;
 
@@ -50,9 +51,13 @@ my @c = grep { /\.c$/ } @files;
 
 my (@up, @unknown, @shared, @long, @headerless, @bare, @outside);
 my %typedef;
+my %defined;	# function name -> files defining it
 for my $file (@files)
 {
 	my $text = slurp("$src/$file");
+
+	# a definition: the name at the start of a line, its body's { alone below
+	push @{ $defined{$1} }, $file while $text =~ /^(\w+)\([^;]*?\)\n\{/mg;
 
 	# typedef struct|enum|union [tag] { ... } Name;  typedef ... (*Name)(...);
 	# typedef other Name;
@@ -115,5 +120,7 @@ my @missing = sort grep { !$listed{$_} } keys %typedef;
 my @stale = sort grep { !$typedef{$_} } keys %listed;
 check(!@missing && !@stale, 'src/typedefs.list lists every typedef of src/, and no other',
 	(map { "missing: $_" } @missing), (map { "stale: $_" } @stale));
+my @twice = map { "$_: @{ $defined{$_} }" } sort grep { @{ $defined{$_} } > 1 } keys %defined;
+check(!@twice, 'no two files define a function of the same name', @twice);
 print "1..$n\n";
 exit($failed ? 1 : 0);
