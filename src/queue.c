@@ -283,6 +283,58 @@ interval_ms(int attno)
 }
 
 /* Fill queue from the registry row just read, in its own memory context. */
+/* The name of relid's unique index of creates, or NULL. */
+static char *
+creates_index(Oid relid)
+{
+	Relation	rel = table_open(relid, RowExclusiveLock);
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+	char	   *name = NULL;
+
+	foreach(lc, indexes)
+	{
+		HeapTuple	tuple = SearchSysCache1(INDEXRELID,
+											ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_index index;
+
+		if (!HeapTupleIsValid(tuple))
+			continue;
+		index = (Form_pg_index) GETSTRUCT(tuple);
+		if (index->indisunique && index->indnkeyatts == 1 &&
+			!heap_attisnull(tuple, Anum_pg_index_indpred, NULL))
+			name = get_rel_name(index->indexrelid);
+		ReleaseSysCache(tuple);
+		if (name != NULL)
+			break;
+	}
+	list_free(indexes);
+	table_close(rel, NoLock);	/* the insert keeps it */
+	return name;
+}
+
+/*
+ * The name of queue's unique index of creates, or NULL: a unique index on
+ * one column with a predicate, as dlsm_create_queue makes (an adopted
+ * table's index of creates is not unique).  For dlsm_enqueue's error when
+ * an entity's second create breaks it; found once per descriptor, before
+ * an insert of a create, under the insert's own lock.
+ */
+const char *
+dlsm_queue_creates_index(DlsmQueue *queue)
+{
+	MemoryContext old;
+
+	if (!queue->creates_index_known)
+	{
+		old = MemoryContextSwitchTo(queue->context);
+		queue->creates_index = creates_index(queue->relid);
+		MemoryContextSwitchTo(old);
+		queue->creates_index_known = true;
+	}
+	return queue->creates_index;
+}
+
 static void
 fill_from_row(DlsmQueue *queue, Form_pg_class form)
 {

@@ -42,6 +42,8 @@ typedef struct DlsmQueue
 	char	   *handler;		/* function the worker runs, or NULL */
 	int			handler_timeout_ms; /* its statement timeout; 0: the GUC */
 	bool		row_security;	/* row-level security is enabled on it */
+	char	   *creates_index;	/* its unique index of creates, or NULL, */
+	bool		creates_index_known;	/* ... once looked up */
 	DlsmPlanSet plans;			/* names and kept statements */
 	/* private to queue.c */
 	int			pins;			/* holders; freed at 0 once stale */
@@ -87,5 +89,7 @@ extern void dlsm_queue_check_owner(Oid relid);
 extern void dlsm_queue_check_privileges(Oid relid, AclMode modes);
 
 extern void dlsm_queue_trust_handler(Oid relid, Oid owner, Oid handler);
+
+extern const char *dlsm_queue_creates_index(DlsmQueue *queue);
 
 #endif							/* DLSM_QUEUE_H */

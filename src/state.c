@@ -355,6 +355,46 @@ dlsm_state_stats(DlsmQueue *queue, Datum *values, bool *nulls)
 	SPI_freetuptable(SPI_tuptable);
 }
 
+/*
+ * Run the insert of a create of entity into queue, whose unique index of
+ * creates is creates_index: an entity's second create breaking it raises
+ * dlsm's own 23505, not the index's, which shows dlsm's statement.  Only
+ * strings are compared before the error is raised again: nothing runs in
+ * the failed transaction.
+ */
+static void
+insert_create(DlsmQueue *queue, const char *creates_index, Datum *values,
+			  char *nulls)
+{
+	MemoryContext context = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		dlsm_plan_run(&queue->plans, DLSM_Q_ENQUEUE, values, nulls, 0);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(context);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION ||
+			edata->constraint_name == NULL ||
+			strcmp(edata->constraint_name, creates_index) != 0)
+			PG_RE_THROW();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("entity \"%s\" of queue \"%s\" has a create request already",
+						TextDatumGetCString(values[P_ENQUEUE_ENTITY]),
+						dlsm_rel_label(queue->relid)),
+				 errdetail("An entity has one create request, whatever its state (unique index \"%s\").",
+						   creates_index),
+				 errhint("Enqueue an update of the entity, or another kind of request.")));
+	}
+	PG_END_TRY();
+}
+
 /* dlsm_enqueue: insert one request; returns its id. */
 int64
 dlsm_state_enqueue(DlsmQueue *queue, DlsmRequest *request)
@@ -363,6 +403,7 @@ dlsm_state_enqueue(DlsmQueue *queue, DlsmRequest *request)
 	char		nulls[N_ENQUEUE_PARAMS];
 	bool		isnull;
 	int64		id;
+	const char *creates_index = NULL;
 
 	memset(nulls, ' ', sizeof(nulls));
 	values[P_ENQUEUE_ENTITY] = request->entity;
@@ -371,7 +412,12 @@ dlsm_state_enqueue(DlsmQueue *queue, DlsmRequest *request)
 	nulls[P_ENQUEUE_PAYLOAD] = request->has_payload ? ' ' : 'n';
 	values[P_ENQUEUE_RUN_AT] = request->run_at;
 	nulls[P_ENQUEUE_RUN_AT] = request->has_run_at ? ' ' : 'n';
-	dlsm_plan_run(&queue->plans, DLSM_Q_ENQUEUE, values, nulls, 0);
+	if (strcmp(TextDatumGetCString(request->kind), "create") == 0)
+		creates_index = dlsm_queue_creates_index(queue);
+	if (creates_index != NULL)
+		insert_create(queue, creates_index, values, nulls);
+	else
+		dlsm_plan_run(&queue->plans, DLSM_Q_ENQUEUE, values, nulls, 0);
 	id = DatumGetInt64(dlsm_plan_value(0, A_ENQUEUE_ID, &isnull));
 	SPI_freetuptable(SPI_tuptable);
 	return id;
