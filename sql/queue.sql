@@ -54,3 +54,15 @@ DROP TABLE gone;
 SELECT count(*) AS still_registered FROM dlsm_queues WHERE queue::text = 'gone';
 
 SELECT queue FROM dlsm_queues ORDER BY queue::text;
+
+-- dlsm's own words for a second create only when the index broken is the
+-- queue's unique index of creates (on its entity column): another unique
+-- index keeps PostgreSQL's error
+CREATE TABLE adopt_u (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	status text NOT NULL DEFAULT 'new', kind text NOT NULL DEFAULT 'create',
+	entity text NOT NULL, process_id uuid, ext text DEFAULT 'x');
+CREATE UNIQUE INDEX adopt_u_ext ON adopt_u (ext) WHERE ext IS NOT NULL;
+SELECT dlsm_register_queue('adopt_u');
+SELECT dlsm_enqueue('adopt_u', 'a', 'create') > 0 AS enqueued;
+SELECT dlsm_enqueue('adopt_u', 'b', 'create');
+SELECT dlsm_drop_queue('adopt_u', drop_table => true);

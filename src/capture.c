@@ -272,7 +272,12 @@ dlsm_capture_attach(Oid source, Oid queue, const char *kind,
 	char	   *trigger;
 	Datum		values[N_CAPTURE_ADD_PARAMS];
 
-	/* the lock CREATE TRIGGER takes; then source cannot go meanwhile */
+	/*
+	 * the caller's ownership first (no lock for a stranger to queue behind),
+	 * then the lock CREATE TRIGGER takes, and the checks again: source
+	 * cannot go meanwhile
+	 */
+	dlsm_queue_check_owner(source);
 	LockRelationOid(source, ShareRowExclusiveLock);
 	(void) dlsm_rel_name(source);
 	check_capture(source, queue);

@@ -283,9 +283,12 @@ interval_ms(int attno)
 }
 
 /* Fill queue from the registry row just read, in its own memory context. */
-/* The name of relid's unique index of creates, or NULL. */
+/*
+ * The name of relid's unique index of creates, or NULL: unique, with a
+ * predicate, on entity (a quoted column name) alone.
+ */
 static char *
-creates_index(Oid relid)
+creates_index(Oid relid, const char *entity)
 {
 	Relation	rel = table_open(relid, RowExclusiveLock);
 	List	   *indexes = RelationGetIndexList(rel);
@@ -302,7 +305,10 @@ creates_index(Oid relid)
 			continue;
 		index = (Form_pg_index) GETSTRUCT(tuple);
 		if (index->indisunique && index->indnkeyatts == 1 &&
-			!heap_attisnull(tuple, Anum_pg_index_indpred, NULL))
+			index->indkey.values[0] > 0 &&
+			!heap_attisnull(tuple, Anum_pg_index_indpred, NULL) &&
+			strcmp(quote_identifier(get_attname(relid, index->indkey.values[0],
+												false)), entity) == 0)
 			name = get_rel_name(index->indexrelid);
 		ReleaseSysCache(tuple);
 		if (name != NULL)
@@ -328,7 +334,8 @@ dlsm_queue_creates_index(DlsmQueue *queue)
 	if (!queue->creates_index_known)
 	{
 		old = MemoryContextSwitchTo(queue->context);
-		queue->creates_index = creates_index(queue->relid);
+		queue->creates_index = creates_index(queue->relid,
+											 queue->plans.names.entity);
 		MemoryContextSwitchTo(old);
 		queue->creates_index_known = true;
 	}
@@ -969,27 +976,32 @@ dlsm_queue_trust_handler(Oid relid, Oid owner, Oid handler)
 	Form_pg_proc proc;
 	Oid			proowner;
 	Oid			pronamespace;
+	char	   *proname;
 	char	   *nspname;
 
 	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for function %u", handler);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("function with OID %u does not exist", handler)));
 	proc = (Form_pg_proc) GETSTRUCT(tuple);
 	proowner = proc->proowner;
 	pronamespace = proc->pronamespace;
+	proname = pstrdup(NameStr(proc->proname));
 	ReleaseSysCache(tuple);
 	if (isAnyTempNamespace(pronamespace))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a function in a temporary schema cannot be a dlsm handler"),
 				 errdetail("The worker finds a handler by its name, and the name of a temporary schema passes to other sessions.")));
-	if (superuser_arg(proowner) || has_privs_of_role(owner, proowner))
+	/* (a superuser has every role's privileges: not a reason to trust) */
+	if (proowner == owner || superuser_arg(proowner) ||
+		(!superuser_arg(owner) && has_privs_of_role(owner, proowner)))
 		return;
 	nspname = get_namespace_name(pronamespace);
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("handler %s of queue \"%s\" is owned by role \"%s\", which the queue's owner \"%s\" does not trust",
-					quote_qualified_identifier(nspname ? nspname : "?",
-											   get_func_name(handler)),
+					quote_qualified_identifier(nspname ? nspname : "?", proname),
 					dlsm_rel_label(relid),
 					GetUserNameFromId(proowner, false),
 					GetUserNameFromId(owner, false)),

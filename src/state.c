@@ -367,6 +367,8 @@ insert_create(DlsmQueue *queue, const char *creates_index, Datum *values,
 			  char *nulls)
 {
 	MemoryContext context = CurrentMemoryContext;
+	char	   *entity = TextDatumGetCString(values[P_ENQUEUE_ENTITY]);
+	char	   *relname = dlsm_rel_label(queue->relid);
 
 	PG_TRY();
 	{
@@ -386,8 +388,7 @@ insert_create(DlsmQueue *queue, const char *creates_index, Datum *values,
 		ereport(ERROR,
 				(errcode(ERRCODE_UNIQUE_VIOLATION),
 				 errmsg("entity \"%s\" of queue \"%s\" has a create request already",
-						TextDatumGetCString(values[P_ENQUEUE_ENTITY]),
-						dlsm_rel_label(queue->relid)),
+						entity, relname),
 				 errdetail("An entity has one create request, whatever its state (unique index \"%s\").",
 						   creates_index),
 				 errhint("Enqueue an update of the entity, or another kind of request.")));

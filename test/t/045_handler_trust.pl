@@ -110,4 +110,15 @@ ok(defined poll_within($node, 'postgres',
 	q{SELECT count(*) = 1 FROM bobs.handled WHERE entity = 'second' AND who = 'bob'}, 30),
 	'the waiting request is handled, as bob');
 
+# a superuser's queue trusts only superusers' functions: a superuser has
+# every role's privileges, which is no reason to run their code as one
+$node->safe_psql('postgres', q{
+SELECT dlsm_create_queue('public.su_q');
+GRANT USAGE ON SCHEMA alices TO postgres;
+});
+($ret, $out, $err) = $node->psql('postgres', q{SELECT dlsm_set_handler('public.su_q', 'alices.h')},
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/ERROR:  42501: handler alices.h of queue "su_q" is owned by role "alice", which the queue's owner "\w+" does not trust/,
+	"a superuser's queue refuses alice's function (42501)");
+
 done_testing();
