@@ -54,6 +54,9 @@ static Oid	bound_relid = InvalidOid;	/* the step's queue, or none */
 static const char *bound_queue = NULL;	/* its name, or NULL */
 static const char *bound_step = NULL;	/* the step, or NULL: none */
 static volatile sig_atomic_t abandoned = false; /* the worker ends */
+static Oid	abandoned_relid = InvalidOid;	/* ... because of this queue */
+static const char *abandoned_queue = NULL;
+static const char *abandoned_step = NULL;
 
 /* The step ran out of time: cancel it, as StatementCancelHandler would. */
 static void
@@ -68,6 +71,10 @@ bound_expired(void)
 static void
 bound_ignored(void)
 {
+	/* kept apart: a next step may begin before the end is served */
+	abandoned_relid = bound_relid;
+	abandoned_queue = bound_queue;
+	abandoned_step = bound_step;
 	abandoned = true;
 	InterruptPending = true;
 	ProcDiePending = true;
@@ -167,10 +174,10 @@ dlsm_bound_end(void)
 bool
 dlsm_bound_abandoned(Oid *relid, const char **queue, const char **step)
 {
-	*relid = bound_relid;
-	*queue = bound_queue;
-	*step = bound_step;
-	return abandoned && OidIsValid(bound_relid);
+	*relid = abandoned_relid;
+	*queue = abandoned_queue;
+	*step = abandoned_step;
+	return abandoned && OidIsValid(abandoned_relid);
 }
 
 /* The current step, or NULL. */

@@ -145,6 +145,9 @@ call_step(void *arg)
 		disable_timeout(STATEMENT_TIMEOUT, false);
 	}
 	PG_END_TRY();
+	/* a timeout that fired as the call returned: it ran out of time too */
+	if (get_timeout_indicator(STATEMENT_TIMEOUT, false))
+		CHECK_FOR_INTERRUPTS();
 }
 
 /* Call the handler; on error return its message, its effects undone. */
