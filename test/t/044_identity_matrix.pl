@@ -588,8 +588,9 @@ $plpgsql
 END \$f\$;
 ALTER FUNCTION alice_s.h_$fn(text, text, bigint[], jsonb[]) OWNER TO alice;
 SELECT dlsm.dlsm_create_queue('alice_s.hq_$fn', max_attempts => 1);
-SELECT dlsm.dlsm_set_handler('alice_s.hq_$fn', 'alice_s.h_$fn');
 ALTER TABLE alice_s.hq_$fn OWNER TO alice;
+-- (after the queue is alice's: a superuser's queue trusts no handler of hers)
+SELECT dlsm.dlsm_set_handler('alice_s.hq_$fn', 'alice_s.h_$fn');
 };
 	}
 	return $sql;
