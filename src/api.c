@@ -427,14 +427,16 @@ dlsm_set_handler(PG_FUNCTION_ARGS)
 
 /*
  * dlsm_enqueue(queue regclass, entity text, kind text, payload jsonb,
- *				run_at timestamptz) RETURNS bigint
+ *				run_at timestamptz, group_key text, dedup_key text,
+ *				dedup_window interval) RETURNS bigint
  */
 Datum
 dlsm_enqueue(PG_FUNCTION_ARGS)
 {
 	enum
 	{
-		ARG_QUEUE, ARG_ENTITY, ARG_KIND, ARG_PAYLOAD, ARG_RUN_AT
+		ARG_QUEUE, ARG_ENTITY, ARG_KIND, ARG_PAYLOAD, ARG_RUN_AT,
+		ARG_GROUP_KEY, ARG_DEDUP_KEY, ARG_DEDUP_WINDOW
 	};
 	DlsmRequest request;
 	DlsmQueue  *queue;
@@ -448,6 +450,20 @@ dlsm_enqueue(PG_FUNCTION_ARGS)
 	request.payload = request.has_payload ? PG_GETARG_DATUM(ARG_PAYLOAD) : 0;
 	request.has_run_at = !PG_ARGISNULL(ARG_RUN_AT);
 	request.run_at = request.has_run_at ? PG_GETARG_DATUM(ARG_RUN_AT) : 0;
+	request.has_group_key = !PG_ARGISNULL(ARG_GROUP_KEY);
+	request.group_key = request.has_group_key ?
+		PG_GETARG_DATUM(ARG_GROUP_KEY) : 0;
+	request.has_dedup_key = !PG_ARGISNULL(ARG_DEDUP_KEY);
+	request.dedup_key = request.has_dedup_key ?
+		PG_GETARG_DATUM(ARG_DEDUP_KEY) : 0;
+	request.has_dedup_window = !PG_ARGISNULL(ARG_DEDUP_WINDOW);
+	request.dedup_window = request.has_dedup_window ?
+		PG_GETARG_DATUM(ARG_DEDUP_WINDOW) : 0;
+	if (request.has_group_key || request.has_dedup_key ||
+		request.has_dedup_window)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("group_key, dedup_key and dedup_window are not supported yet")));
 	queue = begin_queue_call(fcinfo, "dlsm_enqueue()",
 							 ACL_SELECT | ACL_INSERT, 0);
 	id = dlsm_state_enqueue(queue, &request);

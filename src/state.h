@@ -42,8 +42,14 @@ typedef struct DlsmRequest
 	Datum		kind;			/* text */
 	Datum		payload;		/* jsonb, or 0 */
 	Datum		run_at;			/* timestamptz, or 0 */
+	Datum		group_key;		/* text, or 0 */
+	Datum		dedup_key;		/* text, or 0 */
+	Datum		dedup_window;	/* interval, or 0 */
 	bool		has_payload;
 	bool		has_run_at;
+	bool		has_group_key;
+	bool		has_dedup_key;
+	bool		has_dedup_window;
 } DlsmRequest;
 
 /* Called for each process id given to dlsm_settle_many. */
