@@ -7,6 +7,11 @@
  * 1.3: groups with limits, deduplication, dead letters.
  *
  * - dlsm_enqueue gains group_key, dedup_key and dedup_window.
+ * - Groups: the registry names a queue's group column (group_column),
+ *   dlsm_register_queue takes it (group_key); limits per group live in
+ *   dlsm_group_limits, set by dlsm_set_limit, shown by dlsm_limits;
+ *   dlsm_queue_stats counts requests held back by limits.  Queues created
+ *   before 1.3 have no group column.
  */
 
 DROP FUNCTION @extschema@.dlsm_enqueue(pg_catalog.regclass, pg_catalog.text,
@@ -25,3 +30,111 @@ AS 'MODULE_PATHNAME', 'dlsm_enqueue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.dlsm_enqueue(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb, pg_catalog.timestamptz, pg_catalog.text, pg_catalog.text, pg_catalog.interval) IS
 'add a request to a queue and return its id';
+
+-- Groups and their limits.
+ALTER TABLE @extschema@.dlsm_queues ADD COLUMN group_column pg_catalog.name;
+
+DROP FUNCTION @extschema@.dlsm_register_queue(pg_catalog.regclass,
+	pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.name,
+	pg_catalog.name, pg_catalog.text, pg_catalog.int4, pg_catalog.interval);
+CREATE FUNCTION @extschema@.dlsm_register_queue(
+	queue pg_catalog.regclass,
+	id pg_catalog.name DEFAULT 'id',
+	status pg_catalog.name DEFAULT 'status',
+	kind pg_catalog.name DEFAULT 'kind',
+	entity pg_catalog.name DEFAULT 'entity',
+	process_id pg_catalog.name DEFAULT 'process_id',
+	channel pg_catalog.text DEFAULT NULL,
+	max_attempts pg_catalog.int4 DEFAULT 5,
+	retention pg_catalog.interval DEFAULT NULL,
+	group_key pg_catalog.name DEFAULT NULL)
+RETURNS pg_catalog.regclass
+AS 'MODULE_PATHNAME', 'dlsm_register_queue'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_register_queue(pg_catalog.regclass, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.text, pg_catalog.int4, pg_catalog.interval, pg_catalog.name) IS
+'adopt an existing table as a queue, through a column map';
+
+DROP VIEW @extschema@.dlsm_queue_stats;
+DROP FUNCTION @extschema@.dlsm_queue_stats();
+CREATE FUNCTION @extschema@.dlsm_queue_stats(
+	OUT queue pg_catalog.regclass,
+	OUT new pg_catalog.int8,
+	OUT in_progress pg_catalog.int8,
+	OUT complete pg_catalog.int8,
+	OUT error pg_catalog.int8,
+	OUT ready pg_catalog.int8,
+	OUT delayed pg_catalog.int8,
+	OUT waiting_on_create pg_catalog.int8,
+	OUT oldest_ready_age pg_catalog.interval,
+	OUT expired_leases pg_catalog.int8,
+	OUT dead_tuples pg_catalog.int8,
+	OUT last_autovacuum pg_catalog.timestamptz,
+	OUT oldest_claim_age pg_catalog.interval,
+	OUT held_by_limits pg_catalog.int8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'dlsm_queue_stats'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_queue_stats() IS
+'per queue: requests by state, ready, delayed, waiting, claims, expired leases, vacuum';
+
+CREATE VIEW @extschema@.dlsm_queue_stats AS
+	SELECT * FROM @extschema@.dlsm_queue_stats();
+COMMENT ON VIEW @extschema@.dlsm_queue_stats IS
+'one row per queue the caller may read';
+REVOKE ALL ON @extschema@.dlsm_queue_stats FROM PUBLIC;
+GRANT SELECT ON @extschema@.dlsm_queue_stats TO pg_monitor;
+REVOKE ALL ON FUNCTION @extschema@.dlsm_queue_stats() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.dlsm_queue_stats() TO pg_monitor;
+
+-- Limits per group (1.3): one row per limit; group_key NULL is the
+-- queue's default for every group.  Written by dlsm_set_limit only.
+CREATE TABLE @extschema@.dlsm_group_limits (
+	queue		pg_catalog.regclass NOT NULL
+		REFERENCES @extschema@.dlsm_queues ON DELETE CASCADE,
+	group_key	pg_catalog.text,
+	concurrency pg_catalog.int4,
+	rate		pg_catalog.int4,
+	per			pg_catalog.interval,
+	CONSTRAINT dlsm_group_limits_key UNIQUE NULLS NOT DISTINCT (queue, group_key)
+);
+COMMENT ON TABLE @extschema@.dlsm_group_limits IS
+'concurrency and rate limits of groups of a queue''s requests';
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlsm_group_limits', '');
+REVOKE ALL ON @extschema@.dlsm_group_limits FROM PUBLIC;
+GRANT SELECT ON @extschema@.dlsm_group_limits TO PUBLIC;
+
+CREATE FUNCTION @extschema@.dlsm_set_limit(
+	queue pg_catalog.regclass,
+	group_key pg_catalog.text DEFAULT NULL,
+	concurrency pg_catalog.int4 DEFAULT NULL,
+	rate pg_catalog.int4 DEFAULT NULL,
+	per pg_catalog.interval DEFAULT '1 second')
+RETURNS void
+AS 'MODULE_PATHNAME', 'dlsm_set_limit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_set_limit(pg_catalog.regclass, pg_catalog.text, pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) IS
+'set or remove the concurrency and rate limits of a group (NULL: every group)';
+
+CREATE FUNCTION @extschema@.dlsm_group_state(
+	queue pg_catalog.regclass,
+	group_key pg_catalog.text,
+	OUT in_progress pg_catalog.int8,
+	OUT next_claim_at pg_catalog.timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'dlsm_group_state'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_group_state(pg_catalog.regclass, pg_catalog.text) IS
+'units of a group in progress, and when its rate limit lets the next claim go';
+
+CREATE VIEW @extschema@.dlsm_limits AS
+	SELECT l.queue, l.group_key, l.concurrency, l.rate, l.per,
+		   s.in_progress,
+		   CASE WHEN l.rate IS NULL OR l.group_key IS NULL THEN NULL
+				WHEN s.next_claim_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()
+				THEN 1 ELSE 0 END AS tokens_left,
+		   s.next_claim_at
+	  FROM @extschema@.dlsm_group_limits l
+	  LEFT JOIN LATERAL @extschema@.dlsm_group_state(l.queue, l.group_key) s ON true;
+COMMENT ON VIEW @extschema@.dlsm_limits IS
+'each limit of a group, its units in progress and whether its rate lets a claim go now';
+GRANT SELECT ON @extschema@.dlsm_limits TO PUBLIC;

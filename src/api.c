@@ -42,6 +42,8 @@
 #include "extension.h"
 #include "fence.h"
 #include "guc.h"
+#include "grouplimit.h"
+#include "locks.h"
 #include "namedlock.h"
 #include "queue.h"
 #include "names.h"
@@ -74,6 +76,8 @@ PG_FUNCTION_INFO_V1(dlsm_refresh_lock);
 PG_FUNCTION_INFO_V1(dlsm_raise_fence);
 PG_FUNCTION_INFO_V1(dlsm_fence_start);
 PG_FUNCTION_INFO_V1(dlsm_launcher_wake);
+PG_FUNCTION_INFO_V1(dlsm_set_limit);
+PG_FUNCTION_INFO_V1(dlsm_group_state);
 
 /* ---------------------------------------------------------------------
  * Arguments
@@ -211,6 +215,7 @@ queue_options_args(FunctionCallInfo fcinfo, int argno, bool altering,
 	opts->max_attempts = PG_ARGISNULL(argno + 1) ? 0 : PG_GETARG_INT32(argno + 1);
 	opts->retention = NULL;
 	opts->handler_timeout = NULL;
+	opts->group_column = NULL;
 	if (!altering)
 		require_arg(fcinfo, argno + 1, "max_attempts");
 	if (!PG_ARGISNULL(argno + 1) && opts->max_attempts < 1)
@@ -283,6 +288,18 @@ end_queue_call(DlsmQueue *queue)
 	dlsm_plan_finish();
 }
 
+/* Raise 42703 unless queue has a group column. */
+static void
+require_group_column(DlsmQueue *queue)
+{
+	if (queue->plans.names.group == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("queue \"%s\" has no group column",
+						dlsm_rel_label(queue->relid)),
+				 errhint("Queues created before dlsm 1.3 have none; dlsm_register_queue names a table's group column with group_key.")));
+}
+
 /* ---------------------------------------------------------------------
  * Queues
  * ---------------------------------------------------------------------
@@ -316,14 +333,16 @@ dlsm_create_queue(PG_FUNCTION_ARGS)
 /*
  * dlsm_register_queue(queue regclass, id name, status name, kind name,
  *					   entity name, process_id name, channel text,
- *					   max_attempts int, retention interval) RETURNS regclass
+ *					   max_attempts int, retention interval, group_key name)
+ * RETURNS regclass
  */
 Datum
 dlsm_register_queue(PG_FUNCTION_ARGS)
 {
 	enum
 	{
-		ARG_QUEUE, ARG_COLUMNS, ARG_OPTIONS = ARG_COLUMNS + DLSM_NUM_COLUMNS
+		ARG_QUEUE, ARG_COLUMNS, ARG_OPTIONS = ARG_COLUMNS + DLSM_NUM_COLUMNS,
+		ARG_GROUP_KEY = ARG_OPTIONS + 3
 	};
 	const char *columns[DLSM_NUM_COLUMNS];
 	DlsmQueueOptions opts;
@@ -338,6 +357,8 @@ dlsm_register_queue(PG_FUNCTION_ARGS)
 		columns[i] = NameStr(*PG_GETARG_NAME(ARG_COLUMNS + i));
 	}
 	queue_options_args(fcinfo, ARG_OPTIONS, false, &opts);
+	if (!PG_ARGISNULL(ARG_GROUP_KEY))
+		opts.group_column = NameStr(*PG_GETARG_NAME(ARG_GROUP_KEY));
 	dlsm_plan_connect();
 	dlsm_queue_register(relid, columns, &opts);
 	dlsm_plan_finish();
@@ -459,13 +480,14 @@ dlsm_enqueue(PG_FUNCTION_ARGS)
 	request.has_dedup_window = !PG_ARGISNULL(ARG_DEDUP_WINDOW);
 	request.dedup_window = request.has_dedup_window ?
 		PG_GETARG_DATUM(ARG_DEDUP_WINDOW) : 0;
-	if (request.has_group_key || request.has_dedup_key ||
-		request.has_dedup_window)
+	if (request.has_dedup_key || request.has_dedup_window)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("group_key, dedup_key and dedup_window are not supported yet")));
+				 errmsg("dedup_key and dedup_window are not supported yet")));
 	queue = begin_queue_call(fcinfo, "dlsm_enqueue()",
 							 ACL_SELECT | ACL_INSERT, 0);
+	if (request.has_group_key)
+		require_group_column(queue);
 	id = dlsm_state_enqueue(queue, &request);
 	end_queue_call(queue);
 	PG_RETURN_INT64(id);
@@ -918,4 +940,116 @@ dlsm_launcher_wake(PG_FUNCTION_ARGS)
 {
 	dlsm_wake_launcher_at_commit();
 	PG_RETURN_VOID();
+}
+
+/* ---------------------------------------------------------------------
+ * Limits of groups
+ * ---------------------------------------------------------------------
+ */
+
+/* A limit argument: NULL is none (0), else from 1 to most. */
+static int32
+limit_arg(FunctionCallInfo fcinfo, int argno, const char *name, int32 most)
+{
+	int32		value;
+
+	if (PG_ARGISNULL(argno))
+		return 0;
+	value = PG_GETARG_INT32(argno);
+	if (value < 1 || value > most)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be between 1 and %d", name, most)));
+	return value;
+}
+
+/*
+ * dlsm_set_limit(queue regclass, group_key text, concurrency int, rate int,
+ *				  per interval) RETURNS void
+ */
+Datum
+dlsm_set_limit(PG_FUNCTION_ARGS)
+{
+	enum
+	{
+		ARG_QUEUE, ARG_GROUP_KEY, ARG_CONCURRENCY, ARG_RATE, ARG_PER
+	};
+	DlsmLimit	limit;
+	DlsmQueue  *queue;
+	char	   *group = text_arg_or_null(fcinfo, ARG_GROUP_KEY);
+
+	limit.concurrency = limit_arg(fcinfo, ARG_CONCURRENCY, "concurrency",
+								  DLSM_MAX_SLOTS);
+	limit.rate = limit_arg(fcinfo, ARG_RATE, "rate", PG_INT32_MAX);
+	limit.per_us = 0;
+	if (limit.rate > 0)
+	{
+		require_arg(fcinfo, ARG_PER, "per");
+		limit.per_us = duration_arg(fcinfo, ARG_PER, "per", false);
+		if (!dlsm_shmem_available())
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("rate limits need dlsm in shared_preload_libraries"),
+					 errhint("Add dlsm to shared_preload_libraries and restart the server.")));
+	}
+	queue = begin_queue_call(fcinfo, "dlsm_set_limit()", ACL_SELECT,
+							 DLSM_QUEUE_ANY_SECURITY);
+	dlsm_queue_check_owner(queue->relid);
+	require_group_column(queue);
+	dlsm_limits_set(queue, group,
+					limit.concurrency > 0 || limit.rate > 0 ? &limit : NULL,
+					limit.rate > 0 ? PG_GETARG_INTERVAL_P(ARG_PER) : NULL);
+	end_queue_call(queue);
+	PG_RETURN_VOID();
+}
+
+/*
+ * dlsm_group_state(queue regclass, group_key text, OUT in_progress bigint,
+ *					OUT next_claim_at timestamptz) RETURNS record
+ *
+ * NULLs when the caller may not read the queue, or group_key is NULL: the
+ * view dlsm_limits shows every queue's limits to everyone.
+ */
+Datum
+dlsm_group_state(PG_FUNCTION_ARGS)
+{
+	enum
+	{
+		ARG_QUEUE, ARG_GROUP_KEY
+	};
+	enum
+	{
+		OUT_IN_PROGRESS, OUT_NEXT_CLAIM_AT, N_OUT
+	};
+	TupleDesc	tupdesc;
+	Datum		values[N_OUT] = {0};
+	bool		nulls[N_OUT] = {true, true};
+	char	   *group = text_arg_or_null(fcinfo, ARG_GROUP_KEY);
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	if (!PG_ARGISNULL(ARG_QUEUE) && group != NULL &&
+		pg_class_aclcheck(PG_GETARG_OID(ARG_QUEUE), GetUserId(),
+						  ACL_SELECT) == ACLCHECK_OK)
+	{
+		DlsmQueue  *queue;
+
+		dlsm_plan_connect();
+		queue = dlsm_queue_open(PG_GETARG_OID(ARG_QUEUE),
+								DLSM_QUEUE_MISSING_OK |
+								DLSM_QUEUE_ANY_SECURITY);
+
+		if (queue != NULL)
+		{
+			values[OUT_IN_PROGRESS] =
+				Int64GetDatum(dlsm_limits_in_progress(queue, group));
+			values[OUT_NEXT_CLAIM_AT] =
+				TimestampTzGetDatum(dlsm_limits_next_claim(queue, group));
+			nulls[OUT_IN_PROGRESS] = nulls[OUT_NEXT_CLAIM_AT] = false;
+			dlsm_queue_close(queue);
+		}
+		dlsm_plan_finish();
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values,
+													  nulls)));
 }

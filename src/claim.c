@@ -63,6 +63,7 @@
 #include "claim.h"
 #include "fence.h"
 #include "guc.h"
+#include "grouplimit.h"
 #include "locks.h"
 #include "names.h"
 #include "pending.h"
@@ -92,7 +93,9 @@ typedef struct Candidate
 	int64		id;
 	char	   *kind;
 	char	   *entity;
+	char	   *group;			/* its group, or NULL */
 	bool		due;			/* its run_at has come */
+	DlsmAdmission admission;	/* what it took of its group's limits */
 } Candidate;
 
 /* What a pass knows of an entity it looked at. */
@@ -131,6 +134,7 @@ typedef struct ClaimPass
 	DlsmClaimEmit emit;
 	void	   *arg;
 	HTAB	   *seen;			/* SeenEntity by hash of the entity */
+	HTAB	   *full;			/* groups found at their limit, or NULL */
 	FloorWalk	floor;
 	bool		wrote;			/* wrote rows (failed updates) */
 	int			units;			/* claimed so far */
@@ -292,6 +296,28 @@ check_create(ClaimPass *pass, Candidate *c)
 }
 
 /*
+ * May candidate c be claimed under its group's limits?  A group refused
+ * is passed over for the rest of the pass, as a busy entity is.
+ */
+static bool
+admit(ClaimPass *pass, Candidate *c)
+{
+	DlsmQueue  *queue = pass->args->queue;
+	uint64		key;
+
+	c->admission.group = NULL;
+	if (pass->full == NULL || c->group == NULL)
+		return true;
+	key = dlsm_shmem_entity_key(c->group);
+	if (hash_search(pass->full, &key, HASH_FIND, NULL) != NULL)
+		return false;
+	if (dlsm_limits_admit(queue, c->group, &c->admission))
+		return true;
+	(void) hash_search(pass->full, &key, HASH_ENTER, NULL);
+	return false;
+}
+
+/*
  * Try to claim the group of updates that starts at candidate c.  On
  * success the entity lock stays held until the transaction ends; otherwise
  * it is released.  Returns the entity's state for the rest of the pass.
@@ -305,6 +331,11 @@ try_group(ClaimPass *pass, Candidate *c)
 
 	if (!dlsm_lock_entity_try(queue->relid, c->entity))
 		return ENTITY_DONE;
+	if (!admit(pass, c))
+	{
+		dlsm_lock_entity_release(queue->relid, c->entity);
+		return ENTITY_DONE;
+	}
 	values[P_LOCK_ID] = Int64GetDatum(c->id);
 	values[P_LOCK_ENTITY] = CStringGetTextDatum(c->entity);
 	if (run_claim(pass, DLSM_Q_LOCK_GROUP, values, true) > 0)
@@ -314,6 +345,7 @@ try_group(ClaimPass *pass, Candidate *c)
 		return ENTITY_DONE;
 	}
 	SPI_freetuptable(SPI_tuptable);
+	dlsm_limits_give_back(queue, &c->admission);
 
 	/* busy, waiting for its create, or taken by a client locking by hand */
 	state = check_create(pass, c);
@@ -358,7 +390,10 @@ claim_singles(ClaimPass *pass)
 				pass->singles[i]->id;
 		}
 		if (!found)
+		{
+			dlsm_limits_give_back(queue, &pass->singles[i]->admission);
 			dlsm_lock_entity_release(queue->relid, pass->singles[i]->entity);
+		}
 	}
 	SPI_freetuptable(SPI_tuptable);
 	pass->units += (int) claimed;
@@ -412,8 +447,12 @@ look_at(ClaimPass *pass, Candidate *c)
 	{
 		/* claimed or not, an entity is looked at once per pass */
 		seen->state = ENTITY_DONE;
-		if (dlsm_lock_entity_try(pass->args->queue->relid, c->entity))
+		if (!dlsm_lock_entity_try(pass->args->queue->relid, c->entity))
+			return;
+		if (admit(pass, c))
 			pass->singles[pass->nsingles++] = c;
+		else
+			dlsm_lock_entity_release(pass->args->queue->relid, c->entity);
 		return;
 	}
 	/* an older single goes first: claim those gathered so far */
@@ -441,6 +480,7 @@ scan(ClaimPass *pass, int64 line, int limit, Candidate *batch)
 		batch[i].kind = dlsm_plan_text(i, A_SCAN_KIND);
 		batch[i].entity = dlsm_plan_text(i, A_SCAN_ENTITY);
 		batch[i].due = DatumGetBool(dlsm_plan_value(i, A_SCAN_DUE, &isnull));
+		batch[i].group = dlsm_plan_text(i, A_SCAN_GROUP);
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return n;
@@ -556,6 +596,13 @@ claim_pass(ClaimPass *pass, MemoryContext pass_context)
 	ctl.hcxt = pass_context;
 	pass->seen = hash_create("dlsm claim entities", 64, &ctl,
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	pass->full = NULL;
+	if (dlsm_limits_get(args->queue) != NULL)
+	{
+		ctl.entrysize = sizeof(uint64);
+		pass->full = hash_create("dlsm claim full groups", 16, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
 	pass->units = 0;
 	pass->nsingles = 0;
 	pass->wrote = false;

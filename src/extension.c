@@ -48,6 +48,7 @@ static const char *const object_names[DLSM_NUM_OBJECTS] = {
 	[DLSM_OBJ_CAPTURES] = "dlsm_captures",
 	[DLSM_OBJ_LEASES] = "dlsm_leases",
 	[DLSM_OBJ_FENCE_SEQ] = "dlsm_fence_seq",
+	[DLSM_OBJ_GROUP_LIMITS] = "dlsm_group_limits",
 };
 
 /* What the last lookup found. */

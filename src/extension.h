@@ -24,6 +24,7 @@ typedef enum DlsmObject
 	DLSM_OBJ_CAPTURES,			/* dlsm_captures, the registry of captures */
 	DLSM_OBJ_LEASES,			/* dlsm_leases, the named locks' leases */
 	DLSM_OBJ_FENCE_SEQ,			/* dlsm_fence_seq */
+	DLSM_OBJ_GROUP_LIMITS,		/* dlsm_group_limits, the limits of groups */
 	DLSM_NUM_OBJECTS
 } DlsmObject;
 

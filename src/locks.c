@@ -29,6 +29,13 @@
  * the lock manager's queue (first come, first served), with a bound taken
  * from lock_timeout's machinery; the deadlock detector covers them.
  *
+ * A group's concurrency limit of n is n slots, each a lock of a fourth key
+ * space: field4 0x0800 plus the slot (below DLSM_MAX_SLOTS), field2 the
+ * queue's OID, field3 32 bits of a hash of the group.  A claim holds a slot
+ * of its unit's group until its transaction ends; like entity locks they
+ * are only taken conditionally, and two groups with equal hashes merely
+ * share their slots.
+ *
  * The fence floor (fence.c) is raised under a third key, field4 0x2000,
  * held as a session lock for a moment: it is the only lock of dlsm that is
  * waited for without a bound, and it is never held while waiting for
@@ -60,6 +67,7 @@
 #define DLSM_LOCKTAG_ENTITY		0x8000	/* field4 mark of entity locks */
 #define DLSM_LOCKTAG_NAMED		0x4000	/* field4 of named locks */
 #define DLSM_LOCKTAG_FENCE		0x2000	/* field4 of the fence floor */
+#define DLSM_LOCKTAG_SLOT		0x0800	/* field4 mark of group slots */
 
 static void
 entity_tag(LOCKTAG *tag, Oid queue, const char *entity)
@@ -92,6 +100,44 @@ dlsm_lock_entity_release(Oid queue, const char *entity)
 	LOCKTAG		tag;
 
 	entity_tag(&tag, queue, entity);
+	LockRelease(&tag, ExclusiveLock, false);
+}
+
+static void
+slot_tag(LOCKTAG *tag, Oid queue, const char *group, int slot)
+{
+	uint32		h = hash_bytes((const unsigned char *) group, strlen(group));
+
+	Assert(slot >= 0 && slot < DLSM_MAX_SLOTS);
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, queue, h,
+						 (uint16) (DLSM_LOCKTAG_SLOT | slot));
+}
+
+/*
+ * Look at slot of group in queue: DLSM_SLOT_MINE when this transaction
+ * holds it, DLSM_SLOT_TAKEN when it took it just now, DLSM_SLOT_BUSY when
+ * another transaction holds it.
+ */
+DlsmSlotState
+dlsm_lock_slot_try(Oid queue, const char *group, int slot)
+{
+	LOCKTAG		tag;
+
+	slot_tag(&tag, queue, group, slot);
+	if (LockHeldByMe(&tag, ExclusiveLock))
+		return DLSM_SLOT_MINE;
+	if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return DLSM_SLOT_BUSY;
+	return DLSM_SLOT_TAKEN;
+}
+
+/* Give back one slot dlsm_lock_slot_try took. */
+void
+dlsm_lock_slot_release(Oid queue, const char *group, int slot)
+{
+	LOCKTAG		tag;
+
+	slot_tag(&tag, queue, group, slot);
 	LockRelease(&tag, ExclusiveLock, false);
 }
 

@@ -60,7 +60,7 @@
 #include "plans.h"
 
 /* The most parameters of one statement. */
-#define MAX_PARAMS 10
+#define MAX_PARAMS 16
 
 /*
  * Request o of candidate c's entity keeps c waiting: it is in progress, or
@@ -141,7 +141,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	[DLSM_Q_SCAN] = {
 		/* delayed rows too: the floor of the queue stops at them */
 		"SELECT {id}, {kind}, {entity},"
-		" run_at {<=} pg_catalog.clock_timestamp() FROM {q}"
+		" run_at {<=} pg_catalog.clock_timestamp(), {group} FROM {q}"
 		" WHERE {status} {=} 'new' AND {id} {>} $1"
 		" ORDER BY {id} LIMIT $2",
 		N_SCAN_PARAMS, {INT8OID, INT8OID},
@@ -386,9 +386,21 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" pg_catalog.pg_stat_get_dead_tuples($1),"
 		" pg_catalog.pg_stat_get_last_autovacuum_time($1),"
 		" pg_catalog.now() {-} pg_catalog.min(claimed_at)"
-		"  FILTER (WHERE {status} {=} 'in-progress')"
-		" FROM {q} t",
-		N_STATS_PARAMS, {OIDOID},
+		"  FILTER (WHERE {status} {=} 'in-progress'),"
+		/*
+		 * ready rows of a group with as many units in progress as its
+		 * limit; {group} may be NULL::text, so it is not qualified
+		 */
+		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'new'"
+		"  AND run_at {<=} pg_catalog.now() AND t.dlsm_group IS NOT NULL"
+		"  AND COALESCE((SELECT COALESCE(o.c, 2147483647)"
+		"    FROM ROWS FROM (pg_catalog.unnest($3::pg_catalog.text[]),"
+		"     pg_catalog.unnest($4::pg_catalog.int4[])) AS o(g, c)"
+		"    WHERE o.g {=} t.dlsm_group), $2)"
+		"   {<=} (SELECT pg_catalog.count(DISTINCT {pid}) FROM {q}"
+		"    WHERE {group} {=} t.dlsm_group AND {status} {=} 'in-progress'))"
+		" FROM (SELECT *, {group} AS dlsm_group FROM {q}) t",
+		N_STATS_PARAMS, {OIDOID, INT4OID, TEXTARRAYOID, INT4ARRAYOID},
 		SPI_OK_SELECT, N_STATS, "the queue statistics"
 	},
 	[DLSM_Q_CAPTURE] = {
@@ -399,11 +411,19 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		SPI_OK_INSERT, 0, "a captured change"
 	},
 	[DLSM_Q_ENQUEUE] = {
-		"INSERT INTO {q} ({entity}, {kind}, payload, run_at)"
-		" VALUES ($1, $2, $3, COALESCE($4, pg_catalog.now()))"
+		/* $5, the group, is written only to a queue with a group column */
+		"INSERT INTO {q} ({entity}, {kind}, payload, run_at{groupcol})"
+		" VALUES ($1, $2, $3, COALESCE($4, pg_catalog.now()){groupval})"
 		" RETURNING {id}",
-		N_ENQUEUE_PARAMS, {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID},
+		N_ENQUEUE_PARAMS, {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TEXTOID},
 		SPI_OK_INSERT_RETURNING, N_ENQUEUE, "an enqueue"
+	},
+	[DLSM_Q_GROUP_LOAD] = {
+		/* committed units in progress: a unit is one process id */
+		"SELECT pg_catalog.count(DISTINCT {pid}) FROM {q}"
+		" WHERE {group} {=} $1 AND {status} {=} 'in-progress'",
+		N_GROUP_LOAD_PARAMS, {TEXTOID},
+		SPI_OK_SELECT, N_GROUP_LOAD, "the group's load"
 	},
 };
 
@@ -411,7 +431,7 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 	[DLSM_C_LOOKUP] = {
 		"SELECT channel, max_attempts, id_column, status_column, kind_column,"
 		" entity_column, process_id_column, retention, handler,"
-		" handler_timeout"
+		" handler_timeout, group_column"
 		" FROM {queues} WHERE queue {=} $1",
 		N_LOOKUP_PARAMS, {REGCLASSOID},
 		SPI_OK_SELECT, N_LOOKUP, "the dlsm registry lookup"
@@ -529,6 +549,33 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		0, {InvalidOid},
 		SPI_OK_SELECT, N_LEASE_LIST, "listing leases"
 	},
+	[DLSM_C_GROUP_COLUMN] = {
+		"UPDATE {queues} SET group_column = $2 WHERE queue {=} $1",
+		N_GROUP_COLUMN_PARAMS, {REGCLASSOID, NAMEOID},
+		SPI_OK_UPDATE, 0, "naming a queue's group column"
+	},
+	[DLSM_C_LIMITS_READ] = {
+		"SELECT group_key, concurrency, rate, per FROM {limits}"
+		" WHERE queue {=} $1",
+		N_LIMITS_READ_PARAMS, {REGCLASSOID},
+		SPI_OK_SELECT, N_LIMITS_READ, "reading a queue's limits"
+	},
+	[DLSM_C_LIMIT_SET] = {
+		"INSERT INTO {limits} AS l (queue, group_key, concurrency, rate, per)"
+		" VALUES ($1, $2, $3, $4, $5)"
+		" ON CONFLICT ON CONSTRAINT dlsm_group_limits_key DO UPDATE"
+		" SET concurrency = EXCLUDED.concurrency, rate = EXCLUDED.rate,"
+		" per = EXCLUDED.per",
+		N_LIMIT_SET_PARAMS, {REGCLASSOID, TEXTOID, INT4OID, INT4OID,
+		INTERVALOID},
+		SPI_OK_INSERT, 0, "setting a limit"
+	},
+	[DLSM_C_LIMIT_REMOVE] = {
+		"DELETE FROM {limits} WHERE queue {=} $1"
+		" AND (($2 IS NULL AND group_key IS NULL) OR group_key {=} $2)",
+		N_LIMIT_REMOVE_PARAMS, {REGCLASSOID, TEXTOID},
+		SPI_OK_DELETE, 0, "removing a limit"
+	},
 	[DLSM_C_FENCE_FLOOR] = {
 		/* the sequence's value after raising it to $1 if it was below */
 		"SELECT CASE WHEN COALESCE(pg_catalog.pg_sequence_last_value("
@@ -561,7 +608,8 @@ static const char *const create_table_text =
 " claimed_at pg_catalog.timestamptz,"
 " lease_until pg_catalog.timestamptz,"
 " settled_at pg_catalog.timestamptz,"
-" detail pg_catalog.text"
+" detail pg_catalog.text,"
+" group_key pg_catalog.text"
 ") WITH (fillfactor = 70,"
 " autovacuum_vacuum_scale_factor = 0.01,"
 " autovacuum_vacuum_threshold = 1000,"
@@ -573,6 +621,8 @@ static const char *const create_table_text =
 "CREATE INDEX {open} ON {q} (entity, id)"
 " WHERE status {=} ANY ('{new,in-progress}'::pg_catalog.text[]);"
 "CREATE INDEX {held} ON {q} (process_id) WHERE status {=} 'in-progress';"
+"CREATE INDEX ON {q} (group_key) WHERE status {=} 'in-progress'"
+" AND group_key IS NOT NULL;"
 "CREATE TRIGGER dlsm_wake AFTER INSERT ON {q}"
 " FOR EACH STATEMENT EXECUTE FUNCTION {ext}.dlsm_wake();";
 
@@ -772,7 +822,7 @@ execute_utility(const char *template, const Subst *subst, int n)
  */
 
 /* The placeholders of a queue's names, filled into the first entries. */
-#define NUM_NAME_SUBSTS 9
+#define NUM_NAME_SUBSTS 12
 
 static void
 name_substs(const DlsmQueueNames *names, Subst *subst)
@@ -787,6 +837,9 @@ name_substs(const DlsmQueueNames *names, Subst *subst)
 		{"pidin", names->pid_is_text ? "::pg_catalog.text" : ""},
 		{"pidarr", names->pid_is_text ? "::pg_catalog.text[]" : ""},
 		{"pidout", names->pid_is_text ? "::pg_catalog.uuid" : ""},
+		{"group", names->group ? names->group : "NULL::pg_catalog.text"},
+		{"groupcol", names->group ? psprintf(", %s", names->group) : ""},
+		{"groupval", names->group ? ", $5" : ""},
 	};
 
 	memcpy(subst, fill, sizeof(fill));
@@ -900,6 +953,7 @@ catalog_plan(DlsmCatalogQueryId query)
 			{"queues", quote_qualified_identifier(schema, dlsm_extension_object_name(DLSM_OBJ_QUEUES))},
 			{"captures", quote_qualified_identifier(schema, dlsm_extension_object_name(DLSM_OBJ_CAPTURES))},
 			{"leases", quote_qualified_identifier(schema, dlsm_extension_object_name(DLSM_OBJ_LEASES))},
+			{"limits", quote_qualified_identifier(schema, dlsm_extension_object_name(DLSM_OBJ_GROUP_LIMITS))},
 			{"fence_seq", psprintf("%u", dlsm_extension_object(DLSM_OBJ_FENCE_SEQ))},
 		};
 		char	   *text = expand(catalog_queries[query].text, subst,

@@ -46,6 +46,7 @@ typedef enum DlsmQueryId
 	DLSM_Q_STATS,				/* the queue's row of dlsm_queue_stats */
 	DLSM_Q_CAPTURE,				/* enqueue a captured row change */
 	DLSM_Q_ENQUEUE,				/* insert a request */
+	DLSM_Q_GROUP_LOAD,			/* units of a group in progress */
 	DLSM_NUM_QUERIES
 } DlsmQueryId;
 
@@ -55,7 +56,7 @@ enum
 };
 enum
 {
-	A_SCAN_ID = 1, A_SCAN_KIND, A_SCAN_ENTITY, A_SCAN_DUE, N_SCAN
+	A_SCAN_ID = 1, A_SCAN_KIND, A_SCAN_ENTITY, A_SCAN_DUE, A_SCAN_GROUP, N_SCAN
 };
 enum
 {
@@ -168,14 +169,19 @@ enum
 };
 enum
 {
-	P_STATS_QUEUE, N_STATS_PARAMS
+	P_STATS_QUEUE,
+	P_STATS_CONCURRENCY,		/* the default concurrency limit, or NULL */
+	P_STATS_GROUPS,				/* groups with a limit of their own ... */
+	P_STATS_GROUP_CONCURRENCY,	/* ... and theirs (NULL: none) */
+	N_STATS_PARAMS
 };
 enum
 {
 	A_STATS_NEW = 1, A_STATS_IN_PROGRESS, A_STATS_COMPLETE, A_STATS_ERROR,
 	A_STATS_READY, A_STATS_DELAYED, A_STATS_WAITING_ON_CREATE,
 	A_STATS_OLDEST_READY_AGE, A_STATS_EXPIRED_LEASES, A_STATS_DEAD_TUPLES,
-	A_STATS_LAST_AUTOVACUUM, A_STATS_OLDEST_CLAIM_AGE, N_STATS
+	A_STATS_LAST_AUTOVACUUM, A_STATS_OLDEST_CLAIM_AGE, A_STATS_HELD_BY_LIMITS,
+	N_STATS
 };
 enum
 {
@@ -185,11 +191,19 @@ enum
 enum
 {
 	P_ENQUEUE_ENTITY, P_ENQUEUE_KIND, P_ENQUEUE_PAYLOAD, P_ENQUEUE_RUN_AT,
-	N_ENQUEUE_PARAMS
+	P_ENQUEUE_GROUP, N_ENQUEUE_PARAMS
 };
 enum
 {
 	A_ENQUEUE_ID = 1, N_ENQUEUE
+};
+enum
+{
+	P_GROUP_LOAD_GROUP, N_GROUP_LOAD_PARAMS
+};
+enum
+{
+	A_GROUP_LOAD_UNITS = 1, N_GROUP_LOAD
 };
 
 /* The names a queue's statements are written with, all quoted. */
@@ -201,6 +215,7 @@ typedef struct DlsmQueueNames
 	char	   *kind;
 	char	   *entity;
 	char	   *process_id;
+	char	   *group;			/* the group column, or NULL: none */
 	bool		pid_is_text;	/* process id column is text, not uuid */
 } DlsmQueueNames;
 
@@ -236,6 +251,10 @@ typedef enum DlsmCatalogQueryId
 	DLSM_C_LEASE_PURGE,			/* delete expired leases */
 	DLSM_C_LEASE_LIST,			/* every lease */
 	DLSM_C_FENCE_FLOOR,			/* raise the fence sequence to a floor */
+	DLSM_C_GROUP_COLUMN,		/* set a queue's group column */
+	DLSM_C_LIMITS_READ,			/* a queue's limits */
+	DLSM_C_LIMIT_SET,			/* set a limit */
+	DLSM_C_LIMIT_REMOVE,		/* remove a limit */
 	DLSM_NUM_CATALOG_QUERIES
 } DlsmCatalogQueryId;
 
@@ -248,7 +267,7 @@ enum
 	A_LOOKUP_CHANNEL = 1, A_LOOKUP_MAX_ATTEMPTS, A_LOOKUP_ID_COLUMN,
 	A_LOOKUP_STATUS_COLUMN, A_LOOKUP_KIND_COLUMN, A_LOOKUP_ENTITY_COLUMN,
 	A_LOOKUP_PROCESS_ID_COLUMN, A_LOOKUP_RETENTION, A_LOOKUP_HANDLER,
-	A_LOOKUP_HANDLER_TIMEOUT, N_LOOKUP
+	A_LOOKUP_HANDLER_TIMEOUT, A_LOOKUP_GROUP_COLUMN, N_LOOKUP
 };
 enum
 {
@@ -345,6 +364,22 @@ enum
 enum
 {
 	A_FENCE_VALUE = 1, N_FENCE
+};
+enum
+{
+	P_GROUP_COLUMN_QUEUE, P_GROUP_COLUMN_NAME, N_GROUP_COLUMN_PARAMS
+};
+enum
+{
+	P_LIMIT_QUEUE, P_LIMIT_GROUP, P_LIMIT_CONCURRENCY, P_LIMIT_RATE,
+	P_LIMIT_PER, N_LIMIT_SET_PARAMS
+};
+#define N_LIMIT_REMOVE_PARAMS P_LIMIT_CONCURRENCY
+#define N_LIMITS_READ_PARAMS P_LIMIT_GROUP
+enum
+{
+	A_LIMITS_GROUP = 1, A_LIMITS_CONCURRENCY, A_LIMITS_RATE, A_LIMITS_PER,
+	N_LIMITS_READ
 };
 
 extern uint64 dlsm_plan_run_catalog(DlsmCatalogQueryId query,

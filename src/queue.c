@@ -356,6 +356,10 @@ fill_from_row(DlsmQueue *queue, Form_pg_class form)
 	names->kind = column_name(A_LOOKUP_KIND_COLUMN);
 	names->entity = column_name(A_LOOKUP_ENTITY_COLUMN);
 	names->process_id = column_name(A_LOOKUP_PROCESS_ID_COLUMN);
+	names->group = NULL;
+	(void) dlsm_plan_value(0, A_LOOKUP_GROUP_COLUMN, &isnull);
+	if (!isnull)
+		names->group = column_name(A_LOOKUP_GROUP_COLUMN);
 	names->pid_is_text = !column_is_uuid(queue->relid,
 										 A_LOOKUP_PROCESS_ID_COLUMN);
 	queue->owner = form->relowner;
@@ -383,6 +387,10 @@ same_description(DlsmQueue *a, DlsmQueue *b)
 		strcmp(x->id, y->id) == 0 && strcmp(x->status, y->status) == 0 &&
 		strcmp(x->kind, y->kind) == 0 && strcmp(x->entity, y->entity) == 0 &&
 		strcmp(x->process_id, y->process_id) == 0 &&
+		((x->group == NULL && y->group == NULL) ||
+		 (x->group != NULL && y->group != NULL &&
+		  strcmp(x->group, y->group) == 0)) &&
+
 		x->pid_is_text == y->pid_is_text &&
 		a->owner == b->owner && strcmp(a->channel, b->channel) == 0 &&
 		a->max_attempts == b->max_attempts &&
@@ -446,6 +454,7 @@ queue_refresh(QueueEntry *entry)
 	{
 		MemoryContextDelete(fresh->context);
 		old->stale = false;
+		old->limits_known = false;	/* grouplimit.c reads them again */
 		return old;
 	}
 	if (old != NULL)
@@ -638,6 +647,13 @@ register_queue(Oid relid, const char *const *columns, const char *channel,
 		values[column_params[i]] = DirectFunctionCall1(namein,
 													   CStringGetDatum(columns[i]));
 	write_registry(DLSM_C_REGISTER, relid, values, nulls);
+	if (opts->group_column != NULL)
+	{
+		values[P_GROUP_COLUMN_QUEUE] = ObjectIdGetDatum(relid);
+		values[P_GROUP_COLUMN_NAME] =
+			DirectFunctionCall1(namein, CStringGetDatum(opts->group_column));
+		(void) dlsm_plan_run_catalog(DLSM_C_GROUP_COLUMN, values, NULL, 0);
+	}
 }
 
 /* Quoted names of a queue's indexes, chosen free in nspid. */
@@ -683,6 +699,7 @@ dlsm_queue_create(const char *name, DlsmQueueOptions *opts)
 	relid = get_relname_relid(rv->relname, nspid);
 	if (!OidIsValid(relid))
 		elog(ERROR, "queue table \"%s\" was not created", rv->relname);
+	opts->group_column = "group_key";
 	register_queue(relid, dlsm_queue_columns, rv->relname, opts);
 	return relid;
 }
@@ -755,7 +772,8 @@ has_index_led_by(Oid relid, AttrNumber attno)
 
 /* Check the columns of a table to adopt: the mapped ones and dlsm's own. */
 static void
-check_adopted_columns(Oid relid, const char *const *columns)
+check_adopted_columns(Oid relid, const char *const *columns,
+					  const char *group_column)
 {
 	static const Oid ints[] = {INT8OID, INT4OID, INT2OID, InvalidOid};
 	static const Oid texts[] = {TEXTOID, VARCHAROID, InvalidOid};
@@ -783,6 +801,8 @@ check_adopted_columns(Oid relid, const char *const *columns)
 	check_column(relid, columns[DLSM_COL_KIND], texts, true);
 	check_column(relid, columns[DLSM_COL_ENTITY], texts, true);
 	check_column(relid, columns[DLSM_COL_PROCESS_ID], pids, true);
+	if (group_column != NULL)
+		check_column(relid, group_column, texts, true);
 	for (int i = 0; i < lengthof(own); i++)
 		check_column(relid, own[i].name, own[i].types, false);
 }
@@ -847,13 +867,14 @@ dlsm_queue_register(Oid relid, const char *const *columns,
 	const char *index_names[DLSM_NUM_INDEXES];
 
 	check_adoptable(relid);
-	check_adopted_columns(relid, columns);
+	check_adopted_columns(relid, columns, opts->group_column);
 	names.relname = quote_qualified_identifier(schema, relname);
 	names.id = (char *) quote_identifier(columns[DLSM_COL_ID]);
 	names.status = (char *) quote_identifier(columns[DLSM_COL_STATUS]);
 	names.kind = (char *) quote_identifier(columns[DLSM_COL_KIND]);
 	names.entity = (char *) quote_identifier(columns[DLSM_COL_ENTITY]);
 	names.process_id = (char *) quote_identifier(columns[DLSM_COL_PROCESS_ID]);
+	names.group = NULL;
 	choose_index_names(relname, nspid, "dlsm_", index_names);
 	dlsm_plan_adopt_table(&names, quote_identifier(schema), index_names,
 						  !has_index_led_by(relid,

@@ -42,6 +42,8 @@ typedef struct DlsmQueue
 	char	   *handler;		/* function the worker runs, or NULL */
 	int			handler_timeout_ms; /* its statement timeout; 0: the GUC */
 	bool		row_security;	/* row-level security is enabled on it */
+	struct DlsmLimits *limits;	/* its groups' limits, or NULL: none, ... */
+	bool		limits_known;	/* ... once read (grouplimit.c) */
 	char	   *creates_index;	/* its unique index of creates, or NULL, */
 	bool		creates_index_known;	/* ... once looked up */
 	DlsmPlanSet plans;			/* names and kept statements */
@@ -58,6 +60,7 @@ typedef struct DlsmQueueOptions
 	int			max_attempts;	/* 0: unchanged (alter only) */
 	Interval   *retention;		/* NULL: none, or unchanged */
 	Interval   *handler_timeout;	/* NULL: unchanged (alter only) */
+	char	   *group_column;	/* register only: the group column, or NULL */
 } DlsmQueueOptions;
 
 /* The five mapped columns of an adopted table, by role. */

@@ -33,7 +33,10 @@
  *
  * The floors of the queues have a lock of their own, DlsmShared.floor_lock
  * (the second of the tranche), held the same way; any backend reads and
- * writes them (dlsm_shmem_floor_*), as the rules below them say.
+ * writes them (dlsm_shmem_floor_*), as the rules below them say.  So have
+ * the groups' rate limits, DlsmShared.rate_lock (the third), which any
+ * claiming backend takes for a few field reads and writes
+ * (dlsm_shmem_rate_*).
  *
  * entity_seed is written once, when the struct is created, and only read
  * afterwards, without a lock.  It seeds the hash of entity names in the
@@ -75,6 +78,13 @@
 /* The most queues whose floor is kept; more share the slots in turn. */
 #define DLSM_MAX_FLOORS 128
 
+/*
+ * The most groups whose rate limit holds back their next claim at once,
+ * and how many entries a group's key may be found in (from its hash on).
+ */
+#define DLSM_MAX_RATES 4096
+#define DLSM_RATE_PROBES 64
+
 /* One database's worker, as the launcher and the worker see it. */
 typedef struct DlsmSlot
 {
@@ -86,6 +96,18 @@ typedef struct DlsmSlot
 	Oid			shunned[DLSM_MAX_SHUNNED];	/* queues left alone ... */
 	TimestampTz shunned_until[DLSM_MAX_SHUNNED];	/* ... until then */
 } DlsmSlot;
+
+/*
+ * A group whose rate limit spaces its claims: none may be made before
+ * next_at.  An entry whose next_at has passed says nothing and is free.
+ */
+typedef struct DlsmRate
+{
+	Oid			dboid;			/* with relid and group, the key */
+	Oid			relid;
+	uint64		group;			/* dlsm_shmem_entity_key of the group */
+	TimestampTz next_at;
+} DlsmRate;
 
 /*
  * Where the ready rows of a queue begin.  Rules: every row with an id in
@@ -133,6 +155,8 @@ typedef struct DlsmShared
 	uint64		floor_clock;	/* moved on by every lowering */
 	int			floor_victim;	/* the next slot to take when all are used */
 	DlsmFloor	floors[DLSM_MAX_FLOORS];
+	LWLock	   *rate_lock;		/* guards the field below */
+	DlsmRate	rates[DLSM_MAX_RATES];
 	uint64		entity_seed;	/* random, set at creation: see above */
 } DlsmShared;
 
@@ -149,7 +173,7 @@ shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(MAXALIGN(sizeof(DlsmShared)));
-	RequestNamedLWLockTranche("dlsm", 2);
+	RequestNamedLWLockTranche("dlsm", 3);
 }
 
 /* A random non-zero seed. */
@@ -178,6 +202,7 @@ shmem_startup(void)
 		memset(shared, 0, sizeof(DlsmShared));
 		shared->lock = &(GetNamedLWLockTranche("dlsm"))[0].lock;
 		shared->floor_lock = &(GetNamedLWLockTranche("dlsm"))[1].lock;
+		shared->rate_lock = &(GetNamedLWLockTranche("dlsm"))[2].lock;
 		ConditionVariableInit(&shared->work_cv);
 		shared->entity_seed = random_seed();
 	}
@@ -1050,4 +1075,110 @@ dlsm_shmem_floor_entities(Oid relid, const uint64 *entities, int n)
 		}
 	}
 	LWLockRelease(shared->floor_lock);
+}
+
+/* ---------------------------------------------------------------------
+ * Rate limits of groups
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * The entry of (relid, group) in this database, or a free one to take for
+ * it, or NULL when every entry it may use holds another group back.
+ * rate_lock held exclusively.
+ */
+static DlsmRate *
+find_rate(Oid relid, uint64 group, TimestampTz now)
+{
+	DlsmRate   *free_entry = NULL;
+	uint64		start = (group ^ relid ^ ((uint64) MyDatabaseId << 32)) %
+		DLSM_MAX_RATES;
+
+	for (int i = 0; i < DLSM_RATE_PROBES; i++)
+	{
+		DlsmRate   *r = &shared->rates[(start + i) % DLSM_MAX_RATES];
+
+		if (r->group == group && r->relid == relid &&
+			r->dboid == MyDatabaseId)
+			return r;
+		if (free_entry == NULL && r->next_at <= now)
+			free_entry = r;
+	}
+	if (free_entry != NULL)
+	{
+		free_entry->dboid = MyDatabaseId;
+		free_entry->relid = relid;
+		free_entry->group = group;
+		free_entry->next_at = 0;
+	}
+	return free_entry;
+}
+
+/*
+ * May a claim of group (a dlsm_shmem_entity_key) of queue relid be made
+ * now, spacing_us after the group's last one?  If so, the group's next
+ * claim is put off by spacing_us and taken says what to give back if the
+ * claim is not made after all.  False (nothing taken) when it may not,
+ * when the entries are all in use, or without shared state: a limit that
+ * cannot be kept holds the group back.
+ */
+bool
+dlsm_shmem_rate_take(Oid relid, uint64 group, int64 spacing_us,
+					 DlsmRateTaken *taken)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	DlsmRate   *r;
+	bool		ok = false;
+
+	if (shared == NULL)
+		return false;
+	LWLockAcquire(shared->rate_lock, LW_EXCLUSIVE);
+	r = find_rate(relid, group, now);
+	if (r != NULL && r->next_at <= now)
+	{
+		taken->before = r->next_at;
+		taken->after = now + spacing_us;
+		r->next_at = taken->after;
+		ok = true;
+	}
+	LWLockRelease(shared->rate_lock);
+	return ok;
+}
+
+/* Give back what dlsm_shmem_rate_take took, unless another claim came. */
+void
+dlsm_shmem_rate_give_back(Oid relid, uint64 group, const DlsmRateTaken *taken)
+{
+	DlsmRate   *r;
+
+	if (shared == NULL)
+		return;
+	LWLockAcquire(shared->rate_lock, LW_EXCLUSIVE);
+	r = find_rate(relid, group, GetCurrentTimestamp());
+	if (r != NULL && r->next_at == taken->after)
+		r->next_at = taken->before;
+	LWLockRelease(shared->rate_lock);
+}
+
+/* When the next claim of group of relid may be made (0: now, or unknown). */
+TimestampTz
+dlsm_shmem_rate_next(Oid relid, uint64 group)
+{
+	TimestampTz next_at = 0;
+	uint64		start = (group ^ relid ^ ((uint64) MyDatabaseId << 32)) %
+		DLSM_MAX_RATES;
+
+	if (shared == NULL)
+		return 0;
+	LWLockAcquire(shared->rate_lock, LW_SHARED);
+	for (int i = 0; i < DLSM_RATE_PROBES; i++)
+	{
+		DlsmRate   *r = &shared->rates[(start + i) % DLSM_MAX_RATES];
+
+		if (r->group == group && r->relid == relid &&
+			r->dboid == MyDatabaseId)
+			next_at = r->next_at;
+	}
+	LWLockRelease(shared->rate_lock);
+	return next_at;
 }

@@ -166,6 +166,19 @@ extern void dlsm_shmem_floor_entities(Oid relid, const uint64 *entities,
 									  int n);
 
 /* client backends that LISTEN */
+/* What a claim took of its group's rate limit, to give it back. */
+typedef struct DlsmRateTaken
+{
+	TimestampTz before;			/* the group's next claim time before */
+	TimestampTz after;			/* and after it */
+} DlsmRateTaken;
+
+extern bool dlsm_shmem_rate_take(Oid relid, uint64 group, int64 spacing_us,
+								 DlsmRateTaken *taken);
+extern void dlsm_shmem_rate_give_back(Oid relid, uint64 group,
+									  const DlsmRateTaken *taken);
+extern TimestampTz dlsm_shmem_rate_next(Oid relid, uint64 group);
+
 extern void dlsm_shmem_count_listener(Oid dboid, int delta);
 extern bool dlsm_shmem_anyone_listens(Oid dboid);
 

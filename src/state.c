@@ -43,10 +43,12 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+#include "grouplimit.h"
 #include "names.h"
 #include "pending.h"
 #include "state.h"
@@ -346,10 +348,37 @@ void
 dlsm_state_stats(DlsmQueue *queue, Datum *values, bool *nulls)
 {
 	Datum		args[N_STATS_PARAMS];
+	char		nulls_in[N_STATS_PARAMS];
+	DlsmLimits *limits = dlsm_limits_get(queue);
+	int			n = limits ? limits->ngroups : 0;
+	Datum	   *groups = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *concurrency = palloc(sizeof(Datum) * Max(n, 1));
+	bool	   *no_concurrency = palloc(sizeof(bool) * Max(n, 1));
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
 	HeapTuple	tuple;
 
+	/* limits of their own: a NULL concurrency is none for that group */
+	for (int i = 0; i < n; i++)
+	{
+		groups[i] = CStringGetTextDatum(limits->groups[i]);
+		concurrency[i] = Int32GetDatum(limits->limits[i].concurrency);
+		no_concurrency[i] = limits->limits[i].concurrency == 0;
+	}
+	memset(nulls_in, ' ', sizeof(nulls_in));
 	args[P_STATS_QUEUE] = ObjectIdGetDatum(queue->relid);
-	dlsm_plan_run(&queue->plans, DLSM_Q_STATS, args, NULL, 1);
+	args[P_STATS_CONCURRENCY] = Int32GetDatum(limits && limits->has_default ?
+											  limits->dflt.concurrency : 0);
+	nulls_in[P_STATS_CONCURRENCY] =
+		limits && limits->has_default && limits->dflt.concurrency > 0 ? ' ' : 'n';
+	args[P_STATS_GROUPS] = PointerGetDatum(construct_array(groups, n, TEXTOID,
+														   -1, false,
+														   TYPALIGN_INT));
+	args[P_STATS_GROUP_CONCURRENCY] =
+		PointerGetDatum(construct_md_array(concurrency, no_concurrency, 1,
+										   dims, lbs, INT4OID, 4, true,
+										   TYPALIGN_INT));
+	dlsm_plan_run(&queue->plans, DLSM_Q_STATS, args, nulls_in, 1);
 	tuple = SPI_copytuple(SPI_tuptable->vals[0]);
 	heap_deform_tuple(tuple, SPI_tuptable->tupdesc, values, nulls);
 	SPI_freetuptable(SPI_tuptable);
@@ -413,6 +442,8 @@ dlsm_state_enqueue(DlsmQueue *queue, DlsmRequest *request)
 	nulls[P_ENQUEUE_PAYLOAD] = request->has_payload ? ' ' : 'n';
 	values[P_ENQUEUE_RUN_AT] = request->run_at;
 	nulls[P_ENQUEUE_RUN_AT] = request->has_run_at ? ' ' : 'n';
+	values[P_ENQUEUE_GROUP] = request->group_key;
+	nulls[P_ENQUEUE_GROUP] = request->has_group_key ? ' ' : 'n';
 	if (strcmp(TextDatumGetCString(request->kind), "create") == 0)
 		creates_index = dlsm_queue_creates_index(queue);
 	if (creates_index != NULL)

@@ -38,7 +38,7 @@
 # its own and her "=" operator in schema public (dlsm refuses to register
 # a table with such a column, asserted; a queue altered to it afterwards
 # is accepted, and these hooks are live there).  On dlsm's own tables
-# (dlsm_queues, dlsm_captures, dlsm_leases) the extension's owner (the
+# (dlsm_queues, dlsm_captures, dlsm_leases, dlsm_group_limits) the extension's owner (the
 # superuser) put the same triggers.  Every hook calls idm.rec, which
 # logs the table, the hook, current_user, session_user, search_path,
 # whether it runs in a security-restricted operation (CREATE TEMP TABLE
@@ -187,6 +187,17 @@ SELECT count(*) FROM dlsm.dlsm_claim('$_[0]{q}', lease => '10 ms');" },
 		prep => sub { "SELECT dlsm.dlsm_capture('$_[0]{s}', '$_[0]{q}');" },
 		act => sub { ["SELECT dlsm.dlsm_uncapture('$_[0]{s}', '$_[0]{q}')"] },
 		fires => [qr/^dlsm_captures:trigger BEFORE ROW DELETE/] },
+	setlimit => {
+		owner => 'self', covers => [qw(dlsm_set_limit)],
+		act => sub { ["SELECT dlsm.dlsm_set_limit('$_[0]{q}', 'g', concurrency => 2)"] },
+		fires => [qr/^dlsm_group_limits:trigger BEFORE ROW INSERT/] },
+	# a claim under a group's limits reads the group's units in progress
+	claimlimited => {
+		owner => 'other', covers => [qw(dlsm_claim)],
+		prep => sub { "SELECT dlsm.dlsm_enqueue('$_[0]{q}', 'e1', group_key => 'g');
+SELECT dlsm.dlsm_set_limit('$_[0]{q}', 'g', concurrency => 1, rate => 1000);" },
+		act => sub { ["SELECT dlsm.dlsm_settle('$_[0]{q}', process_id) FROM dlsm.dlsm_claim('$_[0]{q}')"] },
+		fires => [qr/^q_\S+:trigger BEFORE ROW UPDATE/] },
 	locklease => {
 		owner => 'self', covers => [qw(dlsm_try_lock)], make => 'none',
 		act => sub { ["SELECT dlsm.dlsm_try_lock('idm/$_[0]{id}', lease => '1 h')"] },
@@ -207,6 +218,12 @@ SELECT count(*) FROM dlsm.dlsm_claim('$_[0]{q}', lease => '10 ms');" },
 		prep => sub { "SELECT dlsm.dlsm_enqueue('$_[0]{q}', e) FROM unnest(ARRAY['e1', 'e2']) e;
 SELECT count(*) FROM dlsm.dlsm_claim('$_[0]{q}', lease => '1 h');" },
 		act => sub { ["SELECT count(*) FROM dlsm.dlsm_queue_stats"] },
+		fires => [] },
+	limits => {
+		owner => 'other', covers => [qw(dlsm_group_state)], contexts => ['monitor'],
+		prep => sub { "SELECT dlsm.dlsm_enqueue('$_[0]{q}', 'e1', group_key => 'g');
+SELECT dlsm.dlsm_set_limit('$_[0]{q}', 'g', concurrency => 1);" },
+		act => sub { ["SELECT count(*) FROM dlsm.dlsm_limits"] },
 		fires => [] },
 
 	# the worker's own paths, on queues the superuser made and gave mallory
@@ -439,6 +456,10 @@ CREATE TRIGGER h_after_stmt AFTER INSERT OR UPDATE OR DELETE ON dlsm.dlsm_captur
 CREATE TRIGGER h_before_row BEFORE INSERT OR UPDATE OR DELETE ON dlsm.dlsm_leases
 	FOR EACH ROW EXECUTE FUNCTION hk.trg();
 CREATE TRIGGER h_after_stmt AFTER INSERT OR UPDATE OR DELETE ON dlsm.dlsm_leases
+	FOR EACH STATEMENT EXECUTE FUNCTION hk.trg();
+CREATE TRIGGER h_before_row BEFORE INSERT OR UPDATE OR DELETE ON dlsm.dlsm_group_limits
+	FOR EACH ROW EXECUTE FUNCTION hk.trg();
+CREATE TRIGGER h_after_stmt AFTER INSERT OR UPDATE OR DELETE ON dlsm.dlsm_group_limits
 	FOR EACH STATEMENT EXECUTE FUNCTION hk.trg();
 
 -- handlers
@@ -705,7 +726,7 @@ sub chooser
 	return "nobody known ($sp)";
 }
 
-my %dlsm_table = map { $_ => 1 } qw(dlsm_queues dlsm_captures dlsm_leases);
+my %dlsm_table = map { $_ => 1 } qw(dlsm_queues dlsm_captures dlsm_leases dlsm_group_limits);
 
 # The probes work: the canary shadows now() for alice, and the recorder
 # tells a security-restricted operation (the worker's) from a session.

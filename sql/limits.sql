@@ -1,0 +1,111 @@
+-- Groups and their limits: dlsm_set_limit, dlsm_limits, and claims that
+-- pass over a group at its limit.
+SET client_min_messages = warning;
+SELECT dlsm_create_queue('lq');
+RESET client_min_messages;
+
+-- a queue made by dlsm_create_queue has a group column
+SELECT group_column FROM dlsm_queues WHERE queue = 'lq'::regclass;
+
+-- five entities of group a, three of b, two without a group
+SELECT count(dlsm_enqueue('lq', 'a' || i, group_key => 'a')) FROM generate_series(1, 5) i;
+SELECT count(dlsm_enqueue('lq', 'b' || i, group_key => 'b')) FROM generate_series(1, 3) i;
+SELECT count(dlsm_enqueue('lq', 'n' || i)) FROM generate_series(1, 2) i;
+
+-- every group at most 2 units at once, b at most 1
+SELECT dlsm_set_limit('lq', concurrency => 2);
+SELECT dlsm_set_limit('lq', 'b', concurrency => 1);
+SELECT group_key, concurrency, rate, per FROM dlsm_group_limits
+ WHERE queue = 'lq'::regclass ORDER BY group_key NULLS FIRST;
+
+-- one claim of ten units gets two of a, one of b and both without a group
+SELECT entity FROM dlsm_claim('lq', units => 10, lease => '1 hour') ORDER BY id;
+
+-- they are in progress now: a second claim gets nothing
+SELECT count(*) FROM dlsm_claim('lq', units => 10, lease => '1 hour');
+SELECT group_key, concurrency, in_progress FROM dlsm_limits
+ WHERE queue = 'lq'::regclass ORDER BY group_key NULLS FIRST;
+SELECT ready, held_by_limits FROM dlsm_queue_stats WHERE queue = 'lq'::regclass;
+
+-- settling a unit of a frees one slot of a
+SELECT dlsm_settle('lq', process_id) FROM lq WHERE entity = 'a1';
+SELECT entity FROM dlsm_claim('lq', units => 10, lease => '1 hour');
+
+-- a transaction's claims count as they are made: with b's limit raised
+-- to 2, one claim takes one more of b, and a claim in the same
+-- transaction none
+BEGIN;
+SELECT dlsm_set_limit('lq', 'b', concurrency => 2);
+SELECT entity FROM dlsm_claim('lq', units => 10);
+SELECT count(*) FROM dlsm_claim('lq', units => 10);
+ROLLBACK;
+
+-- removing b's own limit puts it under the default (2)
+SELECT dlsm_set_limit('lq', 'b');
+SELECT entity FROM dlsm_claim('lq', units => 10, lease => '1 hour');
+SELECT count(*) FROM dlsm_group_limits WHERE queue = 'lq'::regclass;
+
+-- a rate limit: one claim of group r per hour
+SELECT dlsm_enqueue('lq', 'r' || i, group_key => 'r') > 0 FROM generate_series(1, 3) i;
+SELECT dlsm_set_limit('lq', 'r', rate => 1, per => '1 hour');
+SELECT entity FROM dlsm_claim('lq', units => 10, lease => '1 hour');
+SELECT count(*) FROM dlsm_claim('lq', units => 10, lease => '1 hour');
+SELECT group_key, rate, per, tokens_left, next_claim_at > now() + '59 minutes' AS later
+  FROM dlsm_limits WHERE queue = 'lq'::regclass AND group_key = 'r';
+
+-- a claim that rolls back gives no slot back early: the slot is free
+-- again after the rollback
+SELECT dlsm_enqueue('lq', 'c' || i, group_key => 'c') > 0 FROM generate_series(1, 2) i;
+SELECT dlsm_set_limit('lq', 'c', concurrency => 1);
+BEGIN;
+SELECT entity FROM dlsm_claim('lq', units => 10);
+ROLLBACK;
+SELECT entity FROM dlsm_claim('lq', units => 10, lease => '1 hour');
+
+-- bad input changes nothing
+SELECT dlsm_set_limit(NULL, concurrency => 1);
+SELECT dlsm_set_limit('lq', concurrency => 0);
+SELECT dlsm_set_limit('lq', concurrency => -1);
+SELECT dlsm_set_limit('lq', concurrency => 1001);
+SELECT dlsm_set_limit('lq', rate => 0);
+SELECT dlsm_set_limit('lq', rate => -5);
+SELECT dlsm_set_limit('lq', rate => 1, per => NULL);
+SELECT dlsm_set_limit('lq', rate => 1, per => '0');
+SELECT dlsm_set_limit('lq', rate => 1, per => '-1 second');
+SELECT dlsm_set_limit('lq', rate => 1, per => '200 years');
+SELECT dlsm_set_limit('pg_class', concurrency => 1);
+SELECT dlsm_enqueue('lq', 'x', group_key => NULL) > 0;
+SELECT count(*) FROM dlsm_group_limits WHERE queue = 'lq'::regclass;
+
+-- an adopted table without a group column has no groups
+CREATE TABLE adopted (id bigserial PRIMARY KEY, status text NOT NULL,
+	kind text NOT NULL, entity text NOT NULL, process_id uuid);
+SET client_min_messages = warning;
+SELECT dlsm_register_queue('adopted');
+RESET client_min_messages;
+SELECT dlsm_enqueue('adopted', 'e', group_key => 'g');
+SELECT dlsm_set_limit('adopted', concurrency => 1);
+SELECT dlsm_drop_queue('adopted');
+-- one with a group column names it; a column of another type is refused
+ALTER TABLE adopted ADD COLUMN tenant text, ADD COLUMN num int;
+SELECT dlsm_register_queue('adopted', group_key => 'num');
+SELECT dlsm_register_queue('adopted', group_key => 'nothere');
+SET client_min_messages = warning;
+SELECT dlsm_register_queue('adopted', group_key => 'tenant');
+RESET client_min_messages;
+SELECT dlsm_enqueue('adopted', 'e', group_key => 'g') > 0;
+SELECT dlsm_set_limit('adopted', 'g', concurrency => 1);
+SELECT c.entity, a.tenant FROM dlsm_claim('adopted', units => 5) c JOIN adopted a USING (id);
+
+-- only the queue's owner sets its limits
+CREATE ROLE limits_other;
+GRANT SELECT, UPDATE ON lq TO limits_other;
+SET ROLE limits_other;
+SELECT dlsm_set_limit('lq', concurrency => 5);
+RESET ROLE;
+
+-- dropping a queue drops its limits
+SELECT dlsm_drop_queue('adopted', drop_table => true);
+SELECT dlsm_drop_queue('lq', drop_table => true);
+SELECT count(*) FROM dlsm_group_limits;
+DROP ROLE limits_other;

@@ -1,0 +1,333 @@
+/*-------------------------------------------------------------------------
+ *
+ * grouplimit.c
+ *	  Concurrency and rate limits of groups of a queue's requests.
+ *
+ * A request may carry a group (the queue's group column); a queue may
+ * limit its groups (dlsm_group_limits, set by dlsm_set_limit): a limit for
+ * one group, or a default for every group without one of its own.
+ * Requests without a group are never limited.  A claim asks here before it
+ * claims a unit of a limited group, and passes over the unit when refused,
+ * as it passes over a busy entity.
+ *
+ * Concurrency: at most n units of the group in progress, whether their
+ * claims are written or still pending in a live transaction.  Pending
+ * claims cannot be read from the queue, so each claim of a unit holds one
+ * of the group's n slots (locks.c) until its transaction ends; the units
+ * in progress are then those written in progress by committed
+ * transactions (read from the queue, with a snapshot taken after the slot
+ * was taken) and those whose transaction holds a slot.  A transaction that
+ * commits a claim releases its slot only after its rows read in progress
+ * to every later snapshot, so a unit is never missed; it may be counted
+ * twice for a moment (a claim then passes over a group with room), and a
+ * transaction's own written claims count twice until it ends.  Both err on
+ * the side of the limit.
+ *
+ * Rate: at most r claims of the group in any window of the given length:
+ * claims of a group are spaced by per / r at least (the generic cell rate
+ * algorithm without a burst), in shared memory (shmem.c).  A claim that
+ * takes its turn and then claims nothing gives it back; a claim rolled
+ * back keeps it used.  A restart of the server forgets the spacing.
+ *
+ * Calls plans.c, locks.c and shmem.c.
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/grouplimit.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/inval.h"
+#include "utils/timestamp.h"
+
+#include "grouplimit.h"
+#include "locks.h"
+#include "plans.h"
+#include "queue.h"
+
+/* A limit read from the registry, before sorting. */
+typedef struct LimitRow
+{
+	char	   *group;
+	DlsmLimit	limit;
+} LimitRow;
+
+static int
+limit_row_cmp(const void *a, const void *b)
+{
+	return strcmp(((const LimitRow *) a)->group, ((const LimitRow *) b)->group);
+}
+
+/* The limit of result row i of DLSM_C_LIMITS_READ. */
+static void
+limit_from_row(uint64 i, DlsmLimit *limit)
+{
+	bool		isnull;
+	Datum		d;
+
+	d = dlsm_plan_value(i, A_LIMITS_CONCURRENCY, &isnull);
+	limit->concurrency = isnull ? 0 : DatumGetInt32(d);
+	d = dlsm_plan_value(i, A_LIMITS_RATE, &isnull);
+	limit->rate = isnull ? 0 : DatumGetInt32(d);
+	d = dlsm_plan_value(i, A_LIMITS_PER, &isnull);
+	limit->per_us = 0;
+	if (!isnull)
+	{
+		Interval   *iv = DatumGetIntervalP(d);
+
+		limit->per_us = iv->time + (int64) iv->day * USECS_PER_DAY +
+			(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	}
+}
+
+/*
+ * The limits of queue relid, in a new child of context, or NULL when it
+ * has none.  The caller holds an SPI connection.
+ */
+static DlsmLimits *
+limits_read(Oid relid, MemoryContext parent)
+{
+	Datum		values[N_LIMITS_READ_PARAMS];
+	MemoryContext old = CurrentMemoryContext;
+	MemoryContext context;
+	DlsmLimits *limits;
+	LimitRow   *rows;
+	uint64		n;
+	int			k = 0;
+
+	values[P_LIMIT_QUEUE] = ObjectIdGetDatum(relid);
+	n = dlsm_plan_read_catalog(DLSM_C_LIMITS_READ, values, NULL, 0);
+	if (n == 0)
+	{
+		SPI_freetuptable(SPI_tuptable);
+		MemoryContextSwitchTo(old);
+		return NULL;
+	}
+	context = AllocSetContextCreate(parent, "dlsm queue limits",
+									ALLOCSET_SMALL_SIZES);
+	MemoryContextSwitchTo(context);
+	limits = palloc0(sizeof(DlsmLimits));
+	limits->context = context;
+	rows = palloc(sizeof(LimitRow) * n);
+	for (uint64 i = 0; i < n; i++)
+	{
+		char	   *group = dlsm_plan_text(i, A_LIMITS_GROUP);
+
+		if (group == NULL)
+		{
+			limits->has_default = true;
+			limit_from_row(i, &limits->dflt);
+			continue;
+		}
+		rows[k].group = group;
+		limit_from_row(i, &rows[k++].limit);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	qsort(rows, k, sizeof(LimitRow), limit_row_cmp);
+	limits->ngroups = k;
+	limits->groups = palloc(sizeof(char *) * Max(k, 1));
+	limits->limits = palloc(sizeof(DlsmLimit) * Max(k, 1));
+	for (int i = 0; i < k; i++)
+	{
+		limits->groups[i] = rows[i].group;
+		limits->limits[i] = rows[i].limit;
+	}
+	pfree(rows);
+	MemoryContextSwitchTo(old);
+	return limits;
+}
+
+/*
+ * The limits of queue (NULL: none), read on first use after the queue's
+ * descriptor was made or found current again.  The caller holds an SPI
+ * connection and a pin on queue.
+ */
+DlsmLimits *
+dlsm_limits_get(DlsmQueue *queue)
+{
+	if (!queue->limits_known)
+	{
+		if (queue->limits != NULL)
+			MemoryContextDelete(queue->limits->context);
+		queue->limits = limits_read(queue->relid, queue->context);
+		queue->limits_known = true;
+	}
+	return queue->limits;
+}
+
+/* The limit group is under, or NULL when it has none. */
+const DlsmLimit *
+dlsm_limits_of(const DlsmLimits *limits, const char *group)
+{
+	int			lo = 0;
+
+	if (limits == NULL || group == NULL)
+		return NULL;
+	for (int hi = limits->ngroups - 1; lo <= hi;)
+	{
+		int			mid = lo + (hi - lo) / 2;
+		int			cmp = strcmp(group, limits->groups[mid]);
+
+		if (cmp == 0)
+			return &limits->limits[mid];
+		if (cmp < 0)
+			hi = mid - 1;
+		else
+			lo = mid + 1;
+	}
+	return limits->has_default ? &limits->dflt : NULL;
+}
+
+/*
+ * The units of group of queue in progress, as committed transactions
+ * left them.  The caller holds an SPI connection and may read the queue.
+ */
+int64
+dlsm_limits_in_progress(DlsmQueue *queue, const char *group)
+{
+	Datum		values[N_GROUP_LOAD_PARAMS];
+	bool		isnull;
+	int64		units;
+
+	values[P_GROUP_LOAD_GROUP] = CStringGetTextDatum(group);
+	dlsm_plan_run(&queue->plans, DLSM_Q_GROUP_LOAD, values, NULL, 1);
+	units = DatumGetInt64(dlsm_plan_value(0, A_GROUP_LOAD_UNITS, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return units;
+}
+
+/*
+ * Take a slot of group's n for a unit, if the units in progress leave
+ * room for one more; true when taken (admission->slot).
+ */
+static bool
+take_slot(DlsmQueue *queue, const char *group, int n,
+		  DlsmAdmission *admission)
+{
+	int			held = 0;		/* by this transaction or others */
+	int			taken = -1;
+
+	for (int i = 0; i < n; i++)
+	{
+		DlsmSlotState state = dlsm_lock_slot_try(queue->relid, group, i);
+
+		if (state != DLSM_SLOT_TAKEN)
+			held++;
+		else if (taken < 0)
+			taken = i;
+		else
+			dlsm_lock_slot_release(queue->relid, group, i);
+	}
+	if (taken < 0)
+		return false;
+	/* read after the slot was taken: see the file's header */
+	if (dlsm_limits_in_progress(queue, group) + held + 1 > n)
+	{
+		dlsm_lock_slot_release(queue->relid, group, taken);
+		return false;
+	}
+	admission->slot = taken;
+	return true;
+}
+
+/*
+ * May a unit of group (NULL: none) of queue be claimed now?  If so, what
+ * the claim takes of the group's limits is in admission, to give back
+ * with dlsm_limits_give_back if the unit is not claimed after all; the
+ * slot is held until the transaction ends otherwise.  The caller holds an
+ * SPI connection.
+ */
+bool
+dlsm_limits_admit(DlsmQueue *queue, const char *group,
+				  DlsmAdmission *admission)
+{
+	const DlsmLimit *limit = dlsm_limits_of(dlsm_limits_get(queue), group);
+
+	admission->group = NULL;
+	admission->slot = -1;
+	admission->rate_taken = false;
+	if (limit == NULL)
+		return true;
+	if (limit->concurrency > 0 &&
+		!take_slot(queue, group, limit->concurrency, admission))
+		return false;
+	if (limit->rate > 0)
+	{
+		if (!dlsm_shmem_rate_take(queue->relid, dlsm_shmem_entity_key(group),
+								  limit->per_us / limit->rate,
+								  &admission->rate))
+		{
+			if (admission->slot >= 0)
+				dlsm_lock_slot_release(queue->relid, group, admission->slot);
+			admission->slot = -1;
+			return false;
+		}
+		admission->rate_taken = true;
+	}
+	admission->group = group;
+	return true;
+}
+
+/* The unit admitted was not claimed: give back what its admission took. */
+void
+dlsm_limits_give_back(DlsmQueue *queue, DlsmAdmission *admission)
+{
+	if (admission->group == NULL)
+		return;
+	if (admission->slot >= 0)
+		dlsm_lock_slot_release(queue->relid, admission->group,
+							   admission->slot);
+	if (admission->rate_taken)
+		dlsm_shmem_rate_give_back(queue->relid,
+								  dlsm_shmem_entity_key(admission->group),
+								  &admission->rate);
+	admission->group = NULL;
+}
+
+/*
+ * Set the limits of group (NULL: the default of every group) of queue,
+ * with the rate's window per as given, or remove them when limit is NULL.  Every backend reads the queue's
+ * limits again.  The caller checked the values and holds an SPI
+ * connection.
+ */
+void
+dlsm_limits_set(DlsmQueue *queue, const char *group, const DlsmLimit *limit,
+				Interval *per)
+{
+	Datum		values[N_LIMIT_SET_PARAMS];
+	char		nulls[N_LIMIT_SET_PARAMS];
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[P_LIMIT_QUEUE] = ObjectIdGetDatum(queue->relid);
+	values[P_LIMIT_GROUP] = group ? CStringGetTextDatum(group) : (Datum) 0;
+	nulls[P_LIMIT_GROUP] = group ? ' ' : 'n';
+	if (limit == NULL)
+		dlsm_plan_run_catalog(DLSM_C_LIMIT_REMOVE, values, nulls, 0);
+	else
+	{
+		values[P_LIMIT_CONCURRENCY] = Int32GetDatum(limit->concurrency);
+		nulls[P_LIMIT_CONCURRENCY] = limit->concurrency > 0 ? ' ' : 'n';
+		values[P_LIMIT_RATE] = Int32GetDatum(limit->rate);
+		nulls[P_LIMIT_RATE] = limit->rate > 0 ? ' ' : 'n';
+		values[P_LIMIT_PER] = IntervalPGetDatum(per);
+		nulls[P_LIMIT_PER] = limit->rate > 0 ? ' ' : 'n';
+		dlsm_plan_run_catalog(DLSM_C_LIMIT_SET, values, nulls, 0);
+	}
+	CacheInvalidateRelcacheByRelid(queue->relid);
+}
+
+/* When group's rate limit lets its next claim go (now, if it does). */
+TimestampTz
+dlsm_limits_next_claim(DlsmQueue *queue, const char *group)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz next_at = dlsm_shmem_rate_next(queue->relid,
+											   dlsm_shmem_entity_key(group));
+
+	return Max(next_at, now);
+}

@@ -1,0 +1,64 @@
+/*-------------------------------------------------------------------------
+ *
+ * grouplimit.h
+ *	  Concurrency and rate limits of groups of a queue's requests.
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/grouplimit.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DLSM_GROUPLIMIT_H
+#define DLSM_GROUPLIMIT_H
+
+#include "datatype/timestamp.h"
+
+#include "shmem.h"
+
+/* One group's limits; 0: none of that kind. */
+typedef struct DlsmLimit
+{
+	int32		concurrency;	/* units in progress at once */
+	int32		rate;			/* claims ... */
+	int64		per_us;			/* ... per this long */
+} DlsmLimit;
+
+/* A queue's limits, read with its descriptor. */
+typedef struct DlsmLimits
+{
+	bool		has_default;	/* dflt applies to every other group */
+	DlsmLimit	dflt;
+	int			ngroups;		/* groups with limits of their own ... */
+	char	  **groups;			/* ... sorted by strcmp */
+	DlsmLimit  *limits;
+	MemoryContext context;		/* holds all of the above */
+} DlsmLimits;
+
+/* What a claim took of its group's limits, to give back if it claims not. */
+typedef struct DlsmAdmission
+{
+	const char *group;			/* NULL: nothing was taken */
+	int			slot;			/* the slot taken, or -1 */
+	bool		rate_taken;
+	DlsmRateTaken rate;
+} DlsmAdmission;
+
+struct DlsmQueue;
+
+extern DlsmLimits *dlsm_limits_get(struct DlsmQueue *queue);
+extern const DlsmLimit *dlsm_limits_of(const DlsmLimits *limits,
+									   const char *group);
+extern bool dlsm_limits_admit(struct DlsmQueue *queue, const char *group,
+							  DlsmAdmission *admission);
+extern void dlsm_limits_give_back(struct DlsmQueue *queue,
+								  DlsmAdmission *admission);
+extern void dlsm_limits_set(struct DlsmQueue *queue, const char *group,
+							const DlsmLimit *limit, Interval *per);
+extern int64 dlsm_limits_in_progress(struct DlsmQueue *queue,
+									 const char *group);
+extern TimestampTz dlsm_limits_next_claim(struct DlsmQueue *queue,
+										  const char *group);
+
+#endif							/* DLSM_GROUPLIMIT_H */
