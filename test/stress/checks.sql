@@ -220,6 +220,53 @@ SELECT 10, requests >= :min_requests AND kills >= :min_kills AND crashes >= 1
 			   coalesce(sum(n) FILTER (WHERE what = 'heartbeat'), 0) AS heartbeats
 		  FROM stress_stats) s;
 
+-- 11. never more units of a group in progress than its concurrency
+-- limit: at the start of each unit, the units of its group whose
+-- [claim, settle] interval holds that moment (the audit's interval lies
+-- inside the unit's time in progress, so an overlap here is a real one)
+CREATE TEMP TABLE group_load AS
+SELECT a.group_key, a.unit_id,
+	   (SELECT count(*) FROM stress_audit b
+		 WHERE b.group_key = a.group_key
+		   AND b.started_at <= a.started_at AND a.started_at < b.ended_at) AS load,
+	   coalesce((SELECT l.concurrency FROM dlsm_group_limits l
+				  WHERE l.queue = 'stress_q'::regclass AND l.group_key = a.group_key),
+				(SELECT l.concurrency FROM dlsm_group_limits l
+				  WHERE l.queue = 'stress_q'::regclass AND l.group_key IS NULL)) AS lim
+  FROM stress_audit a
+ WHERE a.group_key IS NOT NULL;
+
+INSERT INTO result
+SELECT 11, count(*) FILTER (WHERE load > lim) = 0 AND count(*) > 0
+		  AND count(*) FILTER (WHERE load = lim) > 0,
+	   format('never more units of a group in progress than its limit: %s of %s units of groups began above it (%s at it; groups: %s)',
+			  count(*) FILTER (WHERE load > lim), count(*),
+			  count(*) FILTER (WHERE load = lim),
+			  (SELECT string_agg(format('%s max %s of %s', group_key, m, l), ', ' ORDER BY group_key)
+				 FROM (SELECT group_key, max(load) AS m, max(lim) AS l
+						 FROM group_load GROUP BY group_key) g))
+  FROM group_load;
+
+-- 12. never more claims of a rate-limited group than its rate in any
+-- window: claims are spaced by per / rate at least, so no window of
+-- length per holds more than rate of them.  A claim's time is taken a
+-- moment after it was admitted, so windows are per less 0.3 s long.
+INSERT INTO result
+SELECT 12, count(*) FILTER (WHERE in_window > rate) = 0 AND count(*) > 0,
+	   format('never more claims of a group than its rate: %s of %s claims of group gr began a window of %s ms holding more than %s claims (at most %s)',
+			  count(*) FILTER (WHERE in_window > rate), count(*),
+			  max(window_ms), max(rate), max(in_window))
+  FROM (SELECT a.unit_id, l.rate,
+			   extract(epoch FROM l.per - interval '0.3 s') * 1000 AS window_ms,
+			   (SELECT count(*) FROM stress_audit b
+				 WHERE b.group_key = a.group_key
+				   AND b.claimed_at >= a.claimed_at
+				   AND b.claimed_at < a.claimed_at + (l.per - interval '0.3 s')) AS in_window
+		  FROM stress_audit a
+		  JOIN dlsm_group_limits l
+			ON l.queue = 'stress_q'::regclass AND l.group_key = a.group_key
+		 WHERE l.rate IS NOT NULL) w;
+
 SELECT CASE WHEN ok THEN 'ok' ELSE 'not ok' END || ' ' || n || ' - ' || text
   FROM result ORDER BY n;
 

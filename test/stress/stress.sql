@@ -17,6 +17,20 @@ SET client_min_messages = warning;
 CREATE EXTENSION dlsm;
 SELECT dlsm_create_queue('stress_q', max_attempts => 5);
 
+-- Groups of entities with limits: every group at most 2 units in
+-- progress, g1 at most 1, g2 at most 3, gr at most 2 and 10 claims a
+-- second; one entity in six has no group.
+SELECT dlsm_set_limit('stress_q', concurrency => 2);
+SELECT dlsm_set_limit('stress_q', 'g1', concurrency => 1);
+SELECT dlsm_set_limit('stress_q', 'g2', concurrency => 3);
+SELECT dlsm_set_limit('stress_q', 'gr', concurrency => 2, rate => 10,
+					  per => '1 second');
+CREATE FUNCTION stress_group(e text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT CASE abs(hashtext(e)) % 6 WHEN 0 THEN NULL WHEN 5 THEN 'gr'
+		   ELSE 'g' || abs(hashtext(e)) % 6 END
+$$;
+
 CREATE TABLE stress_control (
 	stop	boolean NOT NULL DEFAULT false,
 	run_end	timestamptz NOT NULL
@@ -47,6 +61,8 @@ CREATE TABLE stress_audit (
 	settled		bigint NOT NULL,		-- rows the settle reported
 	statuses	text[] NOT NULL,		-- status of each row after the settle
 	run_at		timestamptz NOT NULL,	-- latest run_at of the rows when claimed
+	group_key	text,					-- the group of the unit's entity
+	claimed_at	timestamptz NOT NULL,	-- the claim's time (lease_until - lease)
 	started_at	timestamptz NOT NULL,	-- right after the claim returned
 	ended_at	timestamptz NOT NULL,	-- just before the settle's commit
 	txid		bigint NOT NULL DEFAULT txid_current()
@@ -72,7 +88,9 @@ CREATE TYPE stress_unit AS (
 	kinds		text[],
 	ids			bigint[],
 	poison		boolean,				-- a request that always fails
-	run_at		timestamptz				-- latest run_at of its rows
+	run_at		timestamptz,			-- latest run_at of its rows
+	group_key	text,					-- the group of its entity
+	claimed_at	timestamptz				-- as the claim gave it
 );
 
 CREATE FUNCTION stress_running() RETURNS boolean
@@ -98,14 +116,17 @@ BEGIN
 				   min(c.kind), array_agg(DISTINCT c.kind),
 				   array_agg(c.id ORDER BY c.id),
 				   bool_or(coalesce((c.payload->>'poison')::boolean, false)),
-				   NULL::timestamptz
+				   NULL::timestamptz, NULL::text,
+				   min(c.lease_until) - coalesce(v_lease,
+						current_setting('dlsm.default_lease')::interval)
 				  )::stress_unit AS x
 		  FROM dlsm_claim('stress_q', lease => v_lease, process_id => v_pid,
 						  wait => v_wait, units => v_units) c
 		 GROUP BY c.process_id) s;
 	FOR i IN 1 .. coalesce(cardinality(us), 0) LOOP
 		u := us[i];
-		SELECT max(q.run_at) INTO u.run_at FROM stress_q q WHERE q.id = ANY (u.ids);
+		SELECT max(q.run_at), min(q.group_key) INTO u.run_at, u.group_key
+		  FROM stress_q q WHERE q.id = ANY (u.ids);
 		us[i] := u;
 	END LOOP;
 	RETURN us;
@@ -120,12 +141,14 @@ RETURNS void
 LANGUAGE sql AS $$
 	INSERT INTO stress_audit (consumer, mode, process_id, fence, fences,
 							  entity, entities, kind, kinds, ids, outcome,
-							  settled, statuses, run_at, started_at, ended_at)
+							  settled, statuses, run_at, group_key,
+							  claimed_at, started_at, ended_at)
 	SELECT me, v_mode, (u).pid, (u).fence, (u).fences, (u).entity,
 		   (u).entities, (u).kind, (u).kinds, (u).ids, v_outcome, v_settled,
 		   (SELECT array_agg(q.status ORDER BY q.id) FROM stress_q q
 			 WHERE q.id = ANY ((u).ids)),
-		   (u).run_at, v_start, clock_timestamp()
+		   (u).run_at, (u).group_key, (u).claimed_at, v_start,
+		   clock_timestamp()
 $$;
 
 -- A payload; one request in 80 is poison: consumers always retry it, so it
@@ -156,11 +179,13 @@ BEGIN
 			IF random() < 0.5 THEN
 				INSERT INTO stress_producer_log (id, entity, kind)
 				VALUES (dlsm_enqueue('stress_q', e, 'create',
-									 stress_payload(0)),
+									 stress_payload(0),
+									 group_key => stress_group(e)),
 						e, 'create');
 			ELSE
-				WITH r AS (INSERT INTO stress_q (entity, kind, payload)
-						   VALUES (e, 'create', stress_payload(0)) RETURNING id, entity, kind)
+				WITH r AS (INSERT INTO stress_q (entity, kind, payload, group_key)
+						   VALUES (e, 'create', stress_payload(0), stress_group(e))
+						   RETURNING id, entity, kind)
 				INSERT INTO stress_producer_log (id, entity, kind)
 				SELECT id, entity, kind FROM r;
 			END IF;
@@ -168,8 +193,8 @@ BEGIN
 			-- now and then updates right behind the create, same transaction
 			IF random() < 0.2 THEN
 				k := 1 + floor(random() * 2)::int;
-				WITH r AS (INSERT INTO stress_q (entity, kind, payload)
-						   SELECT e, 'update', stress_payload(g)
+				WITH r AS (INSERT INTO stress_q (entity, kind, payload, group_key)
+						   SELECT e, 'update', stress_payload(g), stress_group(e)
 							 FROM generate_series(1, k) g
 						   RETURNING id, entity, kind)
 				INSERT INTO stress_producer_log (id, entity, kind)
@@ -179,13 +204,14 @@ BEGIN
 		ELSIF random() < 0.3 THEN
 			INSERT INTO stress_producer_log (id, entity, kind)
 			VALUES (dlsm_enqueue('stress_q', e, 'update',
-								 stress_payload(0)),
+								 stress_payload(0),
+								 group_key => stress_group(e)),
 					e, 'update');
 			made := made + 1;
 		ELSE
 			k := 1 + floor(random() * 3)::int;
-			WITH r AS (INSERT INTO stress_q (entity, kind, payload)
-					   SELECT e, 'update', stress_payload(g)
+			WITH r AS (INSERT INTO stress_q (entity, kind, payload, group_key)
+					   SELECT e, 'update', stress_payload(g), stress_group(e)
 						 FROM generate_series(1, k) g
 					   RETURNING id, entity, kind)
 			INSERT INTO stress_producer_log (id, entity, kind)
