@@ -62,6 +62,21 @@ SELECT entity FROM dlsm_claim('lq', units => 10);
 ROLLBACK;
 SELECT entity FROM dlsm_claim('lq', units => 10, lease => '1 hour');
 
+-- dlsm_group_updates keeps the limits too: u1's updates wait while u2's
+-- unit holds group gu's one slot
+SELECT dlsm_set_limit('lq', 'gu', concurrency => 1);
+SELECT dlsm_enqueue('lq', e, 'create', group_key => 'gu') > 0 FROM unnest(ARRAY['u1', 'u2']) e;
+UPDATE lq SET status = 'complete' WHERE entity = 'u1';
+SELECT dlsm_enqueue('lq', 'u1', 'update', group_key => 'gu') > 0 FROM generate_series(1, 2);
+SELECT entity FROM dlsm_claim('lq', units => 1, lease => '1 hour') WHERE entity LIKE 'u%';
+SELECT dlsm_group_updates('lq', 'u1', '00000000-0000-0000-0000-0000000000a1');
+SELECT dlsm_settle('lq', process_id) FROM lq WHERE entity = 'u2' AND status = 'in-progress';
+SELECT dlsm_group_updates('lq', 'u1', '00000000-0000-0000-0000-0000000000a1');
+-- the same process id grouping again joins its own unit
+SELECT dlsm_enqueue('lq', 'u1', 'update', group_key => 'gu') > 0;
+SELECT dlsm_group_updates('lq', 'u1', '00000000-0000-0000-0000-0000000000a1');
+SELECT dlsm_group_updates('lq', 'u1', '00000000-0000-0000-0000-0000000000a2');
+
 -- bad input changes nothing
 SELECT dlsm_set_limit(NULL, concurrency => 1);
 SELECT dlsm_set_limit('lq', concurrency => 0);

@@ -702,6 +702,38 @@ report_busy(DlsmQueue *queue, const char *entity, const char *why)
 }
 
 /*
+ * The updates of entity that dlsm_group_updates would move make a new
+ * unit of their group: admit it under the group's limits (admission), or
+ * raise 55P03.  Updates joining a unit process_id holds already are in.
+ */
+static void
+admit_group_updates(DlsmQueue *queue, const char *entity,
+					pg_uuid_t *process_id, DlsmAdmission *admission)
+{
+	Datum		values[N_UPDATES_GROUP_PARAMS];
+	bool		isnull;
+	char	   *group;
+	bool		held;
+
+	admission->group = NULL;
+	if (dlsm_limits_get(queue) == NULL)
+		return;
+	values[P_GROUP_ENTITY] = CStringGetTextDatum(entity);
+	values[P_GROUP_PROCESS_ID] = UUIDPGetDatum(process_id);
+	dlsm_plan_run(&queue->plans, DLSM_Q_UPDATES_GROUP, values, NULL, 1);
+	group = dlsm_plan_text(0, A_UPDATES_GROUP_GROUP);
+	held = DatumGetBool(dlsm_plan_value(0, A_UPDATES_GROUP_HELD, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	if (group != NULL && !held && !dlsm_limits_admit(queue, group, admission))
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("entity \"%s\" of queue \"%s\" is busy",
+						entity, dlsm_rel_label(queue->relid)),
+				 errdetail("Group \"%s\" of the entity is at its limit.",
+						   group)));
+}
+
+/*
  * dlsm_group_updates: move the entity's open updates to in-progress under
  * process_id.  Raises 55P03 and changes nothing when another transaction
  * or process holds the entity or one of the rows.  The caller holds an
@@ -713,6 +745,7 @@ dlsm_claim_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
 {
 	Interval   *lease = palloc0(sizeof(Interval));
 	Datum		values[N_GROUP_PARAMS];
+	DlsmAdmission admission;
 	char	   *busy;
 
 	if (!dlsm_lock_entity_try(queue->relid, entity))
@@ -727,12 +760,15 @@ dlsm_claim_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
 	if (busy != NULL)
 		report_busy(queue, entity, busy);
 
+	admit_group_updates(queue, entity, process_id, &admission);
 	lease->time = lease_us;
 	values[P_GROUP_LEASE] = IntervalPGetDatum(lease);
 	values[P_GROUP_NOW] = TimestampTzGetDatum(GetCurrentTimestamp());
 	dlsm_fence_prepare();
 	values[P_GROUP_FENCE] = Int64GetDatum(dlsm_fence_next(false));
 	dlsm_plan_run(&queue->plans, DLSM_Q_GROUP, values, NULL, 0);
+	if (SPI_processed == 0)
+		dlsm_limits_give_back(queue, &admission);
 	dlsm_wake_entity_changed_at_commit(queue->relid, entity);
 	dlsm_wake_claimers_at_end();
 	return (int64) SPI_processed;

@@ -425,6 +425,19 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		N_GROUP_LOAD_PARAMS, {TEXTOID},
 		SPI_OK_SELECT, N_GROUP_LOAD, "the group's load"
 	},
+	[DLSM_Q_UPDATES_GROUP] = {
+		/*
+		 * the group of the entity's first new update, and whether $2
+		 * holds some of its updates already (a unit counted before)
+		 */
+		"SELECT (SELECT {group} FROM {q} WHERE {entity} {=} $1"
+		"  AND {kind} {=} 'update' AND {status} {=} 'new'"
+		"  ORDER BY {id} LIMIT 1),"
+		" EXISTS (SELECT 1 FROM {q} WHERE {entity} {=} $1"
+		"  AND {status} {=} 'in-progress' AND {pid} {=} $2{pidin})",
+		N_UPDATES_GROUP_PARAMS, {TEXTOID, UUIDOID},
+		SPI_OK_SELECT, N_UPDATES_GROUP, "the group of updates"
+	},
 };
 
 static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {

@@ -47,6 +47,7 @@ typedef enum DlsmQueryId
 	DLSM_Q_CAPTURE,				/* enqueue a captured row change */
 	DLSM_Q_ENQUEUE,				/* insert a request */
 	DLSM_Q_GROUP_LOAD,			/* units of a group in progress */
+	DLSM_Q_UPDATES_GROUP,		/* the group of an entity's open updates */
 	DLSM_NUM_QUERIES
 } DlsmQueryId;
 
@@ -204,6 +205,11 @@ enum
 enum
 {
 	A_GROUP_LOAD_UNITS = 1, N_GROUP_LOAD
+};
+#define N_UPDATES_GROUP_PARAMS N_GROUP_BUSY_PARAMS
+enum
+{
+	A_UPDATES_GROUP_GROUP = 1, A_UPDATES_GROUP_HELD, N_UPDATES_GROUP
 };
 
 /* The names a queue's statements are written with, all quoted. */
