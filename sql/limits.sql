@@ -62,6 +62,14 @@ SELECT entity FROM dlsm_claim('lq', units => 10);
 ROLLBACK;
 SELECT entity FROM dlsm_claim('lq', units => 10, lease => '1 hour');
 
+-- a request its entity holds back takes no slot: with k1 in progress and
+-- group k at most 2, k1's next request waits and k2's is claimed
+SELECT dlsm_set_limit('lq', 'k', concurrency => 2);
+SELECT dlsm_enqueue('lq', 'k1', 'job', group_key => 'k') > 0;
+SELECT entity FROM dlsm_claim('lq', units => 1, lease => '1 hour') WHERE entity LIKE 'k%';
+SELECT dlsm_enqueue('lq', e, 'job', group_key => 'k') > 0 FROM unnest(ARRAY['k1', 'k2']) e;
+SELECT entity FROM dlsm_claim('lq', units => 5, lease => '1 hour') WHERE entity LIKE 'k%';
+
 -- dlsm_group_updates keeps the limits too: u1's updates wait while u2's
 -- unit holds group gu's one slot
 SELECT dlsm_set_limit('lq', 'gu', concurrency => 1);

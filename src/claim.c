@@ -95,6 +95,7 @@ typedef struct Candidate
 	char	   *entity;
 	char	   *group;			/* its group, or NULL */
 	bool		due;			/* its run_at has come */
+	bool		blocked;		/* its entity blocks it (limited queues) */
 	DlsmAdmission admission;	/* what it took of its group's limits */
 } Candidate;
 
@@ -297,7 +298,10 @@ check_create(ClaimPass *pass, Candidate *c)
 
 /*
  * May candidate c be claimed under its group's limits?  A group refused
- * is passed over for the rest of the pass, as a busy entity is.
+ * is passed over for the rest of the pass, as a busy entity is.  A
+ * candidate its entity blocks (as the scan saw it) is refused without
+ * asking: its claim would fail, and the slot it took meanwhile would keep
+ * a claimable unit of its group out of this pass.
  */
 static bool
 admit(ClaimPass *pass, Candidate *c)
@@ -308,6 +312,8 @@ admit(ClaimPass *pass, Candidate *c)
 	c->admission.group = NULL;
 	if (pass->full == NULL || c->group == NULL)
 		return true;
+	if (c->blocked)
+		return false;
 	key = dlsm_shmem_entity_key(c->group);
 	if (hash_search(pass->full, &key, HASH_FIND, NULL) != NULL)
 		return false;
@@ -333,8 +339,10 @@ try_group(ClaimPass *pass, Candidate *c)
 		return ENTITY_DONE;
 	if (!admit(pass, c))
 	{
+		/* blocked: its create may have failed, which check_create settles */
+		state = c->blocked ? check_create(pass, c) : ENTITY_DONE;
 		dlsm_lock_entity_release(queue->relid, c->entity);
-		return ENTITY_DONE;
+		return state;
 	}
 	values[P_LOCK_ID] = Int64GetDatum(c->id);
 	values[P_LOCK_ENTITY] = CStringGetTextDatum(c->entity);
@@ -470,7 +478,8 @@ scan(ClaimPass *pass, int64 line, int limit, Candidate *batch)
 
 	values[P_SCAN_AFTER] = Int64GetDatum(line);
 	values[P_SCAN_LIMIT] = Int64GetDatum(limit);
-	dlsm_plan_run(&pass->args->queue->plans, DLSM_Q_SCAN, values, NULL, 0);
+	dlsm_plan_run(&pass->args->queue->plans,
+				  pass->full ? DLSM_Q_SCAN_LIMITED : DLSM_Q_SCAN, values, NULL, 0);
 	n = (int) SPI_processed;
 	for (int i = 0; i < n; i++)
 	{
@@ -481,6 +490,8 @@ scan(ClaimPass *pass, int64 line, int limit, Candidate *batch)
 		batch[i].entity = dlsm_plan_text(i, A_SCAN_ENTITY);
 		batch[i].due = DatumGetBool(dlsm_plan_value(i, A_SCAN_DUE, &isnull));
 		batch[i].group = dlsm_plan_text(i, A_SCAN_GROUP);
+		batch[i].blocked = pass->full &&
+			DatumGetBool(dlsm_plan_value(i, A_SCAN_BLOCKED, &isnull));
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return n;

@@ -147,6 +147,24 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		N_SCAN_PARAMS, {INT8OID, INT8OID},
 		SPI_OK_SELECT, N_SCAN, "the candidate scan"
 	},
+	[DLSM_Q_SCAN_LIMITED] = {
+		/*
+		 * SCAN for a queue with limits: a candidate that its entity blocks
+		 * (an older request, one in progress, for an update a create not
+		 * complete) takes nothing of its group's limits (claim.c)
+		 */
+		"SELECT c.{id}, c.{kind}, c.{entity},"
+		" c.run_at {<=} pg_catalog.clock_timestamp(), {group},"
+		" EXISTS (SELECT 1 FROM {q} o WHERE o.{entity} {=} c.{entity}"
+		"  AND " BLOCKS("o", "c.{id}", "c.{kind}") ")"
+		" OR (c.{kind} {=} 'update' AND EXISTS (SELECT 1 FROM {q} k"
+		"  WHERE k.{entity} {=} c.{entity} AND k.{kind} {=} 'create'"
+		"  AND k.{status} {<>} 'complete'))"
+		" FROM {q} c WHERE c.{status} {=} 'new' AND c.{id} {>} $1"
+		" ORDER BY c.{id} LIMIT $2",
+		N_SCAN_PARAMS, {INT8OID, INT8OID},
+		SPI_OK_SELECT, N_SCAN_LIMITED, "the candidate scan"
+	},
 	[DLSM_Q_ENTITY_STATE] = {
 		"SELECT c.st, c.cid, EXISTS (SELECT 1 FROM {q} o"
 		"  WHERE o.{entity} {=} $1 AND " BLOCKS("o", "$2", "'update'") ")"

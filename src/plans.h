@@ -27,6 +27,7 @@
 typedef enum DlsmQueryId
 {
 	DLSM_Q_SCAN,				/* new rows after a line in the sand */
+	DLSM_Q_SCAN_LIMITED,		/* the same, and is each one blocked? */
 	DLSM_Q_ENTITY_STATE,		/* an entity's create, and is it blocked? */
 	DLSM_Q_LOCK_SINGLES,		/* lock single-request units to claim */
 	DLSM_Q_LOCK_ONE,			/* lock one single-request unit to claim */
@@ -58,6 +59,10 @@ enum
 enum
 {
 	A_SCAN_ID = 1, A_SCAN_KIND, A_SCAN_ENTITY, A_SCAN_DUE, A_SCAN_GROUP, N_SCAN
+};
+enum
+{
+	A_SCAN_BLOCKED = N_SCAN, N_SCAN_LIMITED
 };
 enum
 {
