@@ -62,6 +62,27 @@ SELECT entity FROM dlsm_claim('lq', units => 10);
 ROLLBACK;
 SELECT entity FROM dlsm_claim('lq', units => 10, lease => '1 hour');
 
+-- a unit settled in the transaction that claimed it frees its slot at
+-- once: the article's create, then its updates, in one transaction with
+-- group z at most 1
+SELECT dlsm_set_limit('lq', 'z', concurrency => 1);
+SELECT dlsm_enqueue('lq', 'z1', 'create', group_key => 'z') > 0;
+SELECT dlsm_enqueue('lq', 'z1', 'update', group_key => 'z') > 0 FROM generate_series(1, 2);
+BEGIN;
+SELECT dlsm_settle('lq', process_id) FROM dlsm_claim('lq', units => 1) WHERE entity = 'z1';
+SELECT kind, count(*) FROM dlsm_claim('lq', units => 5) WHERE entity = 'z1' GROUP BY kind;
+COMMIT;
+
+-- a claim rolled back to a savepoint gives its slot back
+SELECT dlsm_set_limit('lq', 'y', concurrency => 1);
+SELECT dlsm_enqueue('lq', 'y' || i, 'job', group_key => 'y') > 0 FROM generate_series(1, 2) i;
+BEGIN;
+SAVEPOINT s;
+SELECT entity FROM dlsm_claim('lq', units => 5) WHERE entity LIKE 'y%';
+ROLLBACK TO SAVEPOINT s;
+SELECT entity FROM dlsm_claim('lq', units => 5) WHERE entity LIKE 'y%';
+ROLLBACK;
+
 -- a request its entity holds back takes no slot: with k1 in progress and
 -- group k at most 2, k1's next request waits and k2's is claimed
 SELECT dlsm_set_limit('lq', 'k', concurrency => 2);

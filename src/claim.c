@@ -126,6 +126,7 @@ typedef struct SeenEntity
 {
 	uint64		key;			/* hash of the entity */
 	EntityState state;
+	bool		changed;		/* this pass settled some of its rows */
 } SeenEntity;
 
 /* One walk over the ready rows. */
@@ -207,12 +208,28 @@ claim_row(ClaimPass *pass, HeapTuple tuple, DlsmClaimed *claimed)
 }
 
 /*
+ * Unit process_id begins at row id: the candidate of that row (among
+ * cands) keeps the slot its admission took (grouplimit.c).
+ */
+static void
+unit_claimed(ClaimPass *pass, int64 id, const pg_uuid_t *process_id,
+			 Candidate **cands, int ncands)
+{
+	for (int k = 0; k < ncands; k++)
+		if (cands[k]->id == id)
+			dlsm_limits_claimed(pass->args->queue, &cands[k]->admission,
+								process_id);
+}
+
+/*
  * Run a claim statement (it locks the rows it claims) and claim what it
  * locked, oldest first: each row a unit of its own, or all of them one
- * unit when one_unit.  Returns how many rows; they stay in SPI_tuptable.
+ * unit when one_unit; cands are the candidates it was run for.  Returns
+ * how many rows; they stay in SPI_tuptable.
  */
 static uint64
-run_claim(ClaimPass *pass, DlsmQueryId query, Datum *values, bool one_unit)
+run_claim(ClaimPass *pass, DlsmQueryId query, Datum *values, bool one_unit,
+		  Candidate **cands, int ncands)
 {
 	DlsmClaimArgs *args = pass->args;
 	TimestampTz now = GetCurrentTimestamp();
@@ -245,6 +262,7 @@ run_claim(ClaimPass *pass, DlsmQueryId query, Datum *values, bool one_unit)
 			else
 				new_process_id(&claimed.process_id);
 			claimed.fence = dlsm_fence_next(false);
+			unit_claimed(pass, rows[i].id, &claimed.process_id, cands, ncands);
 		}
 		claim_row(pass, rows[i].tuple, &claimed);
 	}
@@ -296,6 +314,8 @@ check_create(ClaimPass *pass, Candidate *c)
 	return state;
 }
 
+static SeenEntity *seen_entity(ClaimPass *pass, const char *entity);
+
 /*
  * May candidate c be claimed under its group's limits?  A group refused
  * is passed over for the rest of the pass, as a busy entity is.  A
@@ -312,7 +332,7 @@ admit(ClaimPass *pass, Candidate *c)
 	c->admission.group = NULL;
 	if (pass->full == NULL || c->group == NULL)
 		return true;
-	if (c->blocked)
+	if (c->blocked && !seen_entity(pass, c->entity)->changed)
 		return false;
 	key = dlsm_shmem_entity_key(c->group);
 	if (hash_search(pass->full, &key, HASH_FIND, NULL) != NULL)
@@ -346,7 +366,7 @@ try_group(ClaimPass *pass, Candidate *c)
 	}
 	values[P_LOCK_ID] = Int64GetDatum(c->id);
 	values[P_LOCK_ENTITY] = CStringGetTextDatum(c->entity);
-	if (run_claim(pass, DLSM_Q_LOCK_GROUP, values, true) > 0)
+	if (run_claim(pass, DLSM_Q_LOCK_GROUP, values, true, &c, 1) > 0)
 	{
 		SPI_freetuptable(SPI_tuptable);
 		pass->units++;
@@ -383,7 +403,8 @@ claim_singles(ClaimPass *pass)
 		PointerGetDatum(construct_array(ids, pass->nsingles, INT8OID, 8,
 										FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	claimed = run_claim(pass, pass->nsingles == 1 ?
-						DLSM_Q_LOCK_ONE : DLSM_Q_LOCK_SINGLES, values, false);
+						DLSM_Q_LOCK_ONE : DLSM_Q_LOCK_SINGLES, values, false,
+						pass->singles, pass->nsingles);
 
 	/* busy, or taken by a client locking by hand: give the entity back */
 	for (int i = 0; i < pass->nsingles; i++)
@@ -417,7 +438,10 @@ seen_entity(ClaimPass *pass, const char *entity)
 	SeenEntity *seen = hash_search(pass->seen, &key, HASH_ENTER, &found);
 
 	if (!found)
+	{
 		seen->state = ENTITY_UNSEEN;
+		seen->changed = false;
+	}
 	return seen;
 }
 
@@ -466,7 +490,11 @@ look_at(ClaimPass *pass, Candidate *c)
 	/* an older single goes first: claim those gathered so far */
 	claim_singles(pass);
 	if (pass->units < pass->args->units)
+	{
 		seen->state = try_group(pass, c);
+		/* its failed create's updates were settled: the scan is stale */
+		seen->changed = seen->changed || seen->state == ENTITY_UNSEEN;
+	}
 }
 
 /* Read up to limit candidates after line into batch; returns how many. */
@@ -531,6 +559,8 @@ read_floor(ClaimPass *pass)
 									   HASH_ENTER, &found);
 
 		seen->state = ENTITY_WAITS_FOR_CREATE;
+		if (!found)
+			seen->changed = false;
 	}
 }
 
@@ -780,6 +810,8 @@ dlsm_claim_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
 	dlsm_plan_run(&queue->plans, DLSM_Q_GROUP, values, NULL, 0);
 	if (SPI_processed == 0)
 		dlsm_limits_give_back(queue, &admission);
+	else
+		dlsm_limits_claimed(queue, &admission, process_id);
 	dlsm_wake_entity_changed_at_commit(queue->relid, entity);
 	dlsm_wake_claimers_at_end();
 	return (int64) SPI_processed;

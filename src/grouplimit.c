@@ -16,7 +16,10 @@
  * of the group's n slots (locks.c) until its transaction ends; the units
  * in progress are then those written in progress by committed
  * transactions (read from the queue, with a snapshot taken after the slot
- * was taken) and those whose transaction holds a slot.  A transaction that
+ * was taken) and those whose transaction holds a slot.  A unit settled in
+ * the transaction that claimed it gives its slot back at once: whether
+ * that transaction commits (the unit is settled) or not (it is new
+ * again), the unit is no longer in progress.  A transaction that
  * commits a claim releases its slot only after its rows read in progress
  * to every later snapshot, so a unit is never missed; it may be counted
  * twice for a moment (a claim then passes over a group with room), and a
@@ -40,6 +43,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/inval.h"
@@ -49,6 +53,25 @@
 #include "locks.h"
 #include "plans.h"
 #include "queue.h"
+
+/*
+ * A slot this transaction holds: taken by an admission, kept by the unit
+ * claimed under it (process_id), given back when the unit is settled in
+ * this transaction or the subtransaction that took it rolls back.
+ */
+typedef struct HeldSlot
+{
+	Oid			relid;
+	char	   *group;
+	int			slot;
+	SubTransactionId subid;		/* who holds it */
+	bool		claimed;		/* a unit was claimed under it ... */
+	pg_uuid_t	process_id;		/* ... this one */
+} HeldSlot;
+
+/* This transaction's slots, in TopTransactionContext; NIL outside one. */
+static List *held_slots = NIL;
+static bool held_callbacks = false;
 
 /* A limit read from the registry, before sorting. */
 typedef struct LimitRow
@@ -201,6 +224,9 @@ dlsm_limits_in_progress(DlsmQueue *queue, const char *group)
 	return units;
 }
 
+static void hold_slot(Oid relid, const char *group, int slot);
+static void release_slot(Oid relid, const char *group, int slot);
+
 /*
  * Take a slot of group's n for a unit, if the units in progress leave
  * room for one more; true when taken (admission->slot).
@@ -232,6 +258,7 @@ take_slot(DlsmQueue *queue, const char *group, int n,
 		return false;
 	}
 	admission->slot = taken;
+	hold_slot(queue->relid, group, taken);
 	return true;
 }
 
@@ -263,7 +290,7 @@ dlsm_limits_admit(DlsmQueue *queue, const char *group,
 								  &admission->rate))
 		{
 			if (admission->slot >= 0)
-				dlsm_lock_slot_release(queue->relid, group, admission->slot);
+				release_slot(queue->relid, group, admission->slot);
 			admission->slot = -1;
 			return false;
 		}
@@ -280,8 +307,7 @@ dlsm_limits_give_back(DlsmQueue *queue, DlsmAdmission *admission)
 	if (admission->group == NULL)
 		return;
 	if (admission->slot >= 0)
-		dlsm_lock_slot_release(queue->relid, admission->group,
-							   admission->slot);
+		release_slot(queue->relid, admission->group, admission->slot);
 	if (admission->rate_taken)
 		dlsm_shmem_rate_give_back(queue->relid,
 								  dlsm_shmem_entity_key(admission->group),
@@ -330,4 +356,132 @@ dlsm_limits_next_claim(DlsmQueue *queue, const char *group)
 											   dlsm_shmem_entity_key(group));
 
 	return Max(next_at, now);
+}
+
+/* The transaction ended: its slots went with it. */
+static void
+held_xact_end(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_PARALLEL_ABORT)
+		held_slots = NIL;		/* freed with TopTransactionContext */
+}
+
+/*
+ * A subtransaction ended: its slots go to its parent, or when it rolled
+ * back (its claims are forgotten), back to their groups.
+ */
+static void
+held_subxact_end(SubXactEvent event, SubTransactionId mySubid,
+				 SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != SUBXACT_EVENT_COMMIT_SUB && event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	foreach(lc, held_slots)
+	{
+		HeldSlot   *held = (HeldSlot *) lfirst(lc);
+
+		if (held->subid != mySubid)
+			continue;
+		if (event == SUBXACT_EVENT_COMMIT_SUB)
+			held->subid = parentSubid;
+		else
+		{
+			dlsm_lock_slot_release(held->relid, held->group, held->slot);
+			held_slots = foreach_delete_current(held_slots, lc);
+		}
+	}
+}
+
+/* This transaction took slot of group of queue relid. */
+static void
+hold_slot(Oid relid, const char *group, int slot)
+{
+	MemoryContext old;
+	HeldSlot   *held;
+
+	if (!held_callbacks)
+	{
+		RegisterXactCallback(held_xact_end, NULL);
+		RegisterSubXactCallback(held_subxact_end, NULL);
+		held_callbacks = true;
+	}
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	held = palloc0(sizeof(HeldSlot));
+	held->relid = relid;
+	held->group = pstrdup(group);
+	held->slot = slot;
+	held->subid = GetCurrentSubTransactionId();
+	held_slots = lappend(held_slots, held);
+	MemoryContextSwitchTo(old);
+}
+
+/* Give back slot of group of queue relid, which this transaction holds. */
+static void
+release_slot(Oid relid, const char *group, int slot)
+{
+	ListCell   *lc;
+
+	foreach(lc, held_slots)
+	{
+		HeldSlot   *held = (HeldSlot *) lfirst(lc);
+
+		if (held->relid == relid && held->slot == slot &&
+			strcmp(held->group, group) == 0)
+		{
+			held_slots = foreach_delete_current(held_slots, lc);
+			break;
+		}
+	}
+	dlsm_lock_slot_release(relid, group, slot);
+}
+
+/*
+ * Unit process_id of queue was claimed under admission: its slot stays
+ * taken until the unit is settled in this transaction, or it ends.
+ */
+void
+dlsm_limits_claimed(DlsmQueue *queue, const DlsmAdmission *admission,
+					const pg_uuid_t *process_id)
+{
+	ListCell   *lc;
+
+	if (admission->group == NULL || admission->slot < 0)
+		return;
+	foreach(lc, held_slots)
+	{
+		HeldSlot   *held = (HeldSlot *) lfirst(lc);
+
+		if (held->relid == queue->relid && held->slot == admission->slot &&
+			strcmp(held->group, admission->group) == 0)
+		{
+			held->claimed = true;
+			held->process_id = *process_id;
+		}
+	}
+}
+
+/*
+ * Unit process_id of queue was settled: if this transaction claimed it,
+ * its slot is free again.
+ */
+void
+dlsm_limits_settled(DlsmQueue *queue, const pg_uuid_t *process_id)
+{
+	ListCell   *lc;
+
+	foreach(lc, held_slots)
+	{
+		HeldSlot   *held = (HeldSlot *) lfirst(lc);
+
+		if (held->claimed && held->relid == queue->relid &&
+			memcmp(&held->process_id, process_id, UUID_LEN) == 0)
+		{
+			dlsm_lock_slot_release(held->relid, held->group, held->slot);
+			held_slots = foreach_delete_current(held_slots, lc);
+		}
+	}
 }

@@ -14,6 +14,7 @@
 #define DLSM_GROUPLIMIT_H
 
 #include "datatype/timestamp.h"
+#include "utils/uuid.h"
 
 #include "shmem.h"
 
@@ -54,6 +55,11 @@ extern bool dlsm_limits_admit(struct DlsmQueue *queue, const char *group,
 							  DlsmAdmission *admission);
 extern void dlsm_limits_give_back(struct DlsmQueue *queue,
 								  DlsmAdmission *admission);
+extern void dlsm_limits_claimed(struct DlsmQueue *queue,
+								const DlsmAdmission *admission,
+								const pg_uuid_t *process_id);
+extern void dlsm_limits_settled(struct DlsmQueue *queue,
+								const pg_uuid_t *process_id);
 extern void dlsm_limits_set(struct DlsmQueue *queue, const char *group,
 							const DlsmLimit *limit, Interval *per);
 extern int64 dlsm_limits_in_progress(struct DlsmQueue *queue,

@@ -32,9 +32,12 @@
  * A group's concurrency limit of n is n slots, each a lock of a fourth key
  * space: field4 0x0800 plus the slot (below DLSM_MAX_SLOTS), field2 the
  * queue's OID, field3 32 bits of a hash of the group.  A claim holds a slot
- * of its unit's group until its transaction ends; like entity locks they
- * are only taken conditionally, and two groups with equal hashes merely
- * share their slots.
+ * of its unit's group until its transaction ends (or its unit is settled
+ * in it); like entity locks they are only taken conditionally, and two
+ * groups with equal hashes merely share their slots.  They belong to the
+ * top transaction's resource owner, not to the statement's, so that a
+ * later statement (the settle) can give one back; grouplimit.c gives back
+ * those of a subtransaction that rolls back.
  *
  * The fence floor (fence.c) is raised under a third key, field4 0x2000,
  * held as a session lock for a moment: it is the only lock of dlsm that is
@@ -122,23 +125,30 @@ DlsmSlotState
 dlsm_lock_slot_try(Oid queue, const char *group, int slot)
 {
 	LOCKTAG		tag;
+	ResourceOwner owner = CurrentResourceOwner;
+	LockAcquireResult result;
 
 	slot_tag(&tag, queue, group, slot);
 	if (LockHeldByMe(&tag, ExclusiveLock))
 		return DLSM_SLOT_MINE;
-	if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
-		return DLSM_SLOT_BUSY;
-	return DLSM_SLOT_TAKEN;
+	/* the transaction's own: released by a later statement, or at its end */
+	CurrentResourceOwner = TopTransactionResourceOwner;
+	result = LockAcquire(&tag, ExclusiveLock, false, true);
+	CurrentResourceOwner = owner;
+	return result == LOCKACQUIRE_NOT_AVAIL ? DLSM_SLOT_BUSY : DLSM_SLOT_TAKEN;
 }
 
-/* Give back one slot dlsm_lock_slot_try took. */
+/* Give back one slot this transaction holds. */
 void
 dlsm_lock_slot_release(Oid queue, const char *group, int slot)
 {
 	LOCKTAG		tag;
+	ResourceOwner owner = CurrentResourceOwner;
 
 	slot_tag(&tag, queue, group, slot);
+	CurrentResourceOwner = TopTransactionResourceOwner;
 	LockRelease(&tag, ExclusiveLock, false);
+	CurrentResourceOwner = owner;
 }
 
 static void

@@ -145,6 +145,8 @@ count_settled(DlsmQueue *queue, DlsmSettle *settle, const pg_uuid_t *pids,
 		for (int i = 0; i < n; i++)
 			if (memcmp(&pids[i], pid, UUID_LEN) == 0)
 				counts[i]++;
+		/* a unit this transaction claimed frees its group's slot */
+		dlsm_limits_settled(queue, pid);
 		lowest = Min(lowest, DatumGetInt64(dlsm_plan_value(r, A_SETTLE_ID,
 														   &isnull)));
 		dlsm_wake_entity_changed_at_commit(queue->relid,

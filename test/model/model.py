@@ -4,6 +4,11 @@ claim/settle contract (README: Concepts, Guarantees, dlsm_enqueue,
 dlsm_claim, dlsm_group_updates, dlsm_settle, dlsm_settle_many,
 dlsm_heartbeat, dlsm_reap, Fences).
 
+Entities e0, e1 and e2 are in group ga, with at most 2 units in progress
+(dlsm_set_limit); e3 is in no group.  Claims and dlsm_group_updates must
+pass over (55P03 for the latter) a group at its limit as README "Groups
+and limits" says, counting the slots open transactions hold.
+
 Three client sessions and one superuser "admin" connection are driven
 through random interleavings (hypothesis's RuleBasedStateMachine) of:
 enqueues of creates, updates and another kind over a small pool of
@@ -143,6 +148,10 @@ ENTITIES = ('e0', 'e1', 'e2', 'e3')
 KINDS = tuple(os.environ.get('MODEL_KINDS', 'create,update,update,update,delete').split(','))
 MAX_ATTEMPTS = 3
 TERMINAL = ('complete', 'error')
+# groups: e0, e1 and e2 are in group ga, at most GROUP_LIMIT units of it in
+# progress at once (dlsm_set_limit); e3 is in no group
+GROUP_OF = {'e0': 'ga', 'e1': 'ga', 'e2': 'ga', 'e3': None}
+GROUP_LIMIT = {'ga': 2}
 # MODEL_UPDATE_BEFORE_CREATE=0: enqueue a create instead of an update whose
 # entity has no create in the session's view (to look past that defect;
 # the model itself is unchanged)
@@ -204,6 +213,11 @@ class Tx:
         # updates of failed creates this transaction's claims may have
         # settled error (uncommitted: they still read new to others)
         self.may_fail = set()
+        # group -> slots this transaction holds: one per unit of a limited
+        # group it claimed, released when it ends or when it settles that
+        # unit; unit_slots: process id -> its group
+        self.slots = {}
+        self.unit_slots = {}
 
 
 class Model:
@@ -274,6 +288,17 @@ class Model:
         return frozenset().union(*[t.may_fail for i, t in enumerate(self.tx)
                                    if t is not None and i != s])
 
+    def load(self, s, g, written=False):
+        """The units of group g in progress as a claim by s counts them:
+        those in progress in the queue as s reads it (its claims not yet
+        written read new, unless written), and one per slot an open
+        transaction holds (s's own included: a claim of s written
+        already counts twice, see README "Groups and limits")."""
+        v = self.view(s) if written else self.visible(s)
+        pids = {r.pid for r in v.values()
+                if r.status == 'in-progress' and GROUP_OF[r.entity] == g}
+        return len(pids) + sum(t.slots.get(g, 0) for t in self.tx if t is not None)
+
     def expected_claim(self, s, units, blocking=frozenset()):
         """The units (lists of ids) a claim by session s should return;
         the updates of failed creates in blocking hold later requests back."""
@@ -289,6 +314,7 @@ class Model:
         for r in new:
             first.setdefault(r.entity, r)
         out, taken = [], set()
+        added, full = {}, set()         # this claim's slots; groups refused
         for r in new:
             if len(out) >= units:
                 break
@@ -313,6 +339,14 @@ class Model:
                 # never overtakes an older request; a create goes first
                 # when its entity's oldest open request is an update
                 continue
+            g = GROUP_OF[e]
+            if g in GROUP_LIMIT:
+                # passed over when its group is at its limit, and the
+                # group too for the rest of the claim
+                if g in full or self.load(s, g) + added.get(g, 0) + 1 > GROUP_LIMIT[g]:
+                    full.add(g)
+                    continue
+                added[g] = added.get(g, 0) + 1
             if r.kind == 'update':
                 group = []
                 for o in new:
@@ -341,6 +375,11 @@ class Model:
             return 'held', None
         if any(r.kind == 'create' and r.status != 'complete' for r in rows):
             return 'create', None
+        g = GROUP_OF[entity]
+        if (g in GROUP_LIMIT and any(r.kind == 'update' and r.status == 'new' for r in rows)
+                and not any(r.status == 'in-progress' and r.pid == pid for r in rows)
+                and self.load(s, g, written=True) + 1 > GROUP_LIMIT[g]):
+            return 'limit', None
         stop = min([r.id for r in rows if r.status == 'new' and
                     (r.kind != 'update' or not r.due)] + [2**63])
         ids = [r.id for r in rows if r.kind == 'update' and r.id < stop and
@@ -359,7 +398,7 @@ STATS = dict(examples=0, steps=0, claims=0, claimed_rows=0, units=0, groups=0,
              expires=0, reaps=0, reaped_rows=0, commits=0, rollbacks=0,
              view_checks=0, drains=0, delayed=0, made_due=0, group_calls=0,
              grouped_rows=0, group_busy=0, busy_claiming=0, busy_held=0,
-             busy_create=0, busy_row=0)
+             busy_create=0, busy_row=0, busy_limit=0)
 LAST = [None]                       # the machine of the last example run
 RUN_START = [None]                  # when the random run started
 FAILED = [False]                    # some example of the run failed
@@ -439,7 +478,12 @@ class DlsmMachine(RuleBasedStateMachine):
         with CONNS[ADMIN].cursor() as cur:
             cur.execute("SELECT dlsm_create_queue(%s, max_attempts => %s)",
                         (self.q, MAX_ATTEMPTS))
+            for g, n in GROUP_LIMIT.items():
+                cur.execute("SELECT dlsm_set_limit(%s, %s, concurrency => %s)",
+                            (self.q, g, n))
         self.log(ADMIN, "SELECT dlsm_create_queue('q', max_attempts => %d)" % MAX_ATTEMPTS)
+        for g, n in GROUP_LIMIT.items():
+            self.log(ADMIN, "SELECT dlsm_set_limit('q', '%s', concurrency => %d)" % (g, n))
 
     # ------------------------------------------------------------ plumbing
 
@@ -523,7 +567,9 @@ class DlsmMachine(RuleBasedStateMachine):
                 and RUN_START[0] is not None
                 and entity not in m.creates(m.view(s))):
             run_at = None       # exploration knob
-        q = 'SELECT dlsm_enqueue(%s, %s, %s' + self.RUN_AT_SQL[run_at] + ')'
+        q = ('SELECT dlsm_enqueue(%s, %s, %s' + self.RUN_AT_SQL[run_at]
+             + ', group_key => ' + ("'%s'" % GROUP_OF[entity] if GROUP_OF[entity] else 'NULL')
+             + ')')
         if (kind == 'update' and not UPDATE_BEFORE_CREATE and RUN_START[0] is not None
                 and entity not in m.creates(m.view(s))):
             kind = 'create'     # exploration knob: creates come first
@@ -600,6 +646,10 @@ class DlsmMachine(RuleBasedStateMachine):
                 m.write(s, r, claim=True)
                 if not leased:
                     m.tx[s].locks.add(entity)
+            g = GROUP_OF[unit[0][2]]
+            if not leased and g in GROUP_LIMIT:
+                m.tx[s].slots[g] = m.tx[s].slots.get(g, 0) + 1
+                m.tx[s].unit_slots[pid] = g
             STATS['units'] += 1
             STATS['groups'] += len(unit) > 1
         STATS['claimed_rows'] += len(rows)
@@ -610,6 +660,11 @@ class DlsmMachine(RuleBasedStateMachine):
         return rows
 
     def apply_settle(self, s, rows, outcome, detail, later=False):
+        t = self.m.tx[s] if s != ADMIN else None
+        if t is not None and rows and rows[0].pid in t.unit_slots:
+            # a unit settled by the transaction that claimed it: its slot
+            # is free at once
+            t.slots[t.unit_slots.pop(rows[0].pid)] -= 1
         for r in rows:
             n = r.copy()
             n.due = not later
@@ -762,7 +817,8 @@ class DlsmMachine(RuleBasedStateMachine):
             detail = e.diag.message_detail or ''
             want = {'claiming': 'Another transaction is claiming',
                     'held': 'in progress under another process id',
-                    'create': 'create request of this entity is not complete'}
+                    'create': 'create request of this entity is not complete',
+                    'limit': 'Group "%s" of the entity is at its limit.' % GROUP_OF[entity]}
             if why == 'row':
                 ok = msg.startswith('could not obtain lock on row')
             else:
@@ -780,6 +836,12 @@ class DlsmMachine(RuleBasedStateMachine):
             self.fail('%s: dlsm_group_updates(%s, %s) moved %d rows, the contract says '
                       '%d: %s' % (who_name(s), entity, pid, n, len(ids), ids), s)
         t = m.tx[s]
+        g = GROUP_OF[entity]
+        if (t is not None and ids and g in GROUP_LIMIT
+                and not any(r.status == 'in-progress' and r.pid == pid
+                            for r in m.view(s).values() if r.entity == entity)):
+            t.slots[g] = t.slots.get(g, 0) + 1      # a new unit of its group
+            t.unit_slots[pid] = g
         if t is not None:
             t.pending.clear()           # its claims were written first
             t.locks.add(entity)
@@ -1193,12 +1255,33 @@ def scenario_lease_reap_late_settle(t):
 def scenario_settle_many(t):
     """dlsm_settle_many: counts per id in order, 0 for a lost one, twice
     for one given twice; uncommitted claims of others are lost to it."""
-    for e in ('e0', 'e1', 'e2'):
+    for e in ('e0', 'e1', 'e3'):
         t.act_enqueue(0, e, 'create')
     t.act_claim(0, 2, leased=True)
     t.act_claim(1, 1, leased=False)
     t.act_settle_many(2, [t.pids[0], t.pids[2], t.pids[0]], 'retry')
     t.act_settle_many(1, [t.pids[1], t.pids[2]], 'complete')
+    t.act_commit(1)
+
+
+def scenario_group_limit(t):
+    """group ga at most 2 units: a claim of three gets two and passes over
+    the third; another session's claim gets nothing of ga but e3; a unit
+    settled in its transaction frees its slot at once, a rollback too, a
+    leased unit only when settled; dlsm_group_updates refuses ga while full."""
+    for e in ('e0', 'e1', 'e2', 'e3'):
+        t.act_enqueue(0, e, 'create')
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_claim(0, 3, leased=False)             # e0, e1 (e2 passed over), e3
+    t.act_claim(1, 3, leased=False)             # nothing
+    t.act_settle(0, t.pids[0], 'complete', None)
+    t.act_claim(1, 3, leased=False)             # e2: e0's slot is free
+    t.act_rollback(1)
+    t.act_claim(2, 1, leased=True)              # e2, leased
+    t.act_group(1, 'e0', str(uuid.UUID(int=7))) # 55P03: ga is full
+    t.act_commit(0)
+    t.act_settle(2, t.pids[-1], 'complete', None)
+    t.act_group(1, 'e0', str(uuid.UUID(int=7))) # the update
     t.act_commit(1)
 
 
@@ -1292,6 +1375,8 @@ SCENARIOS = [
      scenario_lease_reap_late_settle),
     ('dlsm_settle_many counts, lost ids and uncommitted claims',
      scenario_settle_many),
+    ('a group at its limit: passed over, slots freed by a settle in the transaction, a rollback, a late settle; dlsm_group_updates refused',
+     scenario_group_limit),
     ('dlsm_group_updates moves the due update, not the one an hour ahead (issue 21 #7)',
      scenario_group_not_due),
     ('delayed requests wait, hold their entity back, end a group',
@@ -1392,18 +1477,19 @@ def main():
           '%d heartbeats, %d lost-claim 55000s, %d duplicate-create 23505s, %d expiries, '
           '%d reaps (%d rows), %d delayed enqueues, %d made due, %d dlsm_group_updates '
           '(%d rows; 55P03: %d being claimed, %d held, %d create not complete, %d row '
-          'locked), %d commits, %d rollbacks, %d view comparisons, '
+          'locked, %d group at its limit), %d commits, %d rollbacks, %d view comparisons, '
           '%d drains to terminal'
           % (ran['steps'], ran['examples'], examples, steps, time.time() - RUN_START[0],
              ran['claims'], ran['claimed_rows'], ran['units'], ran['groups'], ran['settles'],
              ran['settle_many'], ran['heartbeats'], ran['lost_55000'], ran['dup_23505'],
              ran['expires'], ran['reaps'], ran['reaped_rows'], ran['delayed'],
              ran['made_due'], ran['group_calls'], ran['grouped_rows'], ran['busy_claiming'],
-             ran['busy_held'], ran['busy_create'], ran['busy_row'],
+             ran['busy_held'], ran['busy_create'], ran['busy_row'], ran['busy_limit'],
              ran['commits'], ran['rollbacks'], ran['view_checks'], ran['drains']))
     print('model: checked after every step: the ids and units each claim returns '
           '(FIFO, busy entities, updates waiting for their create, failed creates, '
-          'delayed requests, grouping), the rows each session in a transaction sees '
+          'delayed requests, grouping, groups at their concurrency limit), the rows '
+          'each session in a transaction sees '
           'and the committed rows (status, process id, fence, attempts, detail, due), '
           'settle and settle_many counts, dlsm_group_updates counts and 55P03s, '
           '55000 for lost claims, 23505 for a second create, reaped rows, '
