@@ -9,7 +9,9 @@
  * sand, passing over, within the call, the entities it cannot take: one
  * held by another claim (the entity lock of locks.c is busy), one with a
  * request in progress or an older open request, and an update whose create
- * is not complete.  At most one unit per entity is in progress at any time.
+ * is not complete, or, on a queue whose updates wait for their create
+ * (updates_wait_for_create), not enqueued yet.  At most one unit per
+ * entity is in progress at any time.
  * A create never waits behind its own entity's updates: an update enqueued
  * before its create waits for the create instead, so the walk passes over
  * such updates and still looks at the entity's create.
@@ -251,7 +253,8 @@ run_claim(ClaimPass *pass, DlsmQueryId query, Datum *values, bool one_unit)
  * An update of entity c was not claimable: when its entity's create ended
  * in error, settle the entity's pending updates as error.  Returns the
  * entity's state for the rest of the pass: waiting for its create (new,
- * so that it may be claimed, or in progress), unseen when its updates were
+ * so that it may be claimed, or in progress, or, when the queue's updates
+ * wait for their create, still to come), unseen when its updates were
  * just settled as error (its next request may go), or done (busy).
  */
 static EntityState
@@ -276,6 +279,8 @@ check_create(ClaimPass *pass, Candidate *c)
 						  c->entity);
 	if (status != NULL && strcmp(status, "new") == 0)
 		state = ENTITY_WAITS_FOR_CREATE;
+	else if (status == NULL && !blocked && queue->updates_wait_for_create)
+		state = ENTITY_WAITS_FOR_CREATE;	/* its create is still to come */
 	else if (status != NULL && strcmp(status, "in-progress") == 0)
 		state = ENTITY_HELD_BY_CREATE;
 	SPI_freetuptable(SPI_tuptable);
@@ -307,6 +312,7 @@ try_group(ClaimPass *pass, Candidate *c)
 		return ENTITY_DONE;
 	values[P_LOCK_ID] = Int64GetDatum(c->id);
 	values[P_LOCK_ENTITY] = CStringGetTextDatum(c->entity);
+	values[P_LOCK_WAIT_FOR_CREATE] = BoolGetDatum(queue->updates_wait_for_create);
 	if (run_claim(pass, DLSM_Q_LOCK_GROUP, values, true) > 0)
 	{
 		SPI_freetuptable(SPI_tuptable);
@@ -654,11 +660,27 @@ report_busy(DlsmQueue *queue, const char *entity, const char *why)
 			 errdetail_internal("%s", why)));
 }
 
+/* Has entity of queue a create request, in any state? */
+static bool
+create_arrived(DlsmQueue *queue, const char *entity)
+{
+	Datum		values[N_CREATE_ARRIVED_PARAMS];
+	bool		isnull;
+	bool		arrived;
+
+	values[P_CREATE_ARRIVED_ENTITY] = CStringGetTextDatum(entity);
+	dlsm_plan_run(&queue->plans, DLSM_Q_CREATE_ARRIVED, values, NULL, 1);
+	arrived = DatumGetBool(dlsm_plan_value(0, A_CREATE_ARRIVED_ANY, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return arrived;
+}
+
 /*
  * dlsm_group_updates: move the entity's open updates to in-progress under
  * process_id.  Raises 55P03 and changes nothing when another transaction
- * or process holds the entity or one of the rows.  The caller holds an
- * SPI connection and a pin on queue.
+ * or process holds the entity or one of the rows, or when its create is
+ * not complete (or, on a queue whose updates wait for their create, not
+ * enqueued).  The caller holds an SPI connection and a pin on queue.
  */
 int64
 dlsm_claim_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
@@ -679,6 +701,9 @@ dlsm_claim_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
 	busy = dlsm_plan_text(0, A_GROUP_BUSY_WHY);
 	if (busy != NULL)
 		report_busy(queue, entity, busy);
+	if (queue->updates_wait_for_create && !create_arrived(queue, entity))
+		report_busy(queue, entity,
+					"The create request of this entity has not been enqueued.");
 
 	lease->time = lease_us;
 	values[P_GROUP_LEASE] = IntervalPGetDatum(lease);

@@ -46,6 +46,7 @@ typedef enum DlsmQueryId
 	DLSM_Q_STATS,				/* the queue's row of dlsm_queue_stats */
 	DLSM_Q_CAPTURE,				/* enqueue a captured row change */
 	DLSM_Q_ENQUEUE,				/* insert a request */
+	DLSM_Q_CREATE_ARRIVED,		/* has an entity a create request? */
 	DLSM_NUM_QUERIES
 } DlsmQueryId;
 
@@ -78,6 +79,7 @@ enum
 								 * LOCK_GROUP: the first */
 	P_LOCK_NOW,					/* the claim's clock */
 	P_LOCK_ENTITY,				/* LOCK_GROUP only */
+	P_LOCK_WAIT_FOR_CREATE,		/* LOCK_GROUP only: the queue option */
 	N_LOCK_GROUP_PARAMS
 };
 #define N_LOCK_SINGLES_PARAMS P_LOCK_ENTITY
@@ -168,14 +170,15 @@ enum
 };
 enum
 {
-	P_STATS_QUEUE, N_STATS_PARAMS
+	P_STATS_QUEUE, P_STATS_WAIT_FOR_CREATE, N_STATS_PARAMS
 };
 enum
 {
 	A_STATS_NEW = 1, A_STATS_IN_PROGRESS, A_STATS_COMPLETE, A_STATS_ERROR,
 	A_STATS_READY, A_STATS_DELAYED, A_STATS_WAITING_ON_CREATE,
 	A_STATS_OLDEST_READY_AGE, A_STATS_EXPIRED_LEASES, A_STATS_DEAD_TUPLES,
-	A_STATS_LAST_AUTOVACUUM, A_STATS_OLDEST_CLAIM_AGE, N_STATS
+	A_STATS_LAST_AUTOVACUUM, A_STATS_OLDEST_CLAIM_AGE,
+	A_STATS_WAITING_FOR_CREATE_TO_ARRIVE, N_STATS
 };
 enum
 {
@@ -190,6 +193,14 @@ enum
 enum
 {
 	A_ENQUEUE_ID = 1, N_ENQUEUE
+};
+enum
+{
+	P_CREATE_ARRIVED_ENTITY, N_CREATE_ARRIVED_PARAMS
+};
+enum
+{
+	A_CREATE_ARRIVED_ANY = 1, N_CREATE_ARRIVED
 };
 
 /* The names a queue's statements are written with, all quoted. */
@@ -236,6 +247,7 @@ typedef enum DlsmCatalogQueryId
 	DLSM_C_LEASE_PURGE,			/* delete expired leases */
 	DLSM_C_LEASE_LIST,			/* every lease */
 	DLSM_C_FENCE_FLOOR,			/* raise the fence sequence to a floor */
+	DLSM_C_SET_WAIT_FOR_CREATE, /* set a queue's updates_wait_for_create */
 	DLSM_NUM_CATALOG_QUERIES
 } DlsmCatalogQueryId;
 
@@ -248,7 +260,7 @@ enum
 	A_LOOKUP_CHANNEL = 1, A_LOOKUP_MAX_ATTEMPTS, A_LOOKUP_ID_COLUMN,
 	A_LOOKUP_STATUS_COLUMN, A_LOOKUP_KIND_COLUMN, A_LOOKUP_ENTITY_COLUMN,
 	A_LOOKUP_PROCESS_ID_COLUMN, A_LOOKUP_RETENTION, A_LOOKUP_HANDLER,
-	A_LOOKUP_HANDLER_TIMEOUT, N_LOOKUP
+	A_LOOKUP_HANDLER_TIMEOUT, A_LOOKUP_UPDATES_WAIT_FOR_CREATE, N_LOOKUP
 };
 enum
 {
@@ -274,6 +286,11 @@ enum
 enum
 {
 	A_LIST_QUEUE = 1, N_LIST
+};
+enum
+{
+	P_SET_WAIT_FOR_CREATE_QUEUE, P_SET_WAIT_FOR_CREATE_ON,
+	N_SET_WAIT_FOR_CREATE_PARAMS
 };
 enum
 {
