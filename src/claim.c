@@ -124,6 +124,8 @@ typedef struct SeenEntity
 {
 	uint64		key;			/* hash of the entity */
 	EntityState state;
+	int64		waits_from;		/* parked: its rows from this id up wait;
+								 * PG_INT64_MAX: not parked */
 } SeenEntity;
 
 /* One walk over the ready rows. */
@@ -371,16 +373,25 @@ claim_singles(ClaimPass *pass)
 	pass->nsingles = 0;
 }
 
-/* The pass's record of an entity. */
+/*
+ * The pass's record of candidate c's entity.  A parked entity waits from
+ * its waiting row up; a row below it (an older one whose insert committed
+ * after the entity was parked) is looked at as any other.
+ */
 static SeenEntity *
-seen_entity(ClaimPass *pass, const char *entity)
+seen_entity(ClaimPass *pass, Candidate *c)
 {
-	uint64		key = dlsm_shmem_entity_key(entity);
+	uint64		key = dlsm_shmem_entity_key(c->entity);
 	bool		found;
 	SeenEntity *seen = hash_search(pass->seen, &key, HASH_ENTER, &found);
 
 	if (!found)
+	{
 		seen->state = ENTITY_UNSEEN;
+		seen->waits_from = PG_INT64_MAX;
+	}
+	if (c->id >= seen->waits_from && seen->state == ENTITY_UNSEEN)
+		seen->state = ENTITY_WAITS_FOR_CREATE;
 	return seen;
 }
 
@@ -398,12 +409,12 @@ look_at(ClaimPass *pass, Candidate *c)
 		 * entity's later requests back, but for the entity's create, which
 		 * goes first as for any update enqueued before its create.
 		 */
-		seen = is_update ? seen_entity(pass, c->entity) : NULL;
+		seen = is_update ? seen_entity(pass, c) : NULL;
 		if (seen != NULL && seen->state == ENTITY_UNSEEN)
 			seen->state = ENTITY_WAITS_FOR_CREATE;
 		return;
 	}
-	seen = seen_entity(pass, c->entity);
+	seen = seen_entity(pass, c);
 	if (seen->state == ENTITY_DONE || seen->state == ENTITY_HELD_BY_CREATE ||
 		(seen->state == ENTITY_WAITS_FOR_CREATE &&
 		 strcmp(c->kind, "create") != 0))
@@ -474,9 +485,10 @@ read_floor(ClaimPass *pass)
 	walk->nparked = 0;
 
 	/*
-	 * The rows of a parked entity above the floor wait too, behind its
-	 * waiting update under the floor; its create, when still to come, may
-	 * go (the walk does not see the update that would tell it so).
+	 * The rows of a parked entity above its waiting update wait too, behind
+	 * it; its create, when still to come, may go (the walk, starting above
+	 * that update, does not see it to tell it so).  Its rows below that
+	 * update, whose inserts committed after it was parked, may go.
 	 */
 	for (int i = 0; i < walk->seen.nparked; i++)
 	{
@@ -485,7 +497,8 @@ read_floor(ClaimPass *pass)
 									   &walk->seen.parked[i].entity,
 									   HASH_ENTER, &found);
 
-		seen->state = ENTITY_WAITS_FOR_CREATE;
+		seen->state = ENTITY_UNSEEN;
+		seen->waits_from = walk->seen.parked[i].lowest;
 	}
 }
 
@@ -505,7 +518,7 @@ walk_past(ClaimPass *pass, Candidate *c)
 
 	if (!walk->open)
 		return;
-	seen = c->due ? seen_entity(pass, c->entity) : NULL;
+	seen = c->due ? seen_entity(pass, c) : NULL;
 	key = dlsm_shmem_entity_key(c->entity);
 	if (walk->seen.may_park && seen != NULL &&
 		(seen->state == ENTITY_HELD_BY_CREATE ||
