@@ -314,7 +314,8 @@ try_group(ClaimPass *pass, Candidate *c)
 		return ENTITY_DONE;
 	values[P_LOCK_ID] = Int64GetDatum(c->id);
 	values[P_LOCK_ENTITY] = CStringGetTextDatum(c->entity);
-	values[P_LOCK_WAIT_FOR_CREATE] = BoolGetDatum(queue->updates_wait_for_create);
+	values[P_LOCK_WAIT_FOR_CREATE] =
+		BoolGetDatum(queue->updates_wait_for_create);
 	if (run_claim(pass, DLSM_Q_LOCK_GROUP, values, true) > 0)
 	{
 		SPI_freetuptable(SPI_tuptable);

@@ -349,7 +349,8 @@ dlsm_state_stats(DlsmQueue *queue, Datum *values, bool *nulls)
 	HeapTuple	tuple;
 
 	args[P_STATS_QUEUE] = ObjectIdGetDatum(queue->relid);
-	args[P_STATS_WAIT_FOR_CREATE] = BoolGetDatum(queue->updates_wait_for_create);
+	args[P_STATS_WAIT_FOR_CREATE] =
+		BoolGetDatum(queue->updates_wait_for_create);
 	dlsm_plan_run(&queue->plans, DLSM_Q_STATS, args, NULL, 1);
 	tuple = SPI_copytuple(SPI_tuptable->vals[0]);
 	heap_deform_tuple(tuple, SPI_tuptable->tupdesc, values, nulls);
