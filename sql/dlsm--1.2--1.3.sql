@@ -12,6 +12,7 @@
  *   dlsm_group_limits, set by dlsm_set_limit, shown by dlsm_limits;
  *   dlsm_queue_stats counts requests held back by limits.  Queues created
  *   before 1.3 have no group column.
+ * - the queue option updates_wait_for_create (see the block below).
  */
 
 DROP FUNCTION @extschema@.dlsm_enqueue(pg_catalog.regclass, pg_catalog.text,
@@ -53,6 +54,44 @@ AS 'MODULE_PATHNAME', 'dlsm_register_queue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.dlsm_register_queue(pg_catalog.regclass, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.text, pg_catalog.int4, pg_catalog.interval, pg_catalog.name) IS
 'adopt an existing table as a queue, through a column map';
+/*
+ * The queue option updates_wait_for_create: a registry column at the end
+ * of dlsm_queues, an argument at the end of dlsm_create_queue and
+ * dlsm_alter_queue, and dlsm_queue_stats gains waiting_for_create_to_arrive.
+ * Functions whose arguments or result columns change are dropped and
+ * created again, with the comments and privileges of a fresh install.
+ */
+ALTER TABLE @extschema@.dlsm_queues
+	ADD COLUMN updates_wait_for_create pg_catalog.bool NOT NULL DEFAULT false;
+
+DROP FUNCTION @extschema@.dlsm_create_queue(pg_catalog.text, pg_catalog.text,
+	pg_catalog.int4, pg_catalog.interval);
+CREATE FUNCTION @extschema@.dlsm_create_queue(
+	queue pg_catalog.text,
+	channel pg_catalog.text DEFAULT NULL,
+	max_attempts pg_catalog.int4 DEFAULT 5,
+	retention pg_catalog.interval DEFAULT NULL,
+	updates_wait_for_create pg_catalog.bool DEFAULT false)
+RETURNS pg_catalog.regclass
+AS 'MODULE_PATHNAME', 'dlsm_create_queue'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_create_queue(pg_catalog.text, pg_catalog.text, pg_catalog.int4, pg_catalog.interval, pg_catalog.bool) IS
+'create a queue table and register it with dlsm';
+
+DROP FUNCTION @extschema@.dlsm_alter_queue(pg_catalog.regclass, pg_catalog.text,
+	pg_catalog.int4, pg_catalog.interval, pg_catalog.interval);
+CREATE FUNCTION @extschema@.dlsm_alter_queue(
+	queue pg_catalog.regclass,
+	channel pg_catalog.text DEFAULT NULL,
+	max_attempts pg_catalog.int4 DEFAULT NULL,
+	retention pg_catalog.interval DEFAULT NULL,
+	handler_timeout pg_catalog.interval DEFAULT NULL,
+	updates_wait_for_create pg_catalog.bool DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'dlsm_alter_queue'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_alter_queue(pg_catalog.regclass, pg_catalog.text, pg_catalog.int4, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool) IS
+'change a queue''s channel, max_attempts, retention, handler timeout or updates_wait_for_create (NULL: unchanged)';
 
 DROP VIEW @extschema@.dlsm_queue_stats;
 DROP FUNCTION @extschema@.dlsm_queue_stats();
@@ -70,7 +109,8 @@ CREATE FUNCTION @extschema@.dlsm_queue_stats(
 	OUT dead_tuples pg_catalog.int8,
 	OUT last_autovacuum pg_catalog.timestamptz,
 	OUT oldest_claim_age pg_catalog.interval,
-	OUT held_by_limits pg_catalog.int8)
+	OUT held_by_limits pg_catalog.int8,
+	OUT waiting_for_create_to_arrive pg_catalog.int8)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'dlsm_queue_stats'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
@@ -81,6 +121,7 @@ CREATE VIEW @extschema@.dlsm_queue_stats AS
 	SELECT * FROM @extschema@.dlsm_queue_stats();
 COMMENT ON VIEW @extschema@.dlsm_queue_stats IS
 'one row per queue the caller may read';
+
 REVOKE ALL ON @extschema@.dlsm_queue_stats FROM PUBLIC;
 GRANT SELECT ON @extschema@.dlsm_queue_stats TO pg_monitor;
 REVOKE ALL ON FUNCTION @extschema@.dlsm_queue_stats() FROM PUBLIC;

@@ -30,7 +30,8 @@ CREATE TABLE @extschema@.dlsm_queues (
 		DEFAULT pg_catalog.now(),
 	handler		pg_catalog.text,
 	handler_timeout pg_catalog.interval,
-	group_column pg_catalog.name
+	group_column pg_catalog.name,
+	updates_wait_for_create pg_catalog.bool NOT NULL DEFAULT false
 );
 COMMENT ON TABLE @extschema@.dlsm_queues IS
 'tables registered with dlsm as queues';
@@ -76,11 +77,12 @@ CREATE FUNCTION @extschema@.dlsm_create_queue(
 	queue pg_catalog.text,
 	channel pg_catalog.text DEFAULT NULL,
 	max_attempts pg_catalog.int4 DEFAULT 5,
-	retention pg_catalog.interval DEFAULT NULL)
+	retention pg_catalog.interval DEFAULT NULL,
+	updates_wait_for_create pg_catalog.bool DEFAULT false)
 RETURNS pg_catalog.regclass
 AS 'MODULE_PATHNAME', 'dlsm_create_queue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.dlsm_create_queue(pg_catalog.text, pg_catalog.text, pg_catalog.int4, pg_catalog.interval) IS
+COMMENT ON FUNCTION @extschema@.dlsm_create_queue(pg_catalog.text, pg_catalog.text, pg_catalog.int4, pg_catalog.interval, pg_catalog.bool) IS
 'create a queue table and register it with dlsm';
 
 CREATE FUNCTION @extschema@.dlsm_register_queue(
@@ -114,12 +116,13 @@ CREATE FUNCTION @extschema@.dlsm_alter_queue(
 	channel pg_catalog.text DEFAULT NULL,
 	max_attempts pg_catalog.int4 DEFAULT NULL,
 	retention pg_catalog.interval DEFAULT NULL,
-	handler_timeout pg_catalog.interval DEFAULT NULL)
+	handler_timeout pg_catalog.interval DEFAULT NULL,
+	updates_wait_for_create pg_catalog.bool DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'dlsm_alter_queue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.dlsm_alter_queue(pg_catalog.regclass, pg_catalog.text, pg_catalog.int4, pg_catalog.interval, pg_catalog.interval) IS
-'change a queue''s channel, max_attempts, retention or handler timeout (NULL: unchanged)';
+COMMENT ON FUNCTION @extschema@.dlsm_alter_queue(pg_catalog.regclass, pg_catalog.text, pg_catalog.int4, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool) IS
+'change a queue''s channel, max_attempts, retention, handler timeout or updates_wait_for_create (NULL: unchanged)';
 
 -- Producing and consuming
 
@@ -262,7 +265,8 @@ CREATE FUNCTION @extschema@.dlsm_queue_stats(
 	OUT dead_tuples pg_catalog.int8,
 	OUT last_autovacuum pg_catalog.timestamptz,
 	OUT oldest_claim_age pg_catalog.interval,
-	OUT held_by_limits pg_catalog.int8)
+	OUT held_by_limits pg_catalog.int8,
+	OUT waiting_for_create_to_arrive pg_catalog.int8)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'dlsm_queue_stats'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;

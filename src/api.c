@@ -216,6 +216,7 @@ queue_options_args(FunctionCallInfo fcinfo, int argno, bool altering,
 	opts->retention = NULL;
 	opts->handler_timeout = NULL;
 	opts->group_column = NULL;
+	opts->updates_wait_for_create = -1;
 	if (!altering)
 		require_arg(fcinfo, argno + 1, "max_attempts");
 	if (!PG_ARGISNULL(argno + 1) && opts->max_attempts < 1)
@@ -307,14 +308,15 @@ require_group_column(DlsmQueue *queue)
 
 /*
  * dlsm_create_queue(queue text, channel text, max_attempts int,
- *					 retention interval) RETURNS regclass
+ *					 retention interval, updates_wait_for_create bool)
+ * RETURNS regclass
  */
 Datum
 dlsm_create_queue(PG_FUNCTION_ARGS)
 {
 	enum
 	{
-		ARG_QUEUE, ARG_OPTIONS
+		ARG_QUEUE, ARG_OPTIONS, ARG_WAIT_FOR_CREATE = ARG_OPTIONS + 3
 	};
 	DlsmQueueOptions opts;
 	char	   *name;
@@ -324,6 +326,12 @@ dlsm_create_queue(PG_FUNCTION_ARGS)
 	require_arg(fcinfo, ARG_QUEUE, "queue");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(ARG_QUEUE));
 	queue_options_args(fcinfo, ARG_OPTIONS, false, &opts);
+	/* the 1.2 declaration has no such argument */
+	if (PG_NARGS() > ARG_WAIT_FOR_CREATE)
+	{
+		require_arg(fcinfo, ARG_WAIT_FOR_CREATE, "updates_wait_for_create");
+		opts.updates_wait_for_create = PG_GETARG_BOOL(ARG_WAIT_FOR_CREATE);
+	}
 	dlsm_plan_connect();
 	relid = dlsm_queue_create(name, &opts);
 	dlsm_plan_finish();
@@ -367,15 +375,16 @@ dlsm_register_queue(PG_FUNCTION_ARGS)
 
 /*
  * dlsm_alter_queue(queue regclass, channel text, max_attempts int,
- *					retention interval, handler_timeout interval)
- * RETURNS void
+ *					retention interval, handler_timeout interval,
+ *					updates_wait_for_create bool) RETURNS void
  */
 Datum
 dlsm_alter_queue(PG_FUNCTION_ARGS)
 {
 	enum
 	{
-		ARG_QUEUE, ARG_OPTIONS, ARG_HANDLER_TIMEOUT = ARG_OPTIONS + 3
+		ARG_QUEUE, ARG_OPTIONS, ARG_HANDLER_TIMEOUT = ARG_OPTIONS + 3,
+		ARG_WAIT_FOR_CREATE
 	};
 	DlsmQueueOptions opts;
 	DlsmQueue  *queue;
@@ -393,9 +402,15 @@ dlsm_alter_queue(PG_FUNCTION_ARGS)
 							   INT_MAX)));
 		opts.handler_timeout = PG_GETARG_INTERVAL_P(ARG_HANDLER_TIMEOUT);
 	}
+	/* the 1.2 declaration has no such argument */
+	if (PG_NARGS() > ARG_WAIT_FOR_CREATE && !PG_ARGISNULL(ARG_WAIT_FOR_CREATE))
+		opts.updates_wait_for_create = PG_GETARG_BOOL(ARG_WAIT_FOR_CREATE);
 	queue = begin_queue_call(fcinfo, "dlsm_alter_queue()", ACL_SELECT,
 							 DLSM_QUEUE_ANY_SECURITY);
 	dlsm_queue_alter(queue->relid, &opts);
+	/* updates that waited for their create may be ready now, or not */
+	if (opts.updates_wait_for_create >= 0)
+		dlsm_wake_queue_changed_at_commit(queue->relid);
 	end_queue_call(queue);
 	PG_RETURN_VOID();
 }

@@ -9,7 +9,9 @@
  * sand, passing over, within the call, the entities it cannot take: one
  * held by another claim (the entity lock of locks.c is busy), one with a
  * request in progress or an older open request, and an update whose create
- * is not complete.  At most one unit per entity is in progress at any time.
+ * is not complete, or, on a queue whose updates wait for their create
+ * (updates_wait_for_create), not enqueued yet.  At most one unit per
+ * entity is in progress at any time.
  * A create never waits behind its own entity's updates: an update enqueued
  * before its create waits for the create instead, so the walk passes over
  * such updates and still looks at the entity's create.
@@ -127,6 +129,8 @@ typedef struct SeenEntity
 	uint64		key;			/* hash of the entity */
 	EntityState state;
 	bool		changed;		/* this pass settled some of its rows */
+	int64		waits_from;		/* parked: its rows from this id up wait;
+								 * PG_INT64_MAX: not parked */
 } SeenEntity;
 
 /* One walk over the ready rows. */
@@ -274,7 +278,8 @@ run_claim(ClaimPass *pass, DlsmQueryId query, Datum *values, bool one_unit,
  * An update of entity c was not claimable: when its entity's create ended
  * in error, settle the entity's pending updates as error.  Returns the
  * entity's state for the rest of the pass: waiting for its create (new,
- * so that it may be claimed, or in progress), unseen when its updates were
+ * so that it may be claimed, or in progress, or, when the queue's updates
+ * wait for their create, still to come), unseen when its updates were
  * just settled as error (its next request may go), or done (busy).
  */
 static EntityState
@@ -299,6 +304,8 @@ check_create(ClaimPass *pass, Candidate *c)
 						  c->entity);
 	if (status != NULL && strcmp(status, "new") == 0)
 		state = ENTITY_WAITS_FOR_CREATE;
+	else if (status == NULL && !blocked && queue->updates_wait_for_create)
+		state = ENTITY_WAITS_FOR_CREATE;	/* its create is still to come */
 	else if (status != NULL && strcmp(status, "in-progress") == 0)
 		state = ENTITY_HELD_BY_CREATE;
 	SPI_freetuptable(SPI_tuptable);
@@ -314,7 +321,7 @@ check_create(ClaimPass *pass, Candidate *c)
 	return state;
 }
 
-static SeenEntity *seen_entity(ClaimPass *pass, const char *entity);
+static SeenEntity *seen_entity(ClaimPass *pass, Candidate *c);
 
 /*
  * May candidate c be claimed under its group's limits?  A group refused
@@ -332,7 +339,7 @@ admit(ClaimPass *pass, Candidate *c)
 	c->admission.group = NULL;
 	if (pass->full == NULL || c->group == NULL)
 		return true;
-	if (c->blocked && !seen_entity(pass, c->entity)->changed)
+	if (c->blocked && !seen_entity(pass, c)->changed)
 		return false;
 	key = dlsm_shmem_entity_key(c->group);
 	if (hash_search(pass->full, &key, HASH_FIND, NULL) != NULL)
@@ -366,6 +373,8 @@ try_group(ClaimPass *pass, Candidate *c)
 	}
 	values[P_LOCK_ID] = Int64GetDatum(c->id);
 	values[P_LOCK_ENTITY] = CStringGetTextDatum(c->entity);
+	values[P_LOCK_WAIT_FOR_CREATE] =
+		BoolGetDatum(queue->updates_wait_for_create);
 	if (run_claim(pass, DLSM_Q_LOCK_GROUP, values, true, &c, 1) > 0)
 	{
 		SPI_freetuptable(SPI_tuptable);
@@ -429,11 +438,15 @@ claim_singles(ClaimPass *pass)
 	pass->nsingles = 0;
 }
 
-/* The pass's record of an entity. */
+/*
+ * The pass's record of candidate c's entity.  A parked entity waits from
+ * its waiting row up; a row below it (an older one whose insert committed
+ * after the entity was parked) is looked at as any other.
+ */
 static SeenEntity *
-seen_entity(ClaimPass *pass, const char *entity)
+seen_entity(ClaimPass *pass, Candidate *c)
 {
-	uint64		key = dlsm_shmem_entity_key(entity);
+	uint64		key = dlsm_shmem_entity_key(c->entity);
 	bool		found;
 	SeenEntity *seen = hash_search(pass->seen, &key, HASH_ENTER, &found);
 
@@ -441,7 +454,10 @@ seen_entity(ClaimPass *pass, const char *entity)
 	{
 		seen->state = ENTITY_UNSEEN;
 		seen->changed = false;
+		seen->waits_from = PG_INT64_MAX;
 	}
+	if (c->id >= seen->waits_from && seen->state == ENTITY_UNSEEN)
+		seen->state = ENTITY_WAITS_FOR_CREATE;
 	return seen;
 }
 
@@ -459,12 +475,12 @@ look_at(ClaimPass *pass, Candidate *c)
 		 * entity's later requests back, but for the entity's create, which
 		 * goes first as for any update enqueued before its create.
 		 */
-		seen = is_update ? seen_entity(pass, c->entity) : NULL;
+		seen = is_update ? seen_entity(pass, c) : NULL;
 		if (seen != NULL && seen->state == ENTITY_UNSEEN)
 			seen->state = ENTITY_WAITS_FOR_CREATE;
 		return;
 	}
-	seen = seen_entity(pass, c->entity);
+	seen = seen_entity(pass, c);
 	if (seen->state == ENTITY_DONE || seen->state == ENTITY_HELD_BY_CREATE ||
 		(seen->state == ENTITY_WAITS_FOR_CREATE &&
 		 strcmp(c->kind, "create") != 0))
@@ -547,9 +563,10 @@ read_floor(ClaimPass *pass)
 	walk->nparked = 0;
 
 	/*
-	 * The rows of a parked entity above the floor wait too, behind its
-	 * waiting update under the floor; its create, when still to come, may
-	 * go (the walk does not see the update that would tell it so).
+	 * The rows of a parked entity above its waiting update wait too, behind
+	 * it; its create, when still to come, may go (the walk, starting above
+	 * that update, does not see it to tell it so).  Its rows below that
+	 * update, whose inserts committed after it was parked, may go.
 	 */
 	for (int i = 0; i < walk->seen.nparked; i++)
 	{
@@ -558,7 +575,8 @@ read_floor(ClaimPass *pass)
 									   &walk->seen.parked[i].entity,
 									   HASH_ENTER, &found);
 
-		seen->state = ENTITY_WAITS_FOR_CREATE;
+		seen->state = ENTITY_UNSEEN;
+		seen->waits_from = walk->seen.parked[i].lowest;
 		if (!found)
 			seen->changed = false;
 	}
@@ -580,7 +598,7 @@ walk_past(ClaimPass *pass, Candidate *c)
 
 	if (!walk->open)
 		return;
-	seen = c->due ? seen_entity(pass, c->entity) : NULL;
+	seen = c->due ? seen_entity(pass, c) : NULL;
 	key = dlsm_shmem_entity_key(c->entity);
 	if (walk->seen.may_park && seen != NULL &&
 		(seen->state == ENTITY_HELD_BY_CREATE ||
@@ -742,6 +760,21 @@ report_busy(DlsmQueue *queue, const char *entity, const char *why)
 			 errdetail_internal("%s", why)));
 }
 
+/* Has entity of queue a create request, in any state? */
+static bool
+create_arrived(DlsmQueue *queue, const char *entity)
+{
+	Datum		values[N_CREATE_ARRIVED_PARAMS];
+	bool		isnull;
+	bool		arrived;
+
+	values[P_CREATE_ARRIVED_ENTITY] = CStringGetTextDatum(entity);
+	dlsm_plan_run(&queue->plans, DLSM_Q_CREATE_ARRIVED, values, NULL, 1);
+	arrived = DatumGetBool(dlsm_plan_value(0, A_CREATE_ARRIVED_ANY, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return arrived;
+}
+
 /*
  * The updates of entity that dlsm_group_updates would move make a new
  * unit of their group: admit it under the group's limits (admission), or
@@ -777,8 +810,9 @@ admit_group_updates(DlsmQueue *queue, const char *entity,
 /*
  * dlsm_group_updates: move the entity's open updates to in-progress under
  * process_id.  Raises 55P03 and changes nothing when another transaction
- * or process holds the entity or one of the rows.  The caller holds an
- * SPI connection and a pin on queue.
+ * or process holds the entity or one of the rows, or when its create is
+ * not complete (or, on a queue whose updates wait for their create, not
+ * enqueued).  The caller holds an SPI connection and a pin on queue.
  */
 int64
 dlsm_claim_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
@@ -800,6 +834,9 @@ dlsm_claim_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
 	busy = dlsm_plan_text(0, A_GROUP_BUSY_WHY);
 	if (busy != NULL)
 		report_busy(queue, entity, busy);
+	if (queue->updates_wait_for_create && !create_arrived(queue, entity))
+		report_busy(queue, entity,
+					"The create request of this entity has not been enqueued.");
 
 	admit_group_updates(queue, entity, process_id, &admission);
 	lease->time = lease_us;

@@ -194,10 +194,12 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	},
 	[DLSM_Q_LOCK_GROUP] = {
 		/*
-		 * As LOCK_SINGLES, and the entity's create, if any, is complete.
-		 * The first update is locked first: when another transaction holds
-		 * it, nothing is claimed.  The group is the updates from the first
-		 * up to the entity's next new request that is not a due update.
+		 * As LOCK_SINGLES, and the entity's create, if any, is complete;
+		 * when the queue's updates wait for their create ($4), there is
+		 * one.  The first update is locked first: when another transaction
+		 * holds it, nothing is claimed.  The group is the updates from the
+		 * first up to the entity's next new request that is not a due
+		 * update.
 		 */
 		"WITH first AS MATERIALIZED (SELECT f.{id} FROM {q} f"
 		"  WHERE f.{id} {=} $1 AND f.{status} {=} 'new' AND f.run_at {<=} $2"
@@ -205,6 +207,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"   AND " BLOCKS("o", "$1", "'update'") ")"
 		"  AND NOT EXISTS (SELECT 1 FROM {q} c WHERE c.{entity} {=} $3"
 		"   AND c.{kind} {=} 'create' AND c.{status} {<>} 'complete')"
+		"  AND ($4 IS NOT TRUE OR EXISTS (SELECT 1 FROM {q} a"
+		"   WHERE a.{entity} {=} $3 AND a.{kind} {=} 'create'))"
 		"  FOR UPDATE OF f SKIP LOCKED) "
 		"SELECT g.{id}, g.{kind}, g.{entity}, g.payload FROM {q} g"
 		" WHERE EXISTS (SELECT 1 FROM first)"
@@ -215,7 +219,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  AND (n.{kind} {<>} 'update' OR n.run_at {>} $2)),"
 		"  9223372036854775807)"
 		" FOR UPDATE OF g SKIP LOCKED",
-		N_LOCK_GROUP_PARAMS, {INT8OID, TIMESTAMPTZOID, TEXTOID},
+		N_LOCK_GROUP_PARAMS, {INT8OID, TIMESTAMPTZOID, TEXTOID, BOOLOID},
 		SPI_OK_SELECT, N_LOCK, "a claim"
 	},
 	[DLSM_Q_WRITE_CLAIMS] = {
@@ -416,9 +420,13 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"     pg_catalog.unnest($4::pg_catalog.int4[])) AS o(g, c)"
 		"    WHERE o.g {=} t.dlsm_group), $2)"
 		"   {<=} (SELECT pg_catalog.count(DISTINCT {pid}) FROM {q}"
-		"    WHERE {group} {=} t.dlsm_group AND {status} {=} 'in-progress'))"
+		"    WHERE {group} {=} t.dlsm_group AND {status} {=} 'in-progress')),"
+		" pg_catalog.count(*) FILTER (WHERE $5 AND {status} {=} 'new'"
+		"  AND {kind} {=} 'update'"
+		"  AND NOT EXISTS (SELECT 1 FROM {q} c WHERE c.{entity} {=} t.{entity}"
+		"   AND c.{kind} {=} 'create'))"
 		" FROM (SELECT *, {group} AS dlsm_group FROM {q}) t",
-		N_STATS_PARAMS, {OIDOID, INT4OID, TEXTARRAYOID, INT4ARRAYOID},
+		N_STATS_PARAMS, {OIDOID, INT4OID, TEXTARRAYOID, INT4ARRAYOID, BOOLOID},
 		SPI_OK_SELECT, N_STATS, "the queue statistics"
 	},
 	[DLSM_Q_CAPTURE] = {
@@ -456,13 +464,19 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		N_UPDATES_GROUP_PARAMS, {TEXTOID, UUIDOID},
 		SPI_OK_SELECT, N_UPDATES_GROUP, "the group of updates"
 	},
+	[DLSM_Q_CREATE_ARRIVED] = {
+		"SELECT EXISTS (SELECT 1 FROM {q}"
+		" WHERE {entity} {=} $1 AND {kind} {=} 'create')",
+		N_CREATE_ARRIVED_PARAMS, {TEXTOID},
+		SPI_OK_SELECT, N_CREATE_ARRIVED, "the create check"
+	},
 };
 
 static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 	[DLSM_C_LOOKUP] = {
 		"SELECT channel, max_attempts, id_column, status_column, kind_column,"
 		" entity_column, process_id_column, retention, handler,"
-		" handler_timeout, group_column"
+		" handler_timeout, group_column, updates_wait_for_create"
 		" FROM {queues} WHERE queue {=} $1",
 		N_LOOKUP_PARAMS, {REGCLASSOID},
 		SPI_OK_SELECT, N_LOOKUP, "the dlsm registry lookup"
@@ -616,6 +630,12 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		"  {fence_seq}::pg_catalog.oid::pg_catalog.regclass) END",
 		N_FENCE_FLOOR_PARAMS, {INT8OID},
 		SPI_OK_SELECT, N_FENCE, "raising the fence floor"
+	},
+	[DLSM_C_SET_WAIT_FOR_CREATE] = {
+		"UPDATE {queues} SET updates_wait_for_create = $2"
+		" WHERE queue {=} $1",
+		N_SET_WAIT_FOR_CREATE_PARAMS, {REGCLASSOID, BOOLOID},
+		SPI_OK_UPDATE, 0, "changing a queue"
 	},
 };
 

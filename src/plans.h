@@ -49,6 +49,7 @@ typedef enum DlsmQueryId
 	DLSM_Q_ENQUEUE,				/* insert a request */
 	DLSM_Q_GROUP_LOAD,			/* units of a group in progress */
 	DLSM_Q_UPDATES_GROUP,		/* the group of an entity's open updates */
+	DLSM_Q_CREATE_ARRIVED,		/* has an entity a create request? */
 	DLSM_NUM_QUERIES
 } DlsmQueryId;
 
@@ -85,6 +86,7 @@ enum
 								 * LOCK_GROUP: the first */
 	P_LOCK_NOW,					/* the claim's clock */
 	P_LOCK_ENTITY,				/* LOCK_GROUP only */
+	P_LOCK_WAIT_FOR_CREATE,		/* LOCK_GROUP only: the queue option */
 	N_LOCK_GROUP_PARAMS
 };
 #define N_LOCK_SINGLES_PARAMS P_LOCK_ENTITY
@@ -179,6 +181,7 @@ enum
 	P_STATS_CONCURRENCY,		/* the default concurrency limit, or NULL */
 	P_STATS_GROUPS,				/* groups with a limit of their own ... */
 	P_STATS_GROUP_CONCURRENCY,	/* ... and theirs (NULL: none) */
+	P_STATS_WAIT_FOR_CREATE,	/* the queue's updates_wait_for_create */
 	N_STATS_PARAMS
 };
 enum
@@ -187,7 +190,7 @@ enum
 	A_STATS_READY, A_STATS_DELAYED, A_STATS_WAITING_ON_CREATE,
 	A_STATS_OLDEST_READY_AGE, A_STATS_EXPIRED_LEASES, A_STATS_DEAD_TUPLES,
 	A_STATS_LAST_AUTOVACUUM, A_STATS_OLDEST_CLAIM_AGE, A_STATS_HELD_BY_LIMITS,
-	N_STATS
+	A_STATS_WAITING_FOR_CREATE_TO_ARRIVE, N_STATS
 };
 enum
 {
@@ -215,6 +218,14 @@ enum
 enum
 {
 	A_UPDATES_GROUP_GROUP = 1, A_UPDATES_GROUP_HELD, N_UPDATES_GROUP
+};
+enum
+{
+	P_CREATE_ARRIVED_ENTITY, N_CREATE_ARRIVED_PARAMS
+};
+enum
+{
+	A_CREATE_ARRIVED_ANY = 1, N_CREATE_ARRIVED
 };
 
 /* The names a queue's statements are written with, all quoted. */
@@ -266,6 +277,7 @@ typedef enum DlsmCatalogQueryId
 	DLSM_C_LIMITS_READ,			/* a queue's limits */
 	DLSM_C_LIMIT_SET,			/* set a limit */
 	DLSM_C_LIMIT_REMOVE,		/* remove a limit */
+	DLSM_C_SET_WAIT_FOR_CREATE, /* set a queue's updates_wait_for_create */
 	DLSM_NUM_CATALOG_QUERIES
 } DlsmCatalogQueryId;
 
@@ -278,7 +290,8 @@ enum
 	A_LOOKUP_CHANNEL = 1, A_LOOKUP_MAX_ATTEMPTS, A_LOOKUP_ID_COLUMN,
 	A_LOOKUP_STATUS_COLUMN, A_LOOKUP_KIND_COLUMN, A_LOOKUP_ENTITY_COLUMN,
 	A_LOOKUP_PROCESS_ID_COLUMN, A_LOOKUP_RETENTION, A_LOOKUP_HANDLER,
-	A_LOOKUP_HANDLER_TIMEOUT, A_LOOKUP_GROUP_COLUMN, N_LOOKUP
+	A_LOOKUP_HANDLER_TIMEOUT, A_LOOKUP_GROUP_COLUMN,
+	A_LOOKUP_UPDATES_WAIT_FOR_CREATE, N_LOOKUP
 };
 enum
 {
@@ -304,6 +317,11 @@ enum
 enum
 {
 	A_LIST_QUEUE = 1, N_LIST
+};
+enum
+{
+	P_SET_WAIT_FOR_CREATE_QUEUE, P_SET_WAIT_FOR_CREATE_ON,
+	N_SET_WAIT_FOR_CREATE_PARAMS
 };
 enum
 {

@@ -374,6 +374,9 @@ fill_from_row(DlsmQueue *queue, Form_pg_class form)
 	queue->handler_timeout_ms = (int) Min(interval_ms(A_LOOKUP_HANDLER_TIMEOUT),
 										  INT_MAX);
 	queue->row_security = form->relrowsecurity;
+	queue->updates_wait_for_create =
+		DatumGetBool(dlsm_plan_value(0, A_LOOKUP_UPDATES_WAIT_FOR_CREATE,
+									 &isnull));
 }
 
 /* Do two descriptors say the same? */
@@ -401,7 +404,8 @@ same_description(DlsmQueue *a, DlsmQueue *b)
 		 (a->handler != NULL && b->handler != NULL &&
 		  strcmp(a->handler, b->handler) == 0)) &&
 		a->handler_timeout_ms == b->handler_timeout_ms &&
-		a->row_security == b->row_security;
+		a->row_security == b->row_security &&
+		a->updates_wait_for_create == b->updates_wait_for_create;
 }
 
 /*
@@ -656,6 +660,20 @@ register_queue(Oid relid, const char *const *columns, const char *channel,
 	}
 }
 
+/* Write a queue's updates_wait_for_create, unless opts leaves it as is. */
+static void
+set_wait_for_create(Oid relid, DlsmQueueOptions *opts)
+{
+	Datum		values[N_SET_WAIT_FOR_CREATE_PARAMS];
+
+	if (opts->updates_wait_for_create < 0)
+		return;
+	values[P_SET_WAIT_FOR_CREATE_QUEUE] = ObjectIdGetDatum(relid);
+	values[P_SET_WAIT_FOR_CREATE_ON] =
+		BoolGetDatum(opts->updates_wait_for_create > 0);
+	write_registry(DLSM_C_SET_WAIT_FOR_CREATE, relid, values, NULL);
+}
+
 /* Quoted names of a queue's indexes, chosen free in nspid. */
 static void
 choose_index_names(const char *relname, Oid nspid, const char *prefix,
@@ -701,6 +719,7 @@ dlsm_queue_create(const char *name, DlsmQueueOptions *opts)
 		elog(ERROR, "queue table \"%s\" was not created", rv->relname);
 	opts->group_column = "group_key";
 	register_queue(relid, dlsm_queue_columns, rv->relname, opts);
+	set_wait_for_create(relid, opts);
 	return relid;
 }
 
@@ -907,6 +926,7 @@ dlsm_queue_alter(Oid relid, DlsmQueueOptions *opts)
 	values[P_ALTER_HANDLER_TIMEOUT] = PointerGetDatum(opts->handler_timeout);
 	nulls[P_ALTER_HANDLER_TIMEOUT] = opts->handler_timeout ? ' ' : 'n';
 	write_registry(DLSM_C_ALTER, relid, values, nulls);
+	set_wait_for_create(relid, opts);
 }
 
 /* No table may capture into queue relid (2BP01 otherwise). */

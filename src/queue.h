@@ -46,6 +46,8 @@ typedef struct DlsmQueue
 	bool		limits_known;	/* ... once read (grouplimit.c) */
 	char	   *creates_index;	/* its unique index of creates, or NULL, */
 	bool		creates_index_known;	/* ... once looked up */
+	bool		updates_wait_for_create;	/* an update of an entity without
+											 * a create waits for one */
 	DlsmPlanSet plans;			/* names and kept statements */
 	/* private to queue.c */
 	int			pins;			/* holders; freed at 0 once stale */
@@ -61,6 +63,8 @@ typedef struct DlsmQueueOptions
 	Interval   *retention;		/* NULL: none, or unchanged */
 	Interval   *handler_timeout;	/* NULL: unchanged (alter only) */
 	char	   *group_column;	/* register only: the group column, or NULL */
+	int			updates_wait_for_create;	/* 1 or 0; -1: unchanged (alter
+											 * only) */
 } DlsmQueueOptions;
 
 /* The five mapped columns of an adopted table, by role. */

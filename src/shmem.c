@@ -1051,6 +1051,29 @@ dlsm_shmem_floor_lower(Oid relid, int64 below)
 }
 
 /*
+ * The rules of relid changed (dlsm_alter_queue): lower its floor to its
+ * base and unpark every entity.  Call after the commit.
+ */
+void
+dlsm_shmem_floor_reset(Oid relid)
+{
+	DlsmFloor  *f;
+
+	if (shared == NULL)
+		return;
+	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+	f = find_floor(relid);
+	if (f != NULL)
+	{
+		lower(f, PG_INT64_MIN);
+		f->nparked = 0;
+	}
+	else
+		shared->floor_clock++;
+	LWLockRelease(shared->floor_lock);
+}
+
+/*
  * This transaction changed rows of the given entities of relid (n keys):
  * unpark them.  Call after the commit.
  */

@@ -162,6 +162,7 @@ extern void dlsm_shmem_floor_publish(Oid relid, const DlsmFloorSeen *seen,
 									 int64 line, const DlsmParked *parked,
 									 int nparked);
 extern void dlsm_shmem_floor_lower(Oid relid, int64 below);
+extern void dlsm_shmem_floor_reset(Oid relid);
 extern void dlsm_shmem_floor_entities(Oid relid, const uint64 *entities,
 									  int n);
 

@@ -380,6 +380,8 @@ dlsm_state_stats(DlsmQueue *queue, Datum *values, bool *nulls)
 		PointerGetDatum(construct_md_array(concurrency, no_concurrency, 1,
 										   dims, lbs, INT4OID, 4, true,
 										   TYPALIGN_INT));
+	args[P_STATS_WAIT_FOR_CREATE] =
+		BoolGetDatum(queue->updates_wait_for_create);
 	dlsm_plan_run(&queue->plans, DLSM_Q_STATS, args, nulls_in, 1);
 	tuple = SPI_copytuple(SPI_tuptable->vals[0]);
 	heap_deform_tuple(tuple, SPI_tuptable->tupdesc, values, nulls);

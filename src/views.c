@@ -185,7 +185,8 @@ dlsm_queue_stats(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 
 	/* 1.0 declared the columns up to last_autovacuum */
-	(void) begin_view(fcinfo, QS_NCOLS - 1, QS_NCOLS);
+	(void) begin_view(fcinfo, QS_FIRST_STAT + A_STATS_LAST_AUTOVACUUM,
+					  QS_NCOLS);
 	dlsm_plan_connect();
 	foreach(lc, dlsm_queue_list())
 	{

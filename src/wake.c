@@ -46,6 +46,7 @@ typedef struct QueueChanges
 	Oid			relid;
 	int64		lowest;			/* rows from this id up may be ready again;
 								 * PG_INT64_MIN: any, PG_INT64_MAX: none */
+	bool		reset;			/* its rules changed: any row, any entity */
 	int			nentities;		/* entities whose rows it changed */
 	int			maxentities;
 	uint64	   *entities;		/* their keys (dlsm_shmem_entity_key) */
@@ -79,6 +80,8 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 		{
 			QueueChanges *q = lfirst(lc);
 
+			if (q->reset)
+				dlsm_shmem_floor_reset(q->relid);
 			if (q->lowest != PG_INT64_MAX)
 				dlsm_shmem_floor_lower(q->relid, q->lowest);
 			dlsm_shmem_floor_entities(q->relid, q->entities, q->nentities);
@@ -216,4 +219,19 @@ dlsm_wake_entity_changed_at_commit(Oid relid, const char *entity)
 	}
 	q->entities[q->nentities++] = key;
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The rules by which queue relid's rows wait changed (dlsm_alter_queue):
+ * when this transaction commits, any row of any entity may be ready.
+ */
+void
+dlsm_wake_queue_changed_at_commit(Oid relid)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	QueueChanges *q = queue_changes(relid);
+
+	q->reset = true;
+	MemoryContextSwitchTo(old);
+	wake_at_commit = true;
 }

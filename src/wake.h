@@ -20,6 +20,7 @@ extern void dlsm_wake_worker_at_commit(void);
 extern void dlsm_wake_launcher_at_commit(void);
 extern void dlsm_wake_channel_at_commit(const char *channel);
 extern void dlsm_wake_rows_ready_at_commit(Oid relid, int64 lowest);
+extern void dlsm_wake_queue_changed_at_commit(Oid relid);
 extern void dlsm_wake_entity_changed_at_commit(Oid relid, const char *entity);
 
 #endif							/* DLSM_WAKE_H */

@@ -61,10 +61,19 @@ Python model of the README contract:
   error); no entity in two units in any session's view; fences strictly
   rising across claims and groupings, one per unit; a fresh process id per
   unit;
+- the queue option updates_wait_for_create, turned on and off by the
+  admin between transactions (dlsm_alter_queue): when on, an update of an
+  entity with no create request in the claimer's view is not handed out
+  (its entity's later requests wait behind it, its create goes first when
+  it comes), dlsm_group_updates raises 55P03 ("... has not been
+  enqueued."), and dlsm_queue_stats' waiting_for_create_to_arrive counts
+  the committed ones; turned off, they are handed out at once;
 - at the end of each example: every open transaction rolled back, then
-  delayed requests made due, expire + reap + leased claims + settles until
-  nothing moves: every request must be terminal (nothing left stuck) and
-  the model must agree on each claim on the way.
+  (with updates_wait_for_create on) the missing creates enqueued or the
+  option turned off, by turns, then delayed requests made due, expire +
+  reap + leased claims + settles until nothing moves: every request must
+  be terminal (nothing left stuck) and the model must agree on each claim
+  on the way.
 
 AMBIGUITIES resolved here (README/DESIGN do not say):
 - "never jumping ahead of an earlier request of another kind": a request
@@ -227,6 +236,7 @@ class Model:
     def __init__(self):
         self.committed = {}
         self.tx = [None] * NSESS
+        self.wait_create = False    # the queue's updates_wait_for_create
 
     def view(self, s):
         if s is None or s == ADMIN or self.tx[s] is None:
@@ -327,6 +337,8 @@ class Model:
                 c = creates.get(e)
                 if c is not None and c.status != 'complete':
                     continue            # waits for its create, or doomed
+                if c is None and self.wait_create:
+                    continue            # waits for its create to arrive
             # the updates of a failed create are settled error by the claim
             # that meets the first of them due at its entity's head; until
             # then they hold later requests back
@@ -375,6 +387,8 @@ class Model:
             return 'held', None
         if any(r.kind == 'create' and r.status != 'complete' for r in rows):
             return 'create', None
+        if self.wait_create and not any(r.kind == 'create' for r in rows):
+            return 'nocreate', None
         g = GROUP_OF[entity]
         if (g in GROUP_LIMIT and any(r.kind == 'update' and r.status == 'new' for r in rows)
                 and not any(r.status == 'in-progress' and r.pid == pid for r in rows)
@@ -389,6 +403,15 @@ class Model:
             return 'row', None
         return None, ids
 
+    def waiting_for_create_to_arrive(self):
+        """Committed new updates whose entity has no create: they wait,
+        when the option is on (dlsm_queue_stats)."""
+        if not self.wait_create:
+            return 0
+        creates = self.creates(self.committed)
+        return sum(1 for r in self.committed.values() if r.kind == 'update'
+                   and r.status == 'new' and r.entity not in creates)
+
 
 # ------------------------------------------------------------ the harness
 
@@ -398,7 +421,8 @@ STATS = dict(examples=0, steps=0, claims=0, claimed_rows=0, units=0, groups=0,
              expires=0, reaps=0, reaped_rows=0, commits=0, rollbacks=0,
              view_checks=0, drains=0, delayed=0, made_due=0, group_calls=0,
              grouped_rows=0, group_busy=0, busy_claiming=0, busy_held=0,
-             busy_create=0, busy_row=0, busy_limit=0)
+             busy_create=0, busy_row=0, busy_nocreate=0, busy_limit=0, wait_toggles=0,
+             late_creates=0, stats_checks=0)
 LAST = [None]                       # the machine of the last example run
 RUN_START = [None]                  # when the random run started
 FAILED = [False]                    # some example of the run failed
@@ -801,6 +825,14 @@ class DlsmMachine(RuleBasedStateMachine):
             self.m.committed[rid] = r
         STATS['made_due'] += len(ids)
 
+    def act_set_wait_create(self, on):
+        """The admin turns updates_wait_for_create on or off (between
+        transactions: a change applies to the statements that follow)."""
+        self.sql(ADMIN, 'SELECT dlsm_alter_queue(%s, updates_wait_for_create => %s)',
+                 (self.q, on))
+        self.m.wait_create = on
+        STATS['wait_toggles'] += 1
+
     def act_group(self, s, entity, pid, begin=True):
         """dlsm_group_updates(entity, pid) by s, in a transaction (begun
         when begin) or on its own."""
@@ -818,7 +850,8 @@ class DlsmMachine(RuleBasedStateMachine):
             want = {'claiming': 'Another transaction is claiming',
                     'held': 'in progress under another process id',
                     'create': 'create request of this entity is not complete',
-                    'limit': 'Group "%s" of the entity is at its limit.' % GROUP_OF[entity]}
+                    'limit': 'Group "%s" of the entity is at its limit.' % GROUP_OF[entity],
+                    'nocreate': 'create request of this entity has not been enqueued'}
             if why == 'row':
                 ok = msg.startswith('could not obtain lock on row')
             else:
@@ -918,8 +951,18 @@ class DlsmMachine(RuleBasedStateMachine):
                           % (label, entity, len(pids), sorted(pids)), s)
         STATS['view_checks'] += 1
 
+    def check_stats(self):
+        (n,), = self.sql(ADMIN, 'SELECT waiting_for_create_to_arrive FROM dlsm_queue_stats'
+                         ' WHERE queue = %s::regclass', (self.q,), log=False)
+        want = self.m.waiting_for_create_to_arrive()
+        if n != want:
+            self.fail('dlsm_queue_stats: waiting_for_create_to_arrive is %d, the model '
+                      'has %d' % (n, want))
+        STATS['stats_checks'] += 1
+
     def check_all(self):
         self.compare(ADMIN, self.read(ADMIN))
+        self.check_stats()
         for s in range(NSESS):
             if self.m.tx[s] is not None:
                 self.compare(s, self.read(s))
@@ -940,6 +983,7 @@ class DlsmMachine(RuleBasedStateMachine):
             for pid in sorted({r.pid for r in m.committed.values() if r.status == 'in-progress'}):
                 self.act_expire(pid)
             self.act_reap()
+            self.drain_waiting_for_create()
             rows = self.act_claim(0, 100, leased=True)
             if rows:
                 pids = sorted({r[3] for r in rows})
@@ -956,6 +1000,25 @@ class DlsmMachine(RuleBasedStateMachine):
         if bad:
             raise Disagreement('the model itself left requests open: %s' % bad)
         STATS['drains'] += 1
+
+    def drain_waiting_for_create(self):
+        """Updates waiting for a create that never came (the option on):
+        by turns of the examples, the creates arrive late, or the option is
+        turned off."""
+        m = self.m
+        creates = m.creates(m.committed)
+        missing = sorted({r.entity for r in m.committed.values()
+                          if r.kind == 'update' and r.status == 'new'
+                          and r.entity not in creates})
+        if not m.wait_create or not missing:
+            return
+        if STATS['examples'] % 2:
+            for e in missing:
+                self.act_enqueue(0, e, 'create')
+                STATS['late_creates'] += 1
+        else:
+            self.act_set_wait_create(False)
+        self.check_all()
 
     def teardown(self):
         try:
@@ -1052,6 +1115,11 @@ class DlsmMachine(RuleBasedStateMachine):
         else:
             pid = str(uuid.UUID(int=data.draw(st.integers(1, 2**32), label='fresh pid')))
         self.run_step(self.act_group, s, entity, pid, begin)
+
+    @precondition(lambda self: all(t is None for t in self.m.tx))
+    @rule(on=st.booleans())
+    def set_wait_create(self, on):
+        self.run_step(self.act_set_wait_create, on)
 
     @rule(s=st.integers(0, NSESS - 1))
     def begin(self, s):
@@ -1353,6 +1421,59 @@ def scenario_delayed_update_before_create(t):
     t.act_claim(1, 1, leased=True)          # the create
 
 
+def scenario_wait_for_late_create(t):
+    """updates_wait_for_create: updates of an entity with no create wait,
+    and hold its other requests back; dlsm_group_updates is busy; the late
+    create goes first, then the updates as one unit, then the rest."""
+    t.act_set_wait_create(True)
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_enqueue(0, 'e0', 'delete')
+    t.act_enqueue(0, 'e1', 'create')
+    t.act_claim(1, 10, leased=True)         # e1's create only
+    t.act_group(2, 'e0', str(uuid.uuid4()))     # 55P03: no create
+    t.act_rollback(2)
+    t.act_begin(0)
+    t.act_enqueue(0, 'e0', 'create')
+    t.act_claim(1, 10, leased=True)         # nothing: not committed
+    t.act_commit(0)
+    t.act_claim(1, 10, leased=True)         # e0's create
+    t.act_settle(1, t.pids[-1], 'complete', None)
+    t.act_claim(1, 10, leased=True)         # e0's two updates
+
+
+def scenario_wait_turned_off(t):
+    """updates_wait_for_create turned off with updates waiting (passed
+    over by the queue's floor): they are handed out at once; turned on
+    again, a new entity's update waits."""
+    t.act_set_wait_create(True)
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_enqueue(0, 'e1', 'delete')
+    t.act_claim(1, 10, leased=True)         # e1's delete
+    t.act_claim(1, 10, leased=True)         # nothing
+    t.act_set_wait_create(False)
+    t.act_claim(1, 10, leased=True)         # e0's update
+    t.act_set_wait_create(True)
+    t.act_enqueue(0, 'e2', 'update')
+    t.act_claim(1, 10, leased=True)         # nothing
+
+
+def scenario_parked_older_commits(t):
+    """an entity parked by the queue's floor (its update waits for a
+    create to come) waits from that update up: an older request of it,
+    whose insert commits after the parking, is handed out at once (the
+    random run's counterexample, shortened)."""
+    t.act_claim(0, 1, leased=True)          # nothing; the floor exists
+    t.act_set_wait_create(True)
+    t.act_begin(2)
+    t.act_enqueue(2, 'e2', 'delete')
+    t.act_enqueue(0, 'e2', 'update')
+    t.act_claim(0, 1, leased=True)          # nothing: parks e2
+    t.act_claim(0, 1, leased=True)
+    t.act_commit(2)
+    t.act_claim(0, 100, leased=True)        # the delete
+
+
 SCENARIOS = [
     ('an update enqueued before its create does not hold the create back',
      scenario_update_before_create),
@@ -1385,6 +1506,12 @@ SCENARIOS = [
      scenario_group_pending),
     ('a delayed update enqueued before its create, then another kind: the create goes first',
      scenario_delayed_update_before_create),
+    ('updates_wait_for_create: updates wait for a late create, which goes first',
+     scenario_wait_for_late_create),
+    ('updates_wait_for_create turned off: waiting updates are handed out at once',
+     scenario_wait_turned_off),
+    ("an older request of a parked entity, committed after the parking, goes at once",
+     scenario_parked_older_commits),
 ]
 
 
@@ -1477,15 +1604,17 @@ def main():
           '%d heartbeats, %d lost-claim 55000s, %d duplicate-create 23505s, %d expiries, '
           '%d reaps (%d rows), %d delayed enqueues, %d made due, %d dlsm_group_updates '
           '(%d rows; 55P03: %d being claimed, %d held, %d create not complete, %d row '
-          'locked, %d group at its limit), %d commits, %d rollbacks, %d view comparisons, '
-          '%d drains to terminal'
+          'locked, %d create not enqueued, %d group at its limit), %d commits, %d rollbacks, %d view comparisons, '
+          '%d updates_wait_for_create changes, %d late creates in drains, '
+          '%d dlsm_queue_stats checks, %d drains to terminal'
           % (ran['steps'], ran['examples'], examples, steps, time.time() - RUN_START[0],
              ran['claims'], ran['claimed_rows'], ran['units'], ran['groups'], ran['settles'],
              ran['settle_many'], ran['heartbeats'], ran['lost_55000'], ran['dup_23505'],
              ran['expires'], ran['reaps'], ran['reaped_rows'], ran['delayed'],
              ran['made_due'], ran['group_calls'], ran['grouped_rows'], ran['busy_claiming'],
-             ran['busy_held'], ran['busy_create'], ran['busy_row'], ran['busy_limit'],
-             ran['commits'], ran['rollbacks'], ran['view_checks'], ran['drains']))
+             ran['busy_held'], ran['busy_create'], ran['busy_row'], ran['busy_nocreate'], ran['busy_limit'],
+             ran['commits'], ran['rollbacks'], ran['view_checks'], ran['wait_toggles'],
+             ran['late_creates'], ran['stats_checks'], ran['drains']))
     print('model: checked after every step: the ids and units each claim returns '
           '(FIFO, busy entities, updates waiting for their create, failed creates, '
           'delayed requests, grouping, groups at their concurrency limit), the rows '
@@ -1493,6 +1622,7 @@ def main():
           'and the committed rows (status, process id, fence, attempts, detail, due), '
           'settle and settle_many counts, dlsm_group_updates counts and 55P03s, '
           '55000 for lost claims, 23505 for a second create, reaped rows, '
+          'waiting_for_create_to_arrive of dlsm_queue_stats, '
           'one unit per entity, fences rising, a fresh process id per unit; after '
           'every example: every request terminal once drained')
     if time.time() - RUN_START[0] > BUDGET:

@@ -32,9 +32,10 @@ CREATE TEMP TABLE api (
 	arguments	text NOT NULL
 );
 INSERT INTO api VALUES
-(1, 'dlsm_create_queue', '{text,text,integer,interval}', 'regclass',
+(1, 'dlsm_create_queue', '{text,text,integer,interval,boolean}', 'regclass',
  'queue text, channel text DEFAULT NULL::text, max_attempts integer DEFAULT 5, '
- 'retention interval DEFAULT NULL::interval'),
+ 'retention interval DEFAULT NULL::interval, '
+ 'updates_wait_for_create boolean DEFAULT false'),
 (2, 'dlsm_drop_queue', '{regclass,boolean}', 'void',
  'queue regclass, drop_table boolean DEFAULT false'),
 (3, 'dlsm_enqueue', '{regclass,text,text,jsonb,"timestamp with time zone"}', 'bigint',
@@ -71,11 +72,12 @@ INSERT INTO api VALUES
  'entity_column name DEFAULT NULL::name, columns name[] DEFAULT NULL::name[]'),
 (16, 'dlsm_uncapture', '{regclass,regclass}', 'void',
  'source regclass, queue regclass'),
-(17, 'dlsm_alter_queue', '{regclass,text,integer,interval,interval}', 'void',
+(17, 'dlsm_alter_queue', '{regclass,text,integer,interval,interval,boolean}', 'void',
  'queue regclass, channel text DEFAULT NULL::text, '
  'max_attempts integer DEFAULT NULL::integer, '
  'retention interval DEFAULT NULL::interval, '
- 'handler_timeout interval DEFAULT NULL::interval'),
+ 'handler_timeout interval DEFAULT NULL::interval, '
+ 'updates_wait_for_create boolean DEFAULT NULL::boolean'),
 (18, 'dlsm_raise_fence', '{bigint}', 'bigint',
  'at_least bigint');
 INSERT INTO api VALUES

@@ -13,7 +13,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE SCHEMA dlsm_ext;
 CREATE EXTENSION dlsm WITH SCHEMA dlsm_ext;
 
-SELECT plan(27);
+SELECT plan(28);
 
 -- The extension's members (pg_depend deptype 'e'), as pg_describe_object
 -- prints them.
@@ -34,7 +34,7 @@ SELECT set_has('SELECT member FROM members', $$ VALUES
 	('table dlsm_ext.dlsm_queues'),
 	('sequence dlsm_ext.dlsm_fence_seq'),
 	('event trigger dlsm_forget_dropped'),
-	('function dlsm_ext.dlsm_create_queue(text,text,integer,interval)'),
+	('function dlsm_ext.dlsm_create_queue(text,text,integer,interval,boolean)'),
 	('function dlsm_ext.dlsm_drop_queue(regclass,boolean)'),
 	('function dlsm_ext.dlsm_enqueue(regclass,text,text,jsonb,timestamp with time zone)'),
 	('function dlsm_ext.dlsm_claim(regclass,interval,uuid,bigint,interval,integer)'),
@@ -72,7 +72,8 @@ SELECT has_table('dlsm_ext', 'dlsm_queues', 'the registry dlsm_queues exists');
 SELECT columns_are('dlsm_ext', 'dlsm_queues', ARRAY[
 	'queue', 'channel', 'max_attempts', 'retention',
 	'id_column', 'status_column', 'kind_column', 'entity_column', 'process_id_column',
-	'registered_by', 'registered_at', 'handler', 'handler_timeout']);
+	'registered_by', 'registered_at', 'handler', 'handler_timeout',
+	'updates_wait_for_create']);
 SELECT col_type_is('dlsm_ext', 'dlsm_queues', c::name, t,
 				   'dlsm_queues.' || c || ' is ' || t)
   FROM (VALUES (1, 'queue', 'regclass'),
@@ -87,7 +88,8 @@ SELECT col_type_is('dlsm_ext', 'dlsm_queues', c::name, t,
 			   (10, 'registered_by', 'regrole'),
 			   (11, 'registered_at', 'timestamp with time zone'),
 			   (12, 'handler', 'text'),
-			   (13, 'handler_timeout', 'interval')) AS v(n, c, t)
+			   (13, 'handler_timeout', 'interval'),
+			   (14, 'updates_wait_for_create', 'boolean')) AS v(n, c, t)
  ORDER BY n;
 SELECT col_is_pk('dlsm_ext', 'dlsm_queues', '{queue}'::name[],
 				 'dlsm_queues is keyed by queue');

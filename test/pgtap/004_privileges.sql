@@ -21,7 +21,7 @@ SELECT function_privs_are('public', f::name, a::name[], 'public', p::name[],
 						  f || ' is ' || CASE WHEN p = '{}' THEN 'not ' ELSE '' END ||
 						  'executable by PUBLIC')
   FROM (VALUES
-	(1, 'dlsm_create_queue', '{text,text,integer,interval}', '{EXECUTE}'),
+	(1, 'dlsm_create_queue', '{text,text,integer,interval,boolean}', '{EXECUTE}'),
 	(2, 'dlsm_drop_queue', '{regclass,boolean}', '{EXECUTE}'),
 	(3, 'dlsm_enqueue', '{regclass,text,text,jsonb,timestamp with time zone}', '{EXECUTE}'),
 	(4, 'dlsm_claim', '{regclass,interval,uuid,bigint,interval,integer}', '{EXECUTE}'),
