@@ -517,11 +517,13 @@ look_at(ClaimPass *pass, Candidate *c)
 static int
 scan(ClaimPass *pass, int64 line, int limit, Candidate *batch)
 {
-	Datum		values[N_SCAN_PARAMS];
+	Datum		values[N_SCAN_LIMITED_PARAMS];
 	int			n;
 
 	values[P_SCAN_AFTER] = Int64GetDatum(line);
 	values[P_SCAN_LIMIT] = Int64GetDatum(limit);
+	values[P_SCAN_WAIT_FOR_CREATE] =
+		BoolGetDatum(pass->args->queue->updates_wait_for_create);
 	dlsm_plan_run(&pass->args->queue->plans,
 				  pass->full ? DLSM_Q_SCAN_LIMITED : DLSM_Q_SCAN, values, NULL, 0);
 	n = (int) SPI_processed;

@@ -160,9 +160,11 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" OR (c.{kind} {=} 'update' AND EXISTS (SELECT 1 FROM {q} k"
 		"  WHERE k.{entity} {=} c.{entity} AND k.{kind} {=} 'create'"
 		"  AND k.{status} {<>} 'complete'))"
+		" OR (c.{kind} {=} 'update' AND $3 AND NOT EXISTS (SELECT 1 FROM {q} k"
+		"  WHERE k.{entity} {=} c.{entity} AND k.{kind} {=} 'create'))"
 		" FROM {q} c WHERE c.{status} {=} 'new' AND c.{id} {>} $1"
 		" ORDER BY c.{id} LIMIT $2",
-		N_SCAN_PARAMS, {INT8OID, INT8OID},
+		N_SCAN_LIMITED_PARAMS, {INT8OID, INT8OID, BOOLOID},
 		SPI_OK_SELECT, N_SCAN_LIMITED, "the candidate scan"
 	},
 	[DLSM_Q_ENTITY_STATE] = {
