@@ -46,6 +46,10 @@ typedef enum DlsmQueryId
 	DLSM_Q_STATS,				/* the queue's row of dlsm_queue_stats */
 	DLSM_Q_CAPTURE,				/* enqueue a captured row change */
 	DLSM_Q_ENQUEUE,				/* insert a request */
+	/* dead letters (deadletter.c) */
+	DLSM_Q_REQUEUE,				/* error rows back to new */
+	DLSM_Q_CANCEL_LOCK,			/* lock the open rows a cancel names */
+	DLSM_Q_CANCEL,				/* new rows to error */
 	DLSM_NUM_QUERIES
 } DlsmQueryId;
 
@@ -190,6 +194,17 @@ enum
 enum
 {
 	A_ENQUEUE_ID = 1, N_ENQUEUE
+};
+
+/* Dead letters: REQUEUE, CANCEL_LOCK and CANCEL take the ids, then a role. */
+enum
+{
+	P_DEAD_IDS, P_DEAD_ROLE, N_DEAD_PARAMS
+};
+#define N_CANCEL_LOCK_PARAMS P_DEAD_ROLE
+enum
+{
+	A_DEAD_ID = 1, A_DEAD_ENTITY, A_DEAD_STATUS, N_DEAD
 };
 
 /* The names a queue's statements are written with, all quoted. */
