@@ -17,8 +17,8 @@
  * names first, waiting for a claim that holds one in another transaction
  * to end, and raises 55000 if any is in progress then; so a row goes to
  * the claim or to the cancel, never both.  This transaction's own claims,
- * which still read 'new' (pending.c), are written first, so that they read
- * 'in-progress' as well.
+ * which still read 'new' until they are written (pending.c), are in
+ * progress as well.
  *
  * Neither touches the rules of an entity: a requeued row keeps its id, so
  * it is claimed again in id order, a requeued create before its entity's
@@ -113,7 +113,7 @@ dlsm_deadletter_requeue(DlsmQueue *queue, ArrayType *ids)
 
 /*
  * The new rows among those CANCEL_LOCK returned, as an int8[]; raises
- * 55000 when one is in progress.
+ * 55000 when one is in progress, or claimed by this transaction.
  */
 static Datum
 cancellable_ids(DlsmQueue *queue)
@@ -126,7 +126,8 @@ cancellable_ids(DlsmQueue *queue)
 		bool		isnull;
 		int64		id = DatumGetInt64(dlsm_plan_value(r, A_DEAD_ID, &isnull));
 
-		if (strcmp(dlsm_plan_text(r, A_DEAD_STATUS), "new") != 0)
+		if (strcmp(dlsm_plan_text(r, A_DEAD_STATUS), "new") != 0 ||
+			dlsm_pending_holds_row(queue->relid, id))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("cannot cancel request %lld of queue \"%s\": it is in progress",
@@ -150,8 +151,6 @@ dlsm_deadletter_cancel(DlsmQueue *queue, ArrayType *ids)
 {
 	Datum		values[N_DEAD_PARAMS];
 
-	/* this transaction's claims read 'new' until written */
-	dlsm_pending_write(queue, NULL, 0);
 	values[P_DEAD_IDS] = PointerGetDatum(ids);
 	dlsm_plan_run(&queue->plans, DLSM_Q_CANCEL_LOCK, values, NULL, 0);
 	values[P_DEAD_IDS] = cancellable_ids(queue);

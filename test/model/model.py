@@ -890,7 +890,6 @@ class DlsmMachine(RuleBasedStateMachine):
 
     def act_cancel(self, s, ids):
         m = self.m
-        t = m.tx[s]
         v = m.view(s)
         db = self.db_status(s, ids)
         q = 'SELECT dlsm_cancel(%s, %s::bigint[])'
@@ -910,8 +909,6 @@ class DlsmMachine(RuleBasedStateMachine):
         if n != len(moved):
             self.fail('%s: dlsm_cancel(%s) moved %d rows, the contract says %d: %s'
                       % (who_name(s), ids, n, len(moved), moved), s)
-        if t is not None:
-            t.pending.clear()           # its claims were written first
         for r in moved:
             n_ = r.copy()
             n_.status = 'error'
