@@ -28,7 +28,8 @@
  * enqueue does (the floor of the queue is lowered to the lowest one,
  * waiting claims are woken, the channel notified, the worker woken for a
  * handler queue); a cancel tells the floor of the entities it changed and
- * wakes waiting claims, as a settle does.
+ * wakes waiting claims, as a settle does (and the worker of a handler
+ * queue: a cancelled request may have held its entity's next ones back).
  *
  * Statements run as the current user, who is named in each row's detail;
  * the caller holds an SPI connection and a pin on the queue.
