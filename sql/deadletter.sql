@@ -112,6 +112,31 @@ RESET ROLE;
 SELECT count(*) AS claimed FROM dlsm_claim('dl');
 SELECT kind, status, detail FROM dl WHERE entity = 'm' ORDER BY id;
 
+-- an adopted table with columns of its own names and a text process id
+CREATE TABLE dl_adopted (
+	rid bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	st text NOT NULL DEFAULT 'new',
+	k text NOT NULL DEFAULT 'create',
+	sheet text NOT NULL,
+	worker text);
+SELECT dlsm_register_queue('dl_adopted', id => 'rid', status => 'st',
+	kind => 'k', entity => 'sheet', process_id => 'worker');
+INSERT INTO dl_adopted (sheet) VALUES ('s1'), ('s2');
+SELECT dlsm_settle('dl_adopted', process_id, 'error', 'bad sheet')
+  FROM dlsm_claim('dl_adopted', lease => '1 hour');
+SELECT dlsm_cancel('dl_adopted', ARRAY[2]) AS cancelled,
+	   dlsm_requeue('dl_adopted', ARRAY[1]) AS requeued;
+SELECT rid, st, worker IS NULL AS no_worker, attempts,
+	   replace(detail, current_user, 'me') AS detail
+  FROM dl_adopted ORDER BY rid;
+SELECT id, entity FROM dlsm_claim('dl_adopted', lease => '1 hour');
+SELECT dlsm_cancel('dl_adopted', ARRAY[1]);
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlsm_requeue('dl_adopted', ARRAY[2]) AS requeued;
+SELECT id, entity FROM dlsm_claim('dl_adopted', lease => '1 hour');
+SELECT rid, st, attempts FROM dl_adopted ORDER BY rid;
+SELECT dlsm_drop_queue('dl_adopted', drop_table => true);
+
 -- bad input: nothing changes
 SELECT dlsm_enqueue('dl', 'n') AS n_id \gset
 SELECT dlsm_requeue(NULL, ARRAY[1]);
