@@ -13,6 +13,7 @@
  *   dlsm_queue_stats counts requests held back by limits.  Queues created
  *   before 1.3 have no group column.
  * - the queue option updates_wait_for_create (see the block below).
+ * - dlsm_requeue and dlsm_cancel: dead letters.
  */
 
 DROP FUNCTION @extschema@.dlsm_enqueue(pg_catalog.regclass, pg_catalog.text,
@@ -179,3 +180,22 @@ CREATE VIEW @extschema@.dlsm_limits AS
 COMMENT ON VIEW @extschema@.dlsm_limits IS
 'each limit of a group, its units in progress and whether its rate lets a claim go now';
 GRANT SELECT ON @extschema@.dlsm_limits TO PUBLIC;
+-- Dead letters
+
+CREATE FUNCTION @extschema@.dlsm_requeue(
+	queue pg_catalog.regclass,
+	ids pg_catalog.int8[])
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'dlsm_requeue'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_requeue(pg_catalog.regclass, pg_catalog.int8[]) IS
+'return requests in error to new, with their attempts reset';
+
+CREATE FUNCTION @extschema@.dlsm_cancel(
+	queue pg_catalog.regclass,
+	ids pg_catalog.int8[])
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'dlsm_cancel'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_cancel(pg_catalog.regclass, pg_catalog.int8[]) IS
+'settle new requests as error without handing them out';

@@ -215,6 +215,26 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.dlsm_reap(pg_catalog.regclass) IS
 'return requests whose lease expired to new, or to error when attempts are spent';
 
+-- Dead letters
+
+CREATE FUNCTION @extschema@.dlsm_requeue(
+	queue pg_catalog.regclass,
+	ids pg_catalog.int8[])
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'dlsm_requeue'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_requeue(pg_catalog.regclass, pg_catalog.int8[]) IS
+'return requests in error to new, with their attempts reset';
+
+CREATE FUNCTION @extschema@.dlsm_cancel(
+	queue pg_catalog.regclass,
+	ids pg_catalog.int8[])
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'dlsm_cancel'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_cancel(pg_catalog.regclass, pg_catalog.int8[]) IS
+'settle new requests as error without handing them out';
+
 -- The background worker as a consumer
 
 CREATE FUNCTION @extschema@.dlsm_set_handler(

@@ -11,9 +11,9 @@
  * statement on a queue runs as the caller, who chose to act on it, so the
  * caller's privileges apply.  The monitoring functions are in views.c.
  *
- * Calls claim.c, state.c, queue.c, capture.c, namedlock.c, fence.c,
- * wake.c, shmem.c (a warning when not preloaded) and guc.c's settings;
- * nothing calls it.
+ * Calls claim.c, state.c, deadletter.c, queue.c, capture.c, namedlock.c,
+ * fence.c, wake.c, shmem.c (a warning when not preloaded) and guc.c's
+ * settings; nothing calls it.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -39,6 +39,7 @@
 #include "capture.h"
 #include "claim.h"
 #include "compat.h"
+#include "deadletter.h"
 #include "extension.h"
 #include "fence.h"
 #include "guc.h"
@@ -78,6 +79,8 @@ PG_FUNCTION_INFO_V1(dlsm_fence_start);
 PG_FUNCTION_INFO_V1(dlsm_launcher_wake);
 PG_FUNCTION_INFO_V1(dlsm_set_limit);
 PG_FUNCTION_INFO_V1(dlsm_group_state);
+PG_FUNCTION_INFO_V1(dlsm_requeue);
+PG_FUNCTION_INFO_V1(dlsm_cancel);
 
 /* ---------------------------------------------------------------------
  * Arguments
@@ -1067,4 +1070,66 @@ dlsm_group_state(PG_FUNCTION_ARGS)
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values,
 													  nulls)));
+}
+
+/* ---------------------------------------------------------------------
+ * Dead letters
+ * ---------------------------------------------------------------------
+ */
+
+/* The ids argument argno of a dead-letter call: a list of ids. */
+static ArrayType *
+request_ids_arg(FunctionCallInfo fcinfo, int argno)
+{
+	ArrayType  *ids;
+
+	require_arg(fcinfo, argno, "ids");
+	ids = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_NDIM(ids) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ids must be a one-dimensional array")));
+	if (array_contains_nulls(ids))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("ids must not contain nulls")));
+	return ids;
+}
+
+/* dlsm_requeue(queue regclass, ids bigint[]) RETURNS bigint */
+Datum
+dlsm_requeue(PG_FUNCTION_ARGS)
+{
+	enum
+	{
+		ARG_QUEUE, ARG_IDS
+	};
+	ArrayType  *ids = request_ids_arg(fcinfo, ARG_IDS);
+	DlsmQueue  *queue;
+	int64		n;
+
+	queue = begin_queue_call(fcinfo, "dlsm_requeue()",
+							 ACL_SELECT | ACL_UPDATE, 0);
+	n = dlsm_deadletter_requeue(queue, ids);
+	end_queue_call(queue);
+	PG_RETURN_INT64(n);
+}
+
+/* dlsm_cancel(queue regclass, ids bigint[]) RETURNS bigint */
+Datum
+dlsm_cancel(PG_FUNCTION_ARGS)
+{
+	enum
+	{
+		ARG_QUEUE, ARG_IDS
+	};
+	ArrayType  *ids = request_ids_arg(fcinfo, ARG_IDS);
+	DlsmQueue  *queue;
+	int64		n;
+
+	queue = begin_queue_call(fcinfo, "dlsm_cancel()",
+							 ACL_SELECT | ACL_UPDATE, 0);
+	n = dlsm_deadletter_cancel(queue, ids);
+	end_queue_call(queue);
+	PG_RETURN_INT64(n);
 }

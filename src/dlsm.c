@@ -13,7 +13,7 @@
  *	7 entry		dlsm.c
  *	6 top		api.c views.c worker.c launcher.c hooks.c
  *	5 work		handler.c
- *	4 moves		claim.c state.c namedlock.c capture.c
+ *	4 moves		claim.c state.c namedlock.c capture.c deadletter.c
  *	3 pending	pending.c
  *	2 queues	queue.c fence.c wake.c
  *	1 services	plans.c notify.c locks.c bound.c

@@ -160,6 +160,20 @@ dlsm_pending_holds_entity(Oid relid, uint64 entity)
 	return false;
 }
 
+/*
+ * Does this transaction hold row id of relid by a claim not yet written?
+ * The row reads 'new', and is in progress to it.
+ */
+bool
+dlsm_pending_holds_row(Oid relid, int64 id)
+{
+	for (int i = 0; i < nclaims; i++)
+		if (claims[i].row.id == id && claims[i].relid == relid &&
+			claims[i].written == InvalidSubTransactionId)
+			return true;
+	return false;
+}
+
 /* One of the arrays of a DlsmPendingSet, from values (n of type). */
 static Datum
 make_array(Datum *values, int n, Oid type)

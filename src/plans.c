@@ -472,6 +472,47 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		N_CREATE_ARRIVED_PARAMS, {TEXTOID},
 		SPI_OK_SELECT, N_CREATE_ARRIVED, "the create check"
 	},
+	/*
+	 * Dead letters (deadletter.c).  Each locks the rows it names in id
+	 * order, and moves only those still in the state it expects.
+	 */
+	[DLSM_Q_REQUEUE] = {
+		/* the error rows of $1 back to new as if just enqueued; $2: who */
+		"UPDATE {q} t SET {status} = 'new', attempts = 0,"
+		" run_at = pg_catalog.now(), {pid} = NULL, fence = NULL,"
+		" claimed_at = NULL, lease_until = NULL, settled_at = NULL,"
+		" detail = pg_catalog.format('requeued by role \"%s\" after %s attempts%s',"
+		"  $2, t.attempts, ': ' OPERATOR(pg_catalog.||) t.detail)"
+		" WHERE t.{id} {=} ANY (ARRAY(SELECT {id} FROM {q}"
+		"  WHERE {id} {=} ANY ($1) AND {status} {=} 'error'"
+		"  ORDER BY {id} FOR UPDATE))"
+		" AND t.{status} {=} 'error'"
+		" RETURNING t.{id}, t.{entity}, t.{status}",
+		N_DEAD_PARAMS, {INT8ARRAYOID, TEXTOID},
+		SPI_OK_UPDATE_RETURNING, N_DEAD, "a requeue"
+	},
+	[DLSM_Q_CANCEL_LOCK] = {
+		/*
+		 * The open rows of $1, locked: a claim in progress in another
+		 * transaction is waited for, and its row read as it left it.
+		 */
+		"SELECT {id}, {entity}, {status} FROM {q}"
+		" WHERE {id} {=} ANY ($1)"
+		" AND {status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])"
+		" ORDER BY {id} FOR UPDATE",
+		N_CANCEL_LOCK_PARAMS, {INT8ARRAYOID},
+		SPI_OK_SELECT, N_DEAD, "a cancel"
+	},
+	[DLSM_Q_CANCEL] = {
+		/* the new rows of $1, locked by CANCEL_LOCK, to error; $2: who */
+		"UPDATE {q} SET {status} = 'error',"
+		" settled_at = pg_catalog.clock_timestamp(),"
+		" detail = pg_catalog.format('cancelled by role \"%s\"', $2)"
+		" WHERE {id} {=} ANY ($1) AND {status} {=} 'new'"
+		" RETURNING {id}, {entity}, {status}",
+		N_DEAD_PARAMS, {INT8ARRAYOID, TEXTOID},
+		SPI_OK_UPDATE_RETURNING, N_DEAD, "a cancel"
+	},
 };
 
 static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {

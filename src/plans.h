@@ -50,6 +50,10 @@ typedef enum DlsmQueryId
 	DLSM_Q_GROUP_LOAD,			/* units of a group in progress */
 	DLSM_Q_UPDATES_GROUP,		/* the group of an entity's open updates */
 	DLSM_Q_CREATE_ARRIVED,		/* has an entity a create request? */
+	/* dead letters (deadletter.c) */
+	DLSM_Q_REQUEUE,				/* error rows back to new */
+	DLSM_Q_CANCEL_LOCK,			/* lock the open rows a cancel names */
+	DLSM_Q_CANCEL,				/* new rows to error */
 	DLSM_NUM_QUERIES
 } DlsmQueryId;
 
@@ -230,6 +234,17 @@ enum
 enum
 {
 	A_CREATE_ARRIVED_ANY = 1, N_CREATE_ARRIVED
+};
+
+/* Dead letters: REQUEUE, CANCEL_LOCK and CANCEL take the ids, then a role. */
+enum
+{
+	P_DEAD_IDS, P_DEAD_ROLE, N_DEAD_PARAMS
+};
+#define N_CANCEL_LOCK_PARAMS P_DEAD_ROLE
+enum
+{
+	A_DEAD_ID = 1, A_DEAD_ENTITY, A_DEAD_STATUS, N_DEAD
 };
 
 /* The names a queue's statements are written with, all quoted. */

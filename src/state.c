@@ -19,7 +19,10 @@
  *				-> error		settle 'error', or retries spent
  *				-> new			settle 'retry', lease expired (reap),
  *								or the claiming transaction rolled back
- *	complete, error				terminal: nothing moves them
+ *	complete, error				terminal: nothing here moves them
+ *
+ * Dead letters (deadletter.c) add two moves: new -> error (dlsm_cancel)
+ * and error -> new (dlsm_requeue).
  *
  * Only the current claimant, named by its process id, settles or extends
  * a claim; a claim that was reaped or re-claimed is lost and its settle

@@ -20,7 +20,7 @@ my %layer = (
 	plans => 1, notify => 1, locks => 1, bound => 1,
 	queue => 2, fence => 2, wake => 2,
 	pending => 3, grouplimit => 3,
-	claim => 4, state => 4, namedlock => 4, capture => 4,
+	claim => 4, state => 4, deadletter => 4, namedlock => 4, capture => 4,
 	handler => 5,
 	api => 6, views => 6, worker => 6, launcher => 6, hooks => 6,
 	dlsm => 7);

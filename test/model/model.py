@@ -24,8 +24,13 @@ dlsm_heartbeat; late settles and heartbeats of lost, settled, rolled-back,
 other sessions' uncommitted and never-claimed process ids (55000); lease
 expiry (the admin sets lease_until of a committed in-progress unit into the
 past: no real sleeping), delayed requests coming due (the admin sets their
-run_at into the past) and dlsm_reap.  Every step is compared with a small
-Python model of the README contract:
+run_at into the past) and dlsm_reap; dead letters: dlsm_requeue of
+requests in error (failed creates and the updates that failed with them
+included) and dlsm_cancel of new ones (in progress ones, this
+transaction's own unwritten claims included: 55000, nothing changed), in a
+transaction or on their own, naming requests of every state and ids the
+queue does not hold.  Every step is compared with a small Python model of
+the README contract:
 
 - which rows and units each claim returns: FIFO by id; delayed requests
   not before their run_at; entities in progress (in the claimer's view) or
@@ -68,6 +73,14 @@ Python model of the README contract:
   it comes), dlsm_group_updates raises 55P03 ("... has not been
   enqueued."), and dlsm_queue_stats' waiting_for_create_to_arrive counts
   the committed ones; turned off, they are handed out at once;
+- dlsm_requeue and dlsm_cancel: their counts, the rows they move (requeued:
+  new, attempts 0, no process id or fence, due, detail "requeued by role
+  ... after N attempts" and the old detail; cancelled: error, "cancelled by
+  role ..."), 55000 from a cancel naming a request in progress, and the
+  claims after them (a requeued create before its updates, which wait for
+  it again; updates requeued while their create is in error fail again);
+  the ids they name are never locked by another open transaction (the
+  call would wait for it);
 - at the end of each example: every open transaction rolled back, then
   (with updates_wait_for_create on) the missing creates enqueued or the
   option turned off, by turns, then delayed requests made due, expire +
@@ -366,6 +379,9 @@ class Model:
                         continue
                     if o.kind != 'update' or not o.due:
                         break
+                    if self.holders(o.id, but=s):
+                        continue        # locked by another transaction (a
+                        # cancel or requeue in progress): passed over
                     group.append(o.id)
                 out.append(group)
             else:
@@ -422,7 +438,9 @@ STATS = dict(examples=0, steps=0, claims=0, claimed_rows=0, units=0, groups=0,
              view_checks=0, drains=0, delayed=0, made_due=0, group_calls=0,
              grouped_rows=0, group_busy=0, busy_claiming=0, busy_held=0,
              busy_create=0, busy_row=0, busy_nocreate=0, busy_limit=0, wait_toggles=0,
-             late_creates=0, stats_checks=0)
+             late_creates=0, stats_checks=0,
+             requeues=0, requeued_rows=0, cancels=0,
+             cancelled_rows=0, cancel_55000=0)
 LAST = [None]                       # the machine of the last example run
 RUN_START = [None]                  # when the random run started
 FAILED = [False]                    # some example of the run failed
@@ -899,6 +917,101 @@ class DlsmMachine(RuleBasedStateMachine):
             self.pids.append(pid)
         STATS['grouped_rows'] += n
 
+    # -------------------------------------------------------- dead letters
+
+    def role(self, s):
+        if not hasattr(self, '_roles'):
+            self._roles = {}
+        if s not in self._roles:
+            (self._roles[s],), = self.sql(s, 'SELECT current_user::text', log=False)
+        return self._roles[s]
+
+    def dead_choices(self, s):
+        """Ids session s may name in a requeue or cancel without waiting
+        for another open transaction's row lock."""
+        m = self.m
+        v = m.view(s)
+        maybe = m.maybe_failing(s)
+        # nor the create of an entity whose updates a claim not committed
+        # may have settled error (its own too): requeued, the create would
+        # make those updates wait again in the model while they stay error
+        failing = frozenset().union(*[t.may_fail for t in m.tx if t is not None])
+        held = {v[i].entity for i in failing if i in v}
+        return sorted(i for i in v if not m.holders(i, but=s) and i not in maybe
+                      and not (v[i].kind == 'create' and v[i].entity in held))
+
+    def db_status(self, s, ids):
+        return dict(self.sql(s, 'SELECT id, status FROM ' + self.q + ' WHERE id = ANY (%s)',
+                             (list(ids),), log=False))
+
+    def old_detail(self, v, r, db_error):
+        """The detail row r has in the table: an update the DB settled error
+        with its failed create has the README's detail."""
+        if db_error and r.status == 'new':
+            c = self.m.creates(v)[r.entity]
+            return 'create request %d of entity "%s" ended in error' % (c.id, r.entity)
+        return r.detail
+
+    def act_requeue(self, s, ids):
+        m = self.m
+        v = m.view(s)
+        db = self.db_status(s, ids)
+        moved = []
+        for i in sorted(set(ids)):
+            r = v.get(i)
+            if r is None:
+                continue
+            if r.status == 'error' or (r.status == 'new' and m.doomed(v, r)
+                                       and db.get(i) == 'error'):
+                moved.append(r)
+        (n,), = self.sql(s, 'SELECT dlsm_requeue(%s, %s::bigint[])', (self.q, list(ids)))
+        STATS['requeues'] += 1
+        if n != len(moved):
+            self.fail('%s: dlsm_requeue(%s) moved %d rows, the contract says %d: %s'
+                      % (who_name(s), ids, n, len(moved), moved), s)
+        for r in moved:
+            old = self.old_detail(v, r, db.get(r.id) == 'error')
+            head = 'requeued by role "%s" after %d attempts' % (self.role(s), r.attempts)
+            n_ = r.copy()
+            n_.status, n_.pid, n_.fence, n_.attempts = 'new', None, None, 0
+            n_.expired, n_.due = False, True
+            if old is None:
+                n_.detail = head
+            elif isinstance(old, str):
+                n_.detail = head + ': ' + old
+            else:
+                n_.detail = re.compile('^' + re.escape(head + ': ') + old.pattern.lstrip('^'))
+            m.write(s, n_)
+        STATS['requeued_rows'] += n
+
+    def act_cancel(self, s, ids):
+        m = self.m
+        v = m.view(s)
+        db = self.db_status(s, ids)
+        q = 'SELECT dlsm_cancel(%s, %s::bigint[])'
+        STATS['cancels'] += 1
+        rows = [v[i] for i in sorted(set(ids)) if i in v]
+        if any(r.status == 'in-progress' for r in rows):
+            e = self.sql_error(s, q, (self.q, list(ids)), '55000')
+            first = min(r.id for r in rows if r.status == 'in-progress')
+            want = 'cannot cancel request %d of queue "%s": it is in progress' % (first, self.q)
+            if e.diag.message_primary != want:
+                self.fail('%s: dlsm_cancel(%s) raised %r, the contract says %r'
+                          % (who_name(s), ids, e.diag.message_primary, want), s)
+            STATS['cancel_55000'] += 1
+            return
+        moved = [r for r in rows if r.status == 'new' and db.get(r.id) == 'new']
+        (n,), = self.sql(s, q, (self.q, list(ids)))
+        if n != len(moved):
+            self.fail('%s: dlsm_cancel(%s) moved %d rows, the contract says %d: %s'
+                      % (who_name(s), ids, n, len(moved), moved), s)
+        for r in moved:
+            n_ = r.copy()
+            n_.status = 'error'
+            n_.detail = 'cancelled by role "%s"' % self.role(s)
+            m.write(s, n_)
+        STATS['cancelled_rows'] += n
+
     # -------------------------------------------------------------- checks
 
     def read(self, who):
@@ -1187,6 +1300,35 @@ class DlsmMachine(RuleBasedStateMachine):
     def reap(self):
         self.run_step(self.act_reap)
 
+    def draw_dead_ids(self, data, s, want):
+        """1 to 3 ids for a requeue or cancel by s: mostly of rows whose
+        status is want in s's view, any other row, or one the queue does
+        not hold."""
+        ok = self.dead_choices(s)
+        v = self.m.view(s)
+        liked = [i for i in ok if v[i].status in want]
+        ids = []
+        for _ in range(data.draw(st.integers(1, 3), label='how many')):
+            kind = data.draw(st.sampled_from(('liked', 'liked', 'liked', 'any', 'none')),
+                             label='which id')
+            if kind == 'liked' and liked:
+                ids.append(data.draw(st.sampled_from(liked), label='id'))
+            elif kind != 'none' and ok:
+                ids.append(data.draw(st.sampled_from(ok), label='id'))
+            else:
+                ids.append(self.last_id + 1000)
+        return ids
+
+    @rule(data=st.data(), s=st.integers(0, NSESS - 1))
+    def requeue(self, data, s):
+        ids = self.draw_dead_ids(data, s, ('error',))
+        self.run_step(self.act_requeue, s, ids)
+
+    @rule(data=st.data(), s=st.integers(0, NSESS - 1))
+    def cancel(self, data, s):
+        ids = self.draw_dead_ids(data, s, ('new',))
+        self.run_step(self.act_cancel, s, ids)
+
 
 # ------------------------------------------------------------- scenarios
 
@@ -1472,6 +1614,53 @@ def scenario_parked_older_commits(t):
     t.act_claim(0, 1, leased=True)
     t.act_commit(2)
     t.act_claim(0, 100, leased=True)        # the delete
+def claimed_ids(rows, want):
+    """The ids a claim of a scenario returned must be want."""
+    got = sorted(r[0] for r in rows)
+    if got != want:
+        raise Disagreement('the scenario claimed %s, it expects %s' % (got, want))
+
+
+def scenario_requeue_failed_create(t):
+    """a failed create and its failed updates requeued: the create goes
+    first, the updates wait for it and come as one unit; requeued alone,
+    the updates fail again."""
+    t.act_enqueue(0, 'e0', 'update')
+    t.act_enqueue(0, 'e0', 'create')
+    t.act_enqueue(0, 'e0', 'update')
+    claimed_ids(t.act_claim(1, 1, leased=True), [2])    # the create first
+    t.act_settle(2, t.pids[0], 'error', 'no quota')
+    claimed_ids(t.act_claim(1, 1, leased=True), [])     # the updates fail
+    t.check_all()
+    t.act_requeue(2, [1, 3])                # the updates alone
+    claimed_ids(t.act_claim(1, 1, leased=True), [])     # they fail again
+    t.check_all()
+    t.act_requeue(2, [3, 2, 1, 99])
+    claimed_ids(t.act_claim(1, 2, leased=True), [2])    # the create only
+    claimed_ids(t.act_claim(0, 1, leased=True), [])     # the updates wait
+    t.act_settle(2, t.pids[-1], 'complete', None)
+    rows = t.act_claim(0, 2, leased=True)
+    claimed_ids(rows, [1, 3])               # both updates...
+    if len({r[3] for r in rows}) != 1:
+        raise Disagreement('the requeued updates came as %s, not one unit' % rows)
+
+
+def scenario_cancel(t):
+    """cancel: new requests to error, never handed out; one in progress
+    (this transaction's own claim, unwritten, included) refused with 55000."""
+    t.act_enqueue(0, 'e0', 'create')
+    t.act_enqueue(0, 'e1', 'create')
+    t.act_enqueue(0, 'e2', 'create')
+    claimed_ids(t.act_claim(1, 1, False), [1])          # in a transaction
+    t.act_cancel(1, [1, 2])                 # 55000: its own claim
+    t.act_cancel(2, [2, 99])
+    claimed_ids(t.act_claim(1, 2, False), [3])          # e1 cancelled
+    t.act_commit(1)
+    t.act_cancel(0, [3])                    # 55000: in progress
+    if STATS['cancel_55000'] < 2:
+        raise Disagreement('the cancels of requests in progress were not refused')
+    t.act_requeue(0, [2])
+    claimed_ids(t.act_claim(0, 1, leased=True), [2])    # e1 again
 
 
 SCENARIOS = [
@@ -1502,6 +1691,10 @@ SCENARIOS = [
      scenario_group_not_due),
     ('delayed requests wait, hold their entity back, end a group',
      scenario_delayed),
+    ('a failed create requeued with its updates goes first; the updates wait for it',
+     scenario_requeue_failed_create),
+    ('cancel: never handed out; in progress (an unwritten claim too) refused',
+     scenario_cancel),
     ("dlsm_group_updates writes the transaction's own claims first; busy entity, locked row",
      scenario_group_pending),
     ('a delayed update enqueued before its create, then another kind: the create goes first',
@@ -1604,7 +1797,7 @@ def main():
           '%d heartbeats, %d lost-claim 55000s, %d duplicate-create 23505s, %d expiries, '
           '%d reaps (%d rows), %d delayed enqueues, %d made due, %d dlsm_group_updates '
           '(%d rows; 55P03: %d being claimed, %d held, %d create not complete, %d row '
-          'locked, %d create not enqueued, %d group at its limit), %d commits, %d rollbacks, %d view comparisons, '
+          'locked, %d create not enqueued, %d group at its limit), %d requeues (%d rows), %d cancels (%d rows, %d in progress: 55000), %d commits, %d rollbacks, %d view comparisons, '
           '%d updates_wait_for_create changes, %d late creates in drains, '
           '%d dlsm_queue_stats checks, %d drains to terminal'
           % (ran['steps'], ran['examples'], examples, steps, time.time() - RUN_START[0],
@@ -1613,7 +1806,8 @@ def main():
              ran['expires'], ran['reaps'], ran['reaped_rows'], ran['delayed'],
              ran['made_due'], ran['group_calls'], ran['grouped_rows'], ran['busy_claiming'],
              ran['busy_held'], ran['busy_create'], ran['busy_row'], ran['busy_nocreate'], ran['busy_limit'],
-             ran['commits'], ran['rollbacks'], ran['view_checks'], ran['wait_toggles'],
+             ran['requeues'], ran['requeued_rows'], ran['cancels'], ran['cancelled_rows'],
+             ran['cancel_55000'], ran['commits'], ran['rollbacks'], ran['view_checks'], ran['wait_toggles'],
              ran['late_creates'], ran['stats_checks'], ran['drains']))
     print('model: checked after every step: the ids and units each claim returns '
           '(FIFO, busy entities, updates waiting for their create, failed creates, '
@@ -1623,6 +1817,7 @@ def main():
           'settle and settle_many counts, dlsm_group_updates counts and 55P03s, '
           '55000 for lost claims, 23505 for a second create, reaped rows, '
           'waiting_for_create_to_arrive of dlsm_queue_stats, '
+          'requeued and cancelled rows and the 55000 of a cancel in progress, '
           'one unit per entity, fences rising, a fresh process id per unit; after '
           'every example: every request terminal once drained')
     if time.time() - RUN_START[0] > BUDGET:

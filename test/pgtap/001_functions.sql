@@ -18,7 +18,7 @@ CREATE EXTENSION dlsm;
 -- pg_get_function_arguments prints interval defaults in IntervalStyle
 SET LOCAL intervalstyle = postgres;
 
-SELECT plan(140);
+SELECT plan(154);
 
 -- The API as README documents it: one row per SQL-callable function.
 --   args       argument types, as regtype prints them (pgTAP compares those)
@@ -81,6 +81,11 @@ INSERT INTO api VALUES
 (18, 'dlsm_raise_fence', '{bigint}', 'bigint',
  'at_least bigint');
 INSERT INTO api VALUES
+(19, 'dlsm_requeue', '{regclass,bigint[]}', 'bigint',
+ 'queue regclass, ids bigint[]'),
+(20, 'dlsm_cancel', '{regclass,bigint[]}', 'bigint',
+ 'queue regclass, ids bigint[]');
+INSERT INTO api VALUES
 (10, 'dlsm_register_queue', '{regclass,name,name,name,name,name,text,integer,interval}', 'regclass',
  'queue regclass, id name DEFAULT ''id''::name, status name DEFAULT ''status''::name, '
  'kind name DEFAULT ''kind''::name, entity name DEFAULT ''entity''::name, '
@@ -97,7 +102,7 @@ SELECT has_extension('public', 'dlsm', 'dlsm is installed in the default schema,
 SELECT is((SELECT extrelocatable FROM pg_extension WHERE extname = 'dlsm'), false,
 	'dlsm is not relocatable');
 
--- 18 API functions x 7 checks = 126 tests
+-- 20 API functions x 7 checks = 140 tests
 SELECT has_function('public', name, args) FROM api ORDER BY ord;
 SELECT function_returns('public', name, args, returns) FROM api ORDER BY ord;
 SELECT is(pg_get_function_arguments(pg_temp.api_oid(name, args)), arguments,

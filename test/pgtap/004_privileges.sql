@@ -12,7 +12,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION dlsm;
 
-SELECT plan(16);
+SELECT plan(18);
 
 -- EXECUTE for PUBLIC on the API and on dlsm_wake (creating a queue's
 -- trigger needs EXECUTE on it); none on the event trigger's function,
@@ -31,7 +31,9 @@ SELECT function_privs_are('public', f::name, a::name[], 'public', p::name[],
 	(8, 'dlsm_heartbeat', '{regclass,uuid,interval}', '{EXECUTE}'),
 	(9, 'dlsm_reap', '{regclass}', '{EXECUTE}'),
 	(10, 'dlsm_wake', '{}', '{EXECUTE}'),
-	(11, 'dlsm_forget_dropped', '{}', '{}')) AS v(n, f, a, p)
+	(11, 'dlsm_forget_dropped', '{}', '{}'),
+	(12, 'dlsm_requeue', '{regclass,bigint[]}', '{EXECUTE}'),
+	(13, 'dlsm_cancel', '{regclass,bigint[]}', '{EXECUTE}')) AS v(n, f, a, p)
  ORDER BY n;
 
 SELECT function_privs_are('public', 'dlsm_register_queue',

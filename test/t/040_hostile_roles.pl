@@ -644,10 +644,12 @@ my %refused = (
 	  qq{SELECT * FROM dlsm.dlsm_settle_many('mq.q_rls', ARRAY['$pid_keep']::uuid[])},
 	'dlsm_reap' => q{SELECT dlsm.dlsm_reap('mq.q_rls')},
 	'dlsm_group_updates' =>
-	  q{SELECT dlsm.dlsm_group_updates('mq.q_rls', 'r4', gen_random_uuid())},);
+	  q{SELECT dlsm.dlsm_group_updates('mq.q_rls', 'r4', gen_random_uuid())},
+	'dlsm_requeue' => q{SELECT dlsm.dlsm_requeue('mq.q_rls', ARRAY[1, 2, 3, 4])},
+	'dlsm_cancel' => q{SELECT dlsm.dlsm_cancel('mq.q_rls', ARRAY[1, 2, 3, 4])},);
 # (the calls that would change something come last)
 for my $f (qw(dlsm_reap dlsm_heartbeat dlsm_claim dlsm_enqueue dlsm_group_updates
-	dlsm_settle_many dlsm_settle))
+	dlsm_requeue dlsm_cancel dlsm_settle_many dlsm_settle))
 {
 	my ($st, undef, $err) = run_as('hostile', 'alice', $refused{$f});
 	is($st, '0A000', "RLS: $f on a queue with row-level security fails with 0A000")

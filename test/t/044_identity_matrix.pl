@@ -9,6 +9,7 @@
 # Paths (%path below): enqueue; claim settled in its transaction; claim
 # with a lease and a transactional claim left unsettled (both written at
 # commit, src/pending.c); settle; settle_many; heartbeat; group_updates;
+# requeue; cancel;
 # reap by call; capture (a write to a captured source); register; drop;
 # create, alter, set_handler, capture and uncapture (they write dlsm's own
 # tables as the extension's owner); the lease-scope named locks (try_lock
@@ -152,6 +153,18 @@ SELECT dlsm.dlsm_enqueue('$_[0]{q}', 'g1', 'update') FROM generate_series(1, 2);
 SELECT count(*) FROM dlsm.dlsm_claim('$_[0]{q}', lease => '10 ms');" },
 		act => sub { ["SELECT dlsm.dlsm_reap('$_[0]{q}')"] },
 		fires => [qr/^q_\S+:trigger BEFORE STATEMENT UPDATE/] },
+	# dead letters: each cell's queue is new, its first request is id 1
+	requeue => {
+		owner => 'other', covers => [qw(dlsm_requeue)],
+		prep => sub { "SELECT dlsm.dlsm_enqueue('$_[0]{q}', 'e1');
+SELECT dlsm.dlsm_settle('$_[0]{q}', process_id, 'error') FROM dlsm.dlsm_claim('$_[0]{q}', lease => '1 h');" },
+		act => sub { ["SELECT dlsm.dlsm_requeue('$_[0]{q}', ARRAY[1])"] },
+		fires => [qr/^q_\S+:trigger BEFORE ROW UPDATE/] },
+	cancel => {
+		owner => 'other', covers => [qw(dlsm_cancel)],
+		prep => sub { "SELECT dlsm.dlsm_enqueue('$_[0]{q}', 'e1');" },
+		act => sub { ["SELECT dlsm.dlsm_cancel('$_[0]{q}', ARRAY[1])"] },
+		fires => [qr/^q_\S+:trigger BEFORE ROW UPDATE/] },
 	capture => {
 		owner => 'other', covers => [qw(dlsm_capture_trigger)], source => 'admin',
 		prep => sub { "SELECT dlsm.dlsm_capture('$_[0]{s}', '$_[0]{q}');" },

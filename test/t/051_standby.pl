@@ -123,6 +123,8 @@ like($pid_held2 // '', qr/^[0-9a-f-]{36}$/, 'two leased claims held on the prima
 	[ 'dlsm_settle_many',     qq{SELECT * FROM dlsm_settle_many('jobs', ARRAY['$pid_held2']::uuid[])} ],
 	[ 'dlsm_reap',            q{SELECT dlsm_reap('jobs')} ],
 	[ 'dlsm_group_updates',   q{SELECT dlsm_group_updates('jobs', 'u1', gen_random_uuid())} ],
+	[ 'dlsm_requeue',         q{SELECT dlsm_requeue('jobs', ARRAY[0])} ],
+	[ 'dlsm_cancel',          q{SELECT dlsm_cancel('jobs', ARRAY[0])} ],
 	[ 'dlsm_try_lock',        q{SELECT dlsm_try_lock('standby/tx')} ],
 	[ 'dlsm_try_lock (lease)', q{SELECT dlsm_try_lock('standby/lease', lease => '1 min')} ],
 	[ 'dlsm_refresh_lock',    qq{SELECT dlsm_refresh_lock('held', $fence_held, '1 hour')} ],
