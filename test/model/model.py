@@ -1650,7 +1650,7 @@ def scenario_cancel(t):
     (this transaction's own claim, unwritten, included) refused with 55000."""
     t.act_enqueue(0, 'e0', 'create')
     t.act_enqueue(0, 'e1', 'create')
-    t.act_enqueue(0, 'e2', 'create')
+    t.act_enqueue(0, 'e3', 'create')        # e3: in no group
     claimed_ids(t.act_claim(1, 1, False), [1])          # in a transaction
     t.act_cancel(1, [1, 2])                 # 55000: its own claim
     t.act_cancel(2, [2, 99])
