@@ -18,7 +18,7 @@ CREATE EXTENSION dlsm;
 -- pg_get_function_arguments prints interval defaults in IntervalStyle
 SET LOCAL intervalstyle = postgres;
 
-SELECT plan(154);
+SELECT plan(168);
 
 -- The API as README documents it: one row per SQL-callable function.
 --   args       argument types, as regtype prints them (pgTAP compares those)
@@ -38,10 +38,12 @@ INSERT INTO api VALUES
  'updates_wait_for_create boolean DEFAULT false'),
 (2, 'dlsm_drop_queue', '{regclass,boolean}', 'void',
  'queue regclass, drop_table boolean DEFAULT false'),
-(3, 'dlsm_enqueue', '{regclass,text,text,jsonb,"timestamp with time zone"}', 'bigint',
+(3, 'dlsm_enqueue', '{regclass,text,text,jsonb,"timestamp with time zone",text,text,interval}', 'bigint',
  'queue regclass, entity text, kind text DEFAULT ''create''::text, '
  'payload jsonb DEFAULT NULL::jsonb, '
- 'run_at timestamp with time zone DEFAULT NULL::timestamp with time zone'),
+ 'run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, '
+ 'group_key text DEFAULT NULL::text, dedup_key text DEFAULT NULL::text, '
+ 'dedup_window interval DEFAULT NULL::interval'),
 (4, 'dlsm_claim', '{regclass,interval,uuid,bigint,interval,integer}', 'setof record',
  'queue regclass, lease interval DEFAULT NULL::interval, '
  'process_id uuid DEFAULT NULL::uuid, after bigint DEFAULT 0, '
@@ -86,11 +88,20 @@ INSERT INTO api VALUES
 (20, 'dlsm_cancel', '{regclass,bigint[]}', 'bigint',
  'queue regclass, ids bigint[]');
 INSERT INTO api VALUES
-(10, 'dlsm_register_queue', '{regclass,name,name,name,name,name,text,integer,interval}', 'regclass',
+(10, 'dlsm_register_queue', '{regclass,name,name,name,name,name,text,integer,interval,name}', 'regclass',
  'queue regclass, id name DEFAULT ''id''::name, status name DEFAULT ''status''::name, '
  'kind name DEFAULT ''kind''::name, entity name DEFAULT ''entity''::name, '
  'process_id name DEFAULT ''process_id''::name, channel text DEFAULT NULL::text, '
- 'max_attempts integer DEFAULT 5, retention interval DEFAULT NULL::interval');
+ 'max_attempts integer DEFAULT 5, retention interval DEFAULT NULL::interval, '
+ 'group_key name DEFAULT NULL::name');
+INSERT INTO api VALUES
+(21, 'dlsm_set_limit', '{regclass,text,integer,integer,interval}', 'void',
+ 'queue regclass, group_key text DEFAULT NULL::text, '
+ 'concurrency integer DEFAULT NULL::integer, rate integer DEFAULT NULL::integer, '
+ 'per interval DEFAULT ''00:00:01''::interval'),
+(22, 'dlsm_group_state', '{regclass,text}', 'record',
+ 'queue regclass, group_key text, OUT in_progress bigint, '
+ 'OUT next_claim_at timestamp with time zone');
 
 -- The function a row names, or NULL when there is none.
 CREATE FUNCTION pg_temp.api_oid(name, name[]) RETURNS regprocedure

@@ -13,7 +13,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE SCHEMA dlsm_ext;
 CREATE EXTENSION dlsm WITH SCHEMA dlsm_ext;
 
-SELECT plan(28);
+SELECT plan(29);
 
 -- The extension's members (pg_depend deptype 'e'), as pg_describe_object
 -- prints them.
@@ -36,7 +36,7 @@ SELECT set_has('SELECT member FROM members', $$ VALUES
 	('event trigger dlsm_forget_dropped'),
 	('function dlsm_ext.dlsm_create_queue(text,text,integer,interval,boolean)'),
 	('function dlsm_ext.dlsm_drop_queue(regclass,boolean)'),
-	('function dlsm_ext.dlsm_enqueue(regclass,text,text,jsonb,timestamp with time zone)'),
+	('function dlsm_ext.dlsm_enqueue(regclass,text,text,jsonb,timestamp with time zone,text,text,interval)'),
 	('function dlsm_ext.dlsm_claim(regclass,interval,uuid,bigint,interval,integer)'),
 	('function dlsm_ext.dlsm_group_updates(regclass,text,uuid)'),
 	('function dlsm_ext.dlsm_settle(regclass,uuid,text,text,interval)'),
@@ -73,7 +73,7 @@ SELECT columns_are('dlsm_ext', 'dlsm_queues', ARRAY[
 	'queue', 'channel', 'max_attempts', 'retention',
 	'id_column', 'status_column', 'kind_column', 'entity_column', 'process_id_column',
 	'registered_by', 'registered_at', 'handler', 'handler_timeout',
-	'updates_wait_for_create']);
+	'group_column', 'updates_wait_for_create']);
 SELECT col_type_is('dlsm_ext', 'dlsm_queues', c::name, t,
 				   'dlsm_queues.' || c || ' is ' || t)
   FROM (VALUES (1, 'queue', 'regclass'),
@@ -89,7 +89,8 @@ SELECT col_type_is('dlsm_ext', 'dlsm_queues', c::name, t,
 			   (11, 'registered_at', 'timestamp with time zone'),
 			   (12, 'handler', 'text'),
 			   (13, 'handler_timeout', 'interval'),
-			   (14, 'updates_wait_for_create', 'boolean')) AS v(n, c, t)
+			   (14, 'group_column', 'name'),
+			   (15, 'updates_wait_for_create', 'boolean')) AS v(n, c, t)
  ORDER BY n;
 SELECT col_is_pk('dlsm_ext', 'dlsm_queues', '{queue}'::name[],
 				 'dlsm_queues is keyed by queue');
@@ -100,8 +101,8 @@ SELECT col_is_pk('dlsm_ext', 'dlsm_queues', '{queue}'::name[],
 SELECT is((SELECT pg_catalog.array_agg(c::regclass::text ORDER BY c::regclass::text)
 			 FROM pg_extension e, unnest(e.extconfig) AS c
 			WHERE e.extname = 'dlsm'),
-		  '{dlsm_ext.dlsm_captures,dlsm_ext.dlsm_leases,dlsm_ext.dlsm_queues}'::text[],
-		  'the registry, the captures and the leases are extension configuration (pg_dump keeps them)');
+		  '{dlsm_ext.dlsm_captures,dlsm_ext.dlsm_group_limits,dlsm_ext.dlsm_leases,dlsm_ext.dlsm_queues}'::text[],
+		  'the registry, the captures, the limits and the leases are extension configuration (pg_dump keeps them)');
 
 -- The captures: one row per capture trigger, columns kept by name
 SELECT columns_are('dlsm_ext', 'dlsm_captures', ARRAY[

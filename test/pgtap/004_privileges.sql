@@ -12,7 +12,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION dlsm;
 
-SELECT plan(18);
+SELECT plan(20);
 
 -- EXECUTE for PUBLIC on the API and on dlsm_wake (creating a queue's
 -- trigger needs EXECUTE on it); none on the event trigger's function,
@@ -23,7 +23,7 @@ SELECT function_privs_are('public', f::name, a::name[], 'public', p::name[],
   FROM (VALUES
 	(1, 'dlsm_create_queue', '{text,text,integer,interval,boolean}', '{EXECUTE}'),
 	(2, 'dlsm_drop_queue', '{regclass,boolean}', '{EXECUTE}'),
-	(3, 'dlsm_enqueue', '{regclass,text,text,jsonb,timestamp with time zone}', '{EXECUTE}'),
+	(3, 'dlsm_enqueue', '{regclass,text,text,jsonb,timestamp with time zone,text,text,interval}', '{EXECUTE}'),
 	(4, 'dlsm_claim', '{regclass,interval,uuid,bigint,interval,integer}', '{EXECUTE}'),
 	(5, 'dlsm_group_updates', '{regclass,text,uuid}', '{EXECUTE}'),
 	(6, 'dlsm_settle', '{regclass,uuid,text,text,interval}', '{EXECUTE}'),
@@ -33,11 +33,13 @@ SELECT function_privs_are('public', f::name, a::name[], 'public', p::name[],
 	(10, 'dlsm_wake', '{}', '{EXECUTE}'),
 	(11, 'dlsm_forget_dropped', '{}', '{}'),
 	(12, 'dlsm_requeue', '{regclass,bigint[]}', '{EXECUTE}'),
-	(13, 'dlsm_cancel', '{regclass,bigint[]}', '{EXECUTE}')) AS v(n, f, a, p)
+	(13, 'dlsm_cancel', '{regclass,bigint[]}', '{EXECUTE}'),
+	(14, 'dlsm_set_limit', '{regclass,text,integer,integer,interval}', '{EXECUTE}'),
+	(15, 'dlsm_group_state', '{regclass,text}', '{EXECUTE}')) AS v(n, f, a, p)
  ORDER BY n;
 
 SELECT function_privs_are('public', 'dlsm_register_queue',
-						  '{regclass,name,name,name,name,name,text,integer,interval}',
+						  '{regclass,name,name,name,name,name,text,integer,interval,name}',
 						  'public', '{EXECUTE}',
 						  'dlsm_register_queue is executable by PUBLIC');
 
