@@ -196,6 +196,31 @@ BEGIN
 END
 $$;
 
+-- An answer of a node that is an error, as the router reports it: the
+-- node's own message, SQLSTATE, detail and hint, unwrapped from PL/Proxy's
+-- "f(n): [db] REMOTE ERROR: ...", "Remote detail: ..." and "Remote hint:
+-- ...", and the node named in the detail.  Called from an exception
+-- handler with what GET STACKED DIAGNOSTICS gave it.
+CREATE FUNCTION @extschema@.dlsm_proxy_reraise(node pg_catalog.int4, state pg_catalog.text,
+												message pg_catalog.text, detail pg_catalog.text,
+												hint pg_catalog.text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	m	text := pg_catalog.regexp_replace(message,
+				'^\S+\(\d+\): \[[^]]*\] REMOTE [A-Z]+: ', '');
+	d	text := pg_catalog.concat_ws(' ',
+				pg_catalog.regexp_replace(nullif(detail, ''), '^Remote detail: ', ''),
+				pg_catalog.format('Raised on node %s of dlsm_proxy.', node));
+	h	text := pg_catalog.regexp_replace(nullif(hint, ''), '^Remote hint: ', '');
+BEGIN
+	IF h IS NULL THEN
+		RAISE EXCEPTION USING MESSAGE = m, ERRCODE = state, DETAIL = d;
+	END IF;
+	RAISE EXCEPTION USING MESSAGE = m, ERRCODE = state, DETAIL = d, HINT = h;
+END
+$$;
+
 -- Session settings of the router (placeholders: SET them like any setting):
 --   dlsm_proxy.claim_nodes    '' (every node) or a list of node ids, e.g. '2' or '1,3':
 --                             the nodes dlsm_claim takes work from
@@ -303,6 +328,9 @@ CREATE FUNCTION @extschema@.dlsm_enqueue(
 	run_at pg_catalog.timestamptz DEFAULT NULL)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	RETURN @extschema@.dlsm_proxy_enqueue_on(queue, entity, kind, payload, run_at);
 EXCEPTION WHEN OTHERS THEN
@@ -311,7 +339,9 @@ EXCEPTION WHEN OTHERS THEN
 			@extschema@.dlsm_proxy_route_name(entity) + 1,
 			format('dlsm_enqueue of "%s"', entity), SQLERRM);
 	END IF;
-	RAISE;
+	GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+	PERFORM @extschema@.dlsm_proxy_reraise(@extschema@.dlsm_proxy_route_name(entity) + 1, SQLSTATE, SQLERRM, e_detail, e_hint);
+	RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_enqueue(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb, pg_catalog.timestamptz) IS
@@ -368,6 +398,8 @@ DECLARE
 	tried		int4;
 	reached		boolean := false;
 	last_error	text;
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	IF dlsm_claim.lease IS NULL THEN
 		RAISE EXCEPTION 'dlsm_claim through dlsm_proxy needs a lease'
@@ -450,7 +482,8 @@ BEGIN
 				st[1 + maxnode + node] := 0;
 			EXCEPTION WHEN OTHERS THEN
 				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
-					RAISE;
+					GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+					PERFORM @extschema@.dlsm_proxy_reraise(node, SQLSTATE, SQLERRM, e_detail, e_hint);
 				END IF;
 				last_error := SQLERRM;
 				st[1 + maxnode + node] := extract(epoch FROM pg_catalog.clock_timestamp()) + down_s;
@@ -541,6 +574,8 @@ DECLARE
 	other		int4;
 	unreached	int4[];
 	last_error	text;
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	IF dlsm_settle.process_id IS NULL THEN
 		RAISE EXCEPTION 'argument "process_id" must not be null'
@@ -559,11 +594,13 @@ BEGIN
 		EXCEPTION
 			WHEN object_not_in_prerequisite_state THEN
 				IF final THEN
-					RAISE;
+					GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+					PERFORM @extschema@.dlsm_proxy_reraise(home, SQLSTATE, SQLERRM, e_detail, e_hint);
 				END IF;
 			WHEN OTHERS THEN
 				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
-					RAISE;
+					GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+					PERFORM @extschema@.dlsm_proxy_reraise(home, SQLSTATE, SQLERRM, e_detail, e_hint);
 				END IF;
 				IF final THEN
 					PERFORM @extschema@.dlsm_proxy_raise_unreachable(home,
@@ -584,7 +621,8 @@ BEGIN
 				NULL;
 			WHEN OTHERS THEN
 				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
-					RAISE;
+					GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+					PERFORM @extschema@.dlsm_proxy_reraise(other, SQLSTATE, SQLERRM, e_detail, e_hint);
 				END IF;
 				unreached := unreached || other;
 				last_error := SQLERRM;
@@ -617,6 +655,8 @@ DECLARE
 	other		int4;
 	unreached	int4[];
 	last_error	text;
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	IF dlsm_heartbeat.process_id IS NULL THEN
 		RAISE EXCEPTION 'argument "process_id" must not be null'
@@ -634,11 +674,13 @@ BEGIN
 		EXCEPTION
 			WHEN object_not_in_prerequisite_state THEN
 				IF final THEN
-					RAISE;
+					GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+					PERFORM @extschema@.dlsm_proxy_reraise(home, SQLSTATE, SQLERRM, e_detail, e_hint);
 				END IF;
 			WHEN OTHERS THEN
 				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
-					RAISE;
+					GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+					PERFORM @extschema@.dlsm_proxy_reraise(home, SQLSTATE, SQLERRM, e_detail, e_hint);
 				END IF;
 				IF final THEN
 					PERFORM @extschema@.dlsm_proxy_raise_unreachable(home,
@@ -658,7 +700,8 @@ BEGIN
 				NULL;
 			WHEN OTHERS THEN
 				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
-					RAISE;
+					GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+					PERFORM @extschema@.dlsm_proxy_reraise(other, SQLSTATE, SQLERRM, e_detail, e_hint);
 				END IF;
 				unreached := unreached || other;
 				last_error := SQLERRM;
@@ -707,6 +750,8 @@ DECLARE
 	other		int4;
 	sub			uuid[];
 	last_error	text;
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	IF process_ids IS NULL THEN
 		RAISE EXCEPTION 'argument "process_ids" must not be null'
@@ -748,7 +793,8 @@ BEGIN
 			END LOOP;
 		EXCEPTION WHEN OTHERS THEN
 			IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
-				RAISE;
+				GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+				PERFORM @extschema@.dlsm_proxy_reraise(g.home, SQLSTATE, SQLERRM, e_detail, e_hint);
 			END IF;
 			unreached := unreached || g.home;
 			last_error := SQLERRM;
@@ -776,7 +822,8 @@ BEGIN
 				END LOOP;
 			EXCEPTION WHEN OTHERS THEN
 				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
-					RAISE;
+					GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+					PERFORM @extschema@.dlsm_proxy_reraise(other, SQLSTATE, SQLERRM, e_detail, e_hint);
 				END IF;
 				unreached := unreached || other;
 				last_error := SQLERRM;
@@ -841,6 +888,9 @@ CREATE FUNCTION @extschema@.dlsm_try_lock(
 	lease pg_catalog.interval DEFAULT NULL)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	RETURN @extschema@.dlsm_proxy_try_lock_on(name, wait, lease);
 EXCEPTION WHEN OTHERS THEN
@@ -849,7 +899,9 @@ EXCEPTION WHEN OTHERS THEN
 			@extschema@.dlsm_proxy_route_name(name) + 1,
 			format('dlsm_try_lock of "%s"', name), SQLERRM);
 	END IF;
-	RAISE;
+	GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+	PERFORM @extschema@.dlsm_proxy_reraise(@extschema@.dlsm_proxy_route_name(name) + 1, SQLSTATE, SQLERRM, e_detail, e_hint);
+	RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_try_lock(pg_catalog.text, pg_catalog.interval, pg_catalog.interval) IS
@@ -860,6 +912,9 @@ CREATE FUNCTION @extschema@.dlsm_unlock(
 	fence pg_catalog.int8)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	RETURN @extschema@.dlsm_proxy_unlock_on(name, fence);
 EXCEPTION WHEN OTHERS THEN
@@ -868,7 +923,9 @@ EXCEPTION WHEN OTHERS THEN
 			@extschema@.dlsm_proxy_route_name(name) + 1,
 			format('dlsm_unlock of "%s"', name), SQLERRM);
 	END IF;
-	RAISE;
+	GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+	PERFORM @extschema@.dlsm_proxy_reraise(@extschema@.dlsm_proxy_route_name(name) + 1, SQLSTATE, SQLERRM, e_detail, e_hint);
+	RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_unlock(pg_catalog.text, pg_catalog.int8) IS
@@ -880,6 +937,9 @@ CREATE FUNCTION @extschema@.dlsm_refresh_lock(
 	lease pg_catalog.interval)
 RETURNS pg_catalog.timestamptz
 LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	RETURN @extschema@.dlsm_proxy_refresh_lock_on(name, fence, lease);
 EXCEPTION WHEN OTHERS THEN
@@ -888,7 +948,9 @@ EXCEPTION WHEN OTHERS THEN
 			@extschema@.dlsm_proxy_route_name(name) + 1,
 			format('dlsm_refresh_lock of "%s"', name), SQLERRM);
 	END IF;
-	RAISE;
+	GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+	PERFORM @extschema@.dlsm_proxy_reraise(@extschema@.dlsm_proxy_route_name(name) + 1, SQLSTATE, SQLERRM, e_detail, e_hint);
+	RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_refresh_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.interval) IS

@@ -1,0 +1,76 @@
+# Copyright (c) 2026, dlsm developers
+#
+# A shard's error, through the router, arrives as dlsm's own (issue 24,
+# points 10 and 5): its message without PL/Proxy's wrapping
+# ("dlsm_proxy_settle_on(6): [postgres] REMOTE ERROR: ..."), its SQLSTATE,
+# its detail and hint without "Remote detail: " and "Remote hint: ", and
+# the node that raised it named in the detail, for each call routed to one
+# node: dlsm_enqueue, dlsm_claim, dlsm_settle, dlsm_heartbeat,
+# dlsm_settle_many, dlsm_try_lock, dlsm_unlock, dlsm_refresh_lock.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+use lib "$ENV{TESTDIR}/test/perl";
+use DlsmTest;
+use DlsmShard;
+
+my @shards = map { shard_node("err_shard$_", $_) } 1 .. 2;
+my $router = router_node('err_router');
+like(configure_router($router, 4, @shards), qr/^1\|t\|.*\n2\|t\|/,
+	'the router reaches its two shards');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM dlsm_create_queue('q')}), '2',
+	'queue q on both shards');
+
+# An entity and a lock name of node 2
+my ($entity, $lock) = split /\|/, $router->safe_psql('postgres', q{
+	SELECT (SELECT 'e' || i FROM generate_series(1, 100) i
+			 WHERE dlsm_proxy_node_of('e' || i) = 2 LIMIT 1),
+		   (SELECT 'l' || i FROM generate_series(1, 100) i
+			 WHERE dlsm_proxy_node_of('l' || i) = 2 LIMIT 1)});
+# a process id of node 2, held nowhere
+my $pid = '00000000-0000-4000-8000-000000000002';
+
+# (the call, SQLSTATE, dlsm's message, the detail, the hint or undef)
+my @cases = (
+	[ qq{SELECT dlsm_enqueue('nosuch', '$entity')},
+	  '42P01', 'relation "nosuch" does not exist', 'Raised on node 2 of dlsm_proxy.' ],
+	[ q{SELECT * FROM dlsm_claim_on(2, 'nosuch', lease => '1 minute')},
+	  '42P01', 'relation "nosuch" does not exist', 'Raised on node 2 of dlsm_proxy.' ],
+	[ qq{SELECT dlsm_settle('q', '$pid')},
+	  '55000', qq{process id $pid holds no request in progress in queue "q"},
+	  'Raised on node 2 of dlsm_proxy.',
+	  'The claim was settled already, or it was lost: its lease expired and its requests were reaped or claimed again.' ],
+	[ qq{SELECT dlsm_settle('q', '$pid', 'maybe')},
+	  '22023', 'unrecognized outcome "maybe"', 'Raised on node 2 of dlsm_proxy.' ],
+	[ qq{SELECT dlsm_heartbeat('q', '$pid')},
+	  '55000', qq{process id $pid holds no request in progress in queue "q"},
+	  'Raised on node 2 of dlsm_proxy.' ],
+	[ qq{SELECT * FROM dlsm_settle_many('q', ARRAY['$pid'::uuid], 'maybe')},
+	  '22023', 'unrecognized outcome "maybe"', 'Raised on node 2 of dlsm_proxy.' ],
+	[ qq{SELECT dlsm_try_lock('$lock', lease => '-1 s')},
+	  '22023', 'lease must be greater than zero', 'Raised on node 2 of dlsm_proxy.' ],
+	[ qq{SELECT dlsm_unlock('$lock', NULL)},
+	  '22004', 'argument "fence" must not be null', 'Raised on node 2 of dlsm_proxy.' ],
+	[ qq{SELECT dlsm_refresh_lock('$lock', 1, '-1 s')},
+	  '22023', 'lease must be greater than zero', 'Raised on node 2 of dlsm_proxy.' ],
+);
+for my $c (@cases)
+{
+	my ($call, $state, $msg, $detail, $hint) = @$c;
+	my ($ret, $out, $err) = $router->psql('postgres',
+		"\\set VERBOSITY verbose\n$call");
+	my ($got_state, $got_msg) = $err =~ /ERROR:  (\w{5}): (.*)$/m;
+	my ($got_detail) = $err =~ /^DETAIL:  (.*)$/m;
+	my ($got_hint) = $err =~ /^HINT:  (.*)$/m;
+	is($got_state // '', $state, "$call: SQLSTATE $state") or diag $err;
+	is($got_msg // '', $msg, "$call: dlsm's message, unwrapped");
+	unlike($err, qr/REMOTE|Remote (detail|hint)/, "$call: nothing of PL/Proxy's wrapping");
+	is($got_detail // '', $detail, "$call: the detail names node 2");
+	is($got_hint, $hint, "$call: the hint, unwrapped") if defined $hint;
+}
+
+done_testing();
