@@ -200,10 +200,13 @@ $$;
 -- node's own message, SQLSTATE, detail and hint, unwrapped from PL/Proxy's
 -- "f(n): [db] REMOTE ERROR: ...", "Remote detail: ..." and "Remote hint:
 -- ...", and the node named in the detail.  Called from an exception
--- handler with what GET STACKED DIAGNOSTICS gave it.
+-- handler with what GET STACKED DIAGNOSTICS gave it.  done: for a call on
+-- every node, the nodes it was done on already (not undone: each node
+-- commits its part).
 CREATE FUNCTION @extschema@.dlsm_proxy_reraise(node pg_catalog.int4, state pg_catalog.text,
 												message pg_catalog.text, detail pg_catalog.text,
-												hint pg_catalog.text)
+												hint pg_catalog.text,
+												done pg_catalog.int4[] DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -211,7 +214,13 @@ DECLARE
 				'^\S+\(\d+\): \[[^]]*\] REMOTE [A-Z]+: ', '');
 	d	text := pg_catalog.concat_ws(' ',
 				pg_catalog.regexp_replace(nullif(detail, ''), '^Remote detail: ', ''),
-				pg_catalog.format('Raised on node %s of dlsm_proxy.', node));
+				pg_catalog.format('Raised on node %s of dlsm_proxy.', node),
+				CASE WHEN pg_catalog.cardinality(done) = 1
+					 THEN pg_catalog.format('Done already on node %s, and not undone there.', done[1])
+					 WHEN pg_catalog.cardinality(done) > 1
+					 THEN pg_catalog.format('Done already on nodes %s, and not undone there.',
+											pg_catalog.array_to_string(done, ', '))
+				END);
 	h	text := pg_catalog.regexp_replace(nullif(hint, ''), '^Remote hint: ', '');
 BEGIN
 	IF h IS NULL THEN
@@ -956,7 +965,82 @@ $$;
 COMMENT ON FUNCTION @extschema@.dlsm_refresh_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.interval) IS
 'extend the lease of a named lock on the node of its name';
 
--- On every node: queue administration and the reaper.
+-- On every node: queue administration and the reaper.  One call per node,
+-- in node order; a node's error names that node and the nodes the call was
+-- done on already (each node commits its part: a call that fails on node 2
+-- stays done on node 1).  dlsm_set_handler first checks on every node that
+-- the queue and the function exist, and changes nothing when one lacks them.
+
+CREATE FUNCTION @extschema@.dlsm_proxy_create_queue_on(
+	node_index pg_catalog.int4, p_queue pg_catalog.text, p_channel pg_catalog.text,
+	p_max_attempts pg_catalog.int4, p_retention pg_catalog.interval)
+RETURNS pg_catalog.text
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON node_index;
+	SELECT dlsm_create_queue(p_queue, p_channel, p_max_attempts, p_retention)::text;
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_proxy_drop_queue_on(
+	node_index pg_catalog.int4, p_queue pg_catalog.text, p_drop_table pg_catalog.bool)
+RETURNS pg_catalog.text
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON node_index;
+	SELECT p_queue::text FROM dlsm_drop_queue(p_queue, p_drop_table);
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_proxy_set_handler_on(
+	node_index pg_catalog.int4, p_queue pg_catalog.text, p_handler pg_catalog.text)
+RETURNS pg_catalog.text
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON node_index;
+	SELECT p_queue::regclass::text FROM dlsm_set_handler(p_queue, p_handler::regproc);
+$$;
+
+-- What a node lacks for dlsm_set_handler: NULL, or 'SQLSTATE message'.
+CREATE FUNCTION @extschema@.dlsm_proxy_handler_check_on(
+	node_index pg_catalog.int4, p_queue pg_catalog.text, p_handler pg_catalog.text)
+RETURNS pg_catalog.text
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON node_index;
+	SELECT CASE WHEN pg_catalog.to_regclass(p_queue) IS NULL
+				THEN pg_catalog.format('42P01 relation "%s" does not exist', p_queue)
+				WHEN p_handler IS NOT NULL AND pg_catalog.to_regproc(p_handler) IS NULL
+				THEN pg_catalog.format('42883 function "%s" does not exist', p_handler) END;
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_proxy_reap_on(node_index pg_catalog.int4, p_queue pg_catalog.text)
+RETURNS pg_catalog.int8
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON node_index;
+	SELECT dlsm_reap(p_queue);
+$$;
+
+-- The error of node (or its being unreachable) in a call on every node,
+-- done already on the nodes done.
+CREATE FUNCTION @extschema@.dlsm_proxy_raise_on_all(node pg_catalog.int4, done pg_catalog.int4[],
+													 what pg_catalog.text, state pg_catalog.text,
+													 message pg_catalog.text, detail pg_catalog.text,
+													 hint pg_catalog.text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+	IF @extschema@.dlsm_proxy_unreachable(state, message) THEN
+		PERFORM @extschema@.dlsm_proxy_raise_unreachable(node,
+			CASE WHEN pg_catalog.cardinality(done) = 0 THEN what
+				 WHEN pg_catalog.cardinality(done) = 1
+				 THEN pg_catalog.format('%s (done already on node %s)', what, done[1])
+				 ELSE pg_catalog.format('%s (done already on nodes %s)', what,
+										pg_catalog.array_to_string(done, ', ')) END,
+			message);
+	END IF;
+	PERFORM @extschema@.dlsm_proxy_reraise(node, state, message, detail, hint, done);
+END
+$$;
 
 CREATE FUNCTION @extschema@.dlsm_create_queue(
 	queue pg_catalog.text,
@@ -964,10 +1048,30 @@ CREATE FUNCTION @extschema@.dlsm_create_queue(
 	max_attempts pg_catalog.int4 DEFAULT 5,
 	retention pg_catalog.interval DEFAULT NULL)
 RETURNS SETOF pg_catalog.text
-LANGUAGE plproxy AS $$
-	CLUSTER 'dlsm_shards';
-	RUN ON ALL;
-	SELECT dlsm_create_queue(queue, channel, max_attempts, retention)::text;
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	node		int4;
+	done		int4[] := '{}';
+	r			text;
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM @extschema@.dlsm_proxy_nodes) THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	FOR node IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x ORDER BY x.node_id LOOP
+		BEGIN
+			r := @extschema@.dlsm_proxy_create_queue_on(node - 1, queue, channel, max_attempts, retention);
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+			PERFORM @extschema@.dlsm_proxy_raise_on_all(node, done,
+				pg_catalog.format('dlsm_create_queue of "%s"', queue),
+				SQLSTATE, SQLERRM, e_detail, e_hint);
+		END;
+		done := done || node;
+		RETURN NEXT r;
+	END LOOP;
+END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_create_queue(pg_catalog.text, pg_catalog.text, pg_catalog.int4, pg_catalog.interval) IS
 'create the queue on every node; one row per node';
@@ -976,10 +1080,30 @@ CREATE FUNCTION @extschema@.dlsm_drop_queue(
 	queue pg_catalog.text,
 	drop_table pg_catalog.bool DEFAULT false)
 RETURNS SETOF pg_catalog.text
-LANGUAGE plproxy AS $$
-	CLUSTER 'dlsm_shards';
-	RUN ON ALL;
-	SELECT queue::text FROM dlsm_drop_queue(queue, drop_table);
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	node		int4;
+	done		int4[] := '{}';
+	r			text;
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM @extschema@.dlsm_proxy_nodes) THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	FOR node IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x ORDER BY x.node_id LOOP
+		BEGIN
+			r := @extschema@.dlsm_proxy_drop_queue_on(node - 1, queue, drop_table);
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+			PERFORM @extschema@.dlsm_proxy_raise_on_all(node, done,
+				pg_catalog.format('dlsm_drop_queue of "%s"', queue),
+				SQLSTATE, SQLERRM, e_detail, e_hint);
+		END;
+		done := done || node;
+		RETURN NEXT r;
+	END LOOP;
+END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_drop_queue(pg_catalog.text, pg_catalog.bool) IS
 'unregister the queue on every node (and drop its tables)';
@@ -988,20 +1112,77 @@ CREATE FUNCTION @extschema@.dlsm_set_handler(
 	queue pg_catalog.text,
 	handler pg_catalog.text)
 RETURNS SETOF pg_catalog.text
-LANGUAGE plproxy AS $$
-	CLUSTER 'dlsm_shards';
-	RUN ON ALL;
-	SELECT queue::regclass::text FROM dlsm_set_handler(queue, handler::regproc);
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	node		int4;
+	done		int4[] := '{}';
+	r			text;
+	lack		text;
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM @extschema@.dlsm_proxy_nodes) THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	-- every node first: the queue and the function exist on each
+	FOR node IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x ORDER BY x.node_id LOOP
+		BEGIN
+			lack := @extschema@.dlsm_proxy_handler_check_on(node - 1, queue, handler);
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+			PERFORM @extschema@.dlsm_proxy_raise_on_all(node, '{}',
+				pg_catalog.format('dlsm_set_handler of "%s"', queue),
+				SQLSTATE, SQLERRM, e_detail, e_hint);
+		END;
+		IF lack IS NOT NULL THEN
+			RAISE EXCEPTION USING ERRCODE = pg_catalog.split_part(lack, ' ', 1),
+				MESSAGE = pg_catalog.substr(lack, 7),
+				DETAIL = pg_catalog.format('Raised on node %s of dlsm_proxy; no node was changed.', node);
+		END IF;
+	END LOOP;
+	FOR node IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x ORDER BY x.node_id LOOP
+		BEGIN
+			r := @extschema@.dlsm_proxy_set_handler_on(node - 1, queue, handler);
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+			PERFORM @extschema@.dlsm_proxy_raise_on_all(node, done,
+				pg_catalog.format('dlsm_set_handler of "%s"', queue),
+				SQLSTATE, SQLERRM, e_detail, e_hint);
+		END;
+		done := done || node;
+		RETURN NEXT r;
+	END LOOP;
+END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_set_handler(pg_catalog.text, pg_catalog.text) IS
 'set the queue''s handler on every node (the function must exist on each)';
 
 CREATE FUNCTION @extschema@.dlsm_proxy_reap_all(queue pg_catalog.text)
 RETURNS SETOF pg_catalog.int8
-LANGUAGE plproxy AS $$
-	CLUSTER 'dlsm_shards';
-	RUN ON ALL;
-	SELECT dlsm_reap(queue);
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	node		int4;
+	done		int4[] := '{}';
+	r			int8;
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM @extschema@.dlsm_proxy_nodes) THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	FOR node IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x ORDER BY x.node_id LOOP
+		BEGIN
+			r := @extschema@.dlsm_proxy_reap_on(node - 1, queue);
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+			PERFORM @extschema@.dlsm_proxy_raise_on_all(node, done,
+				pg_catalog.format('dlsm_reap of "%s"', queue),
+				SQLSTATE, SQLERRM, e_detail, e_hint);
+		END;
+		done := done || node;
+		RETURN NEXT r;
+	END LOOP;
+END
 $$;
 
 CREATE FUNCTION @extschema@.dlsm_reap(queue pg_catalog.text)

@@ -6,7 +6,11 @@
 # its detail and hint without "Remote detail: " and "Remote hint: ", and
 # the node that raised it named in the detail, for each call routed to one
 # node: dlsm_enqueue, dlsm_claim, dlsm_settle, dlsm_heartbeat,
-# dlsm_settle_many, dlsm_try_lock, dlsm_unlock, dlsm_refresh_lock.
+# dlsm_settle_many, dlsm_try_lock, dlsm_unlock, dlsm_refresh_lock.  The
+# calls on every node (dlsm_create_queue, dlsm_drop_queue, dlsm_set_handler,
+# dlsm_reap) name the node that failed and the nodes they were done on
+# already; dlsm_set_handler changes no node when the function is missing on
+# one (it was set on shard 1 before, with an error for shard 2).
 use strict;
 use warnings;
 
@@ -57,7 +61,22 @@ my @cases = (
 	  '22004', 'argument "fence" must not be null', 'Raised on node 2 of dlsm_proxy.' ],
 	[ qq{SELECT dlsm_refresh_lock('$lock', 1, '-1 s')},
 	  '22023', 'lease must be greater than zero', 'Raised on node 2 of dlsm_proxy.' ],
+	# calls on every node
+	[ q{SELECT dlsm_set_handler('q', 'only_one')},
+	  '42883', 'function "only_one" does not exist',
+	  'Raised on node 2 of dlsm_proxy; no node was changed.' ],
+	[ q{SELECT dlsm_create_queue('taken')},
+	  '42P07', 'relation "taken" already exists',
+	  'Raised on node 2 of dlsm_proxy. Done already on node 1, and not undone there.' ],
+	[ q{SELECT dlsm_drop_queue('nosuch')},
+	  '42P01', 'relation "nosuch" does not exist', 'Raised on node 1 of dlsm_proxy.' ],
+	[ q{SELECT dlsm_reap('nosuch')},
+	  '42P01', 'relation "nosuch" does not exist', 'Raised on node 1 of dlsm_proxy.' ],
 );
+# a handler on shard 1 only; a table named taken on shard 2 only
+$shards[0]->safe_psql('postgres', q{CREATE FUNCTION only_one(text, text, bigint[], jsonb[])
+	RETURNS void LANGUAGE sql AS ''});
+$shards[1]->safe_psql('postgres', q{CREATE TABLE taken (x int)});
 for my $c (@cases)
 {
 	my ($call, $state, $msg, $detail, $hint) = @$c;
@@ -69,8 +88,11 @@ for my $c (@cases)
 	is($got_state // '', $state, "$call: SQLSTATE $state") or diag $err;
 	is($got_msg // '', $msg, "$call: dlsm's message, unwrapped");
 	unlike($err, qr/REMOTE|Remote (detail|hint)/, "$call: nothing of PL/Proxy's wrapping");
-	is($got_detail // '', $detail, "$call: the detail names node 2");
+	is($got_detail // '', $detail, "$call: the detail names the node");
 	is($got_hint, $hint, "$call: the hint, unwrapped") if defined $hint;
 }
+is($shards[0]->safe_psql('postgres',
+	q{SELECT coalesce(handler, 'none') FROM dlsm_queues WHERE queue = 'q'::regclass}),
+	'none', 'dlsm_set_handler with the function missing on node 2 left node 1 unchanged');
 
 done_testing();
