@@ -1681,7 +1681,10 @@ BEGIN
 	COMMIT;
 	marked_at := clock_timestamp();
 	give_up := marked_at + drain_timeout;
-	RAISE NOTICE 'moving % partitions from node % to node %', cardinality(parts), sources, to_node;
+	RAISE NOTICE '%', format(CASE WHEN cardinality(parts) = 1
+								 THEN 'moving %s partition from node %s to node %s'
+								 ELSE 'moving %s partitions from node %s to node %s' END,
+							cardinality(parts), sources, to_node);
 
 	BEGIN
 		-- 2. no transaction of the old map left on this router
@@ -1718,7 +1721,10 @@ BEGIN
 			END LOOP;
 			EXIT WHEN open_rows = 0;
 			IF clock_timestamp() > next_note THEN
-				RAISE NOTICE 'draining: % open requests and leases left on node %', open_rows, sources;
+				RAISE NOTICE '%', format(CASE WHEN open_rows = 1
+											 THEN 'draining: %s open request or lease left on node %s'
+											 ELSE 'draining: %s open requests and leases left on node %s' END,
+										open_rows, sources);
 				next_note := clock_timestamp() + interval '2 s';
 			END IF;
 			IF clock_timestamp() > give_up THEN
@@ -1736,9 +1742,12 @@ BEGIN
 							nparts - 1, moved_parts, q.id)));
 					END LOOP;
 				END LOOP;
-				RAISE EXCEPTION 'the partitions did not drain within %: % open requests and leases left on node %',
-					drain_timeout, open_rows, sources
-					USING ERRCODE = 'lock_not_available',
+				RAISE EXCEPTION USING
+					MESSAGE = format(CASE WHEN open_rows = 1
+						THEN 'the partitions did not drain within %s: %s open request or lease left on node %s'
+						ELSE 'the partitions did not drain within %s: %s open requests and leases left on node %s' END,
+						drain_timeout, open_rows, sources),
+					ERRCODE = 'lock_not_available',
 						  DETAIL = coalesce('Open: ' || blocker, 'Open: leases of lock names.'),
 						  HINT = 'Keep consumers running, or give a longer drain_timeout.';
 			END IF;
@@ -1847,8 +1856,11 @@ BEGIN
 										  moving = array_fill(NULL::int4, ARRAY[nparts]),
 										  changed_at = now();
 	COMMIT;
-	RAISE NOTICE 'moved % partitions to node %: fences there above %, % creates copied',
-		cardinality(parts), to_node, fmax, copied;
+	RAISE NOTICE '%', format('moved %s %s to node %s: fences there above %s, %s %s copied',
+							cardinality(parts),
+							CASE WHEN cardinality(parts) = 1 THEN 'partition' ELSE 'partitions' END,
+							to_node, fmax, copied,
+							CASE WHEN copied = 1 THEN 'create' ELSE 'creates' END);
 END
 $$;
 COMMENT ON PROCEDURE @extschema@.dlsm_proxy_move(pg_catalog.int4[], pg_catalog.int4, pg_catalog.interval) IS

@@ -95,4 +95,23 @@ is($shards[0]->safe_psql('postgres',
 	q{SELECT coalesce(handler, 'none') FROM dlsm_queues WHERE queue = 'q'::regclass}),
 	'none', 'dlsm_set_handler with the function missing on node 2 left node 1 unchanged');
 
+# one partition moved: its notices say "1 partition", "0 creates", and a
+# create moved with its partition "1 create"
+$shards[0]->safe_psql('postgres', q{SELECT dlsm_drop_queue('taken', true)});
+my $part = $router->safe_psql('postgres',
+	qq{SELECT dlsm_proxy_partition_of('$entity', 4)});
+my $home = $router->safe_psql('postgres', qq{SELECT dlsm_proxy_node_of('$entity')});
+$router->safe_psql('postgres', qq{SELECT dlsm_enqueue('q', '$entity')});
+is($router->safe_psql('postgres', qq{SELECT dlsm_settle('q', process_id)
+	FROM dlsm_claim_on($home, 'q', lease => '1 min')}), '1',
+	"the entity's create is complete: nothing left to drain");
+my $to = 3 - $home;
+my ($ret, $out, $err) = $router->psql('postgres',
+	qq{CALL dlsm_proxy_move('{$part}', $to, '10 s')});
+is($ret, 0, "partition $part moved from node $home to node $to") or diag $err;
+like($err, qr/NOTICE:  moving 1 partition from node \{$home\} to node $to$/m,
+	'the move says "1 partition"');
+like($err, qr/NOTICE:  moved 1 partition to node $to: fences there above \d+, 1 create copied$/m,
+	'and "1 create copied"') or diag $err;
+
 done_testing();
