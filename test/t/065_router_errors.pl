@@ -10,7 +10,8 @@
 # calls on every node (dlsm_create_queue, dlsm_drop_queue, dlsm_set_handler,
 # dlsm_reap) name the node that failed and the nodes they were done on
 # already; dlsm_set_handler changes no node when the function is missing on
-# one (it was set on shard 1 before, with an error for shard 2).
+# one (it was set on shard 1 before, with an error for shard 2).  A move of
+# one partition says "1 partition" and "1 create copied".
 use strict;
 use warnings;
 
