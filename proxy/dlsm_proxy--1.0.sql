@@ -1194,11 +1194,12 @@ $$;
 COMMENT ON FUNCTION @extschema@.dlsm_reap(pg_catalog.text) IS
 'the reaper''s pass on every node; rows moved in all';
 
--- Monitoring: every node's view, gathered (RUN ON ALL), with the node's
+-- Monitoring: every node's view, gathered node by node, with the node's
 -- dlsm.node_id and its name as two more columns.  A node that cannot be
--- reached makes them fail; dlsm_proxy_status says which.
+-- reached, or whose view fails, makes them fail, naming the node.
 
-CREATE FUNCTION @extschema@.dlsm_proxy_queue_stats(
+CREATE FUNCTION @extschema@.dlsm_proxy_queue_stats_on(
+	node_index pg_catalog.int4,
 	OUT queue pg_catalog.text,
 	OUT new pg_catalog.int8,
 	OUT in_progress pg_catalog.int8,
@@ -1217,7 +1218,7 @@ CREATE FUNCTION @extschema@.dlsm_proxy_queue_stats(
 RETURNS SETOF record
 LANGUAGE plproxy AS $$
 	CLUSTER 'dlsm_shards';
-	RUN ON ALL;
+	RUN ON node_index;
 	SELECT s.queue::text AS queue, s.new, s.in_progress, s.complete, s.error, s.ready,
 		   s.delayed, s.waiting_on_create, s.oldest_ready_age, s.expired_leases,
 		   s.dead_tuples, s.last_autovacuum, s.oldest_claim_age,
@@ -1228,12 +1229,48 @@ LANGUAGE plproxy AS $$
 	  FROM dlsm_queue_stats s;
 $$;
 
+CREATE FUNCTION @extschema@.dlsm_proxy_queue_stats(
+	OUT queue pg_catalog.text,
+	OUT new pg_catalog.int8,
+	OUT in_progress pg_catalog.int8,
+	OUT complete pg_catalog.int8,
+	OUT error pg_catalog.int8,
+	OUT ready pg_catalog.int8,
+	OUT delayed pg_catalog.int8,
+	OUT waiting_on_create pg_catalog.int8,
+	OUT oldest_ready_age pg_catalog.interval,
+	OUT expired_leases pg_catalog.int8,
+	OUT dead_tuples pg_catalog.int8,
+	OUT last_autovacuum pg_catalog.timestamptz,
+	OUT oldest_claim_age pg_catalog.interval,
+	OUT node_id pg_catalog.int4,
+	OUT shard pg_catalog.text)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	n			int4;
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	FOR n IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x ORDER BY x.node_id LOOP
+		BEGIN
+			RETURN QUERY SELECT * FROM @extschema@.dlsm_proxy_queue_stats_on(n - 1);
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+			PERFORM @extschema@.dlsm_proxy_raise_on_all(n, '{}', 'dlsm_queue_stats',
+				SQLSTATE, SQLERRM, e_detail, e_hint);
+		END;
+	END LOOP;
+END
+$$;
+
 CREATE VIEW @extschema@.dlsm_queue_stats AS
 	SELECT * FROM @extschema@.dlsm_proxy_queue_stats();
 COMMENT ON VIEW @extschema@.dlsm_queue_stats IS
 'dlsm_queue_stats of every node, one row per queue and node';
 
-CREATE FUNCTION @extschema@.dlsm_proxy_locks(
+CREATE FUNCTION @extschema@.dlsm_proxy_locks_on(
+	node_index pg_catalog.int4,
 	OUT name pg_catalog.text,
 	OUT scope pg_catalog.text,
 	OUT fence pg_catalog.int8,
@@ -1248,7 +1285,7 @@ CREATE FUNCTION @extschema@.dlsm_proxy_locks(
 RETURNS SETOF record
 LANGUAGE plproxy AS $$
 	CLUSTER 'dlsm_shards';
-	RUN ON ALL;
+	RUN ON node_index;
 	SELECT l.name, l.scope, l.fence, l.holder, l.acquired_at, l.lease_until,
 		   l.waiters, l."position", l.age,
 		   nullif(current_setting('dlsm.node_id', true), '')::int4 AS node_id,
@@ -1258,12 +1295,44 @@ LANGUAGE plproxy AS $$
 	  FROM dlsm_locks l;
 $$;
 
+CREATE FUNCTION @extschema@.dlsm_proxy_locks(
+	OUT name pg_catalog.text,
+	OUT scope pg_catalog.text,
+	OUT fence pg_catalog.int8,
+	OUT holder pg_catalog.text,
+	OUT acquired_at pg_catalog.timestamptz,
+	OUT lease_until pg_catalog.timestamptz,
+	OUT waiters pg_catalog.int4,
+	OUT "position" pg_catalog.int4,
+	OUT age pg_catalog.interval,
+	OUT node_id pg_catalog.int4,
+	OUT shard pg_catalog.text)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	n			int4;
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	FOR n IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x ORDER BY x.node_id LOOP
+		BEGIN
+			RETURN QUERY SELECT * FROM @extschema@.dlsm_proxy_locks_on(n - 1);
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+			PERFORM @extschema@.dlsm_proxy_raise_on_all(n, '{}', 'dlsm_locks',
+				SQLSTATE, SQLERRM, e_detail, e_hint);
+		END;
+	END LOOP;
+END
+$$;
+
 CREATE VIEW @extschema@.dlsm_locks AS
 	SELECT * FROM @extschema@.dlsm_proxy_locks();
 COMMENT ON VIEW @extschema@.dlsm_locks IS
 'dlsm_locks of every node';
 
-CREATE FUNCTION @extschema@.dlsm_proxy_worker_status(
+CREATE FUNCTION @extschema@.dlsm_proxy_worker_status_on(
+	node_index pg_catalog.int4,
 	OUT database pg_catalog.name,
 	OUT pid pg_catalog.int4,
 	OUT started_at pg_catalog.timestamptz,
@@ -1279,7 +1348,7 @@ CREATE FUNCTION @extschema@.dlsm_proxy_worker_status(
 RETURNS SETOF record
 LANGUAGE plproxy AS $$
 	CLUSTER 'dlsm_shards';
-	RUN ON ALL;
+	RUN ON node_index;
 	SELECT w.database, w.pid, w.started_at, w.last_reap_at, w.reaped, w.handled,
 		   w.errors, w.last_error, w.deleted, w.wakeups,
 		   nullif(current_setting('dlsm.node_id', true), '')::int4 AS node_id,
@@ -1287,6 +1356,38 @@ LANGUAGE plproxy AS $$
 									'port ' || current_setting('port')),
 				  current_database()) AS shard
 	  FROM dlsm_worker_status w;
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_proxy_worker_status(
+	OUT database pg_catalog.name,
+	OUT pid pg_catalog.int4,
+	OUT started_at pg_catalog.timestamptz,
+	OUT last_reap_at pg_catalog.timestamptz,
+	OUT reaped pg_catalog.int8,
+	OUT handled pg_catalog.int8,
+	OUT errors pg_catalog.int8,
+	OUT last_error pg_catalog.text,
+	OUT deleted pg_catalog.int8,
+	OUT wakeups pg_catalog.int8,
+	OUT node_id pg_catalog.int4,
+	OUT shard pg_catalog.text)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	n			int4;
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	FOR n IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x ORDER BY x.node_id LOOP
+		BEGIN
+			RETURN QUERY SELECT * FROM @extschema@.dlsm_proxy_worker_status_on(n - 1);
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+			PERFORM @extschema@.dlsm_proxy_raise_on_all(n, '{}', 'dlsm_worker_status',
+				SQLSTATE, SQLERRM, e_detail, e_hint);
+		END;
+	END LOOP;
+END
 $$;
 
 CREATE VIEW @extschema@.dlsm_worker_status AS

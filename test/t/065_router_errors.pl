@@ -10,7 +10,8 @@
 # calls on every node (dlsm_create_queue, dlsm_drop_queue, dlsm_set_handler,
 # dlsm_reap) name the node that failed and the nodes they were done on
 # already; dlsm_set_handler changes no node when the function is missing on
-# one (it was set on shard 1 before, with an error for shard 2).  A move of
+# one (it was set on shard 1 before, with an error for shard 2).  A gathered
+# view (dlsm_queue_stats) failing on one node names it.  A move of
 # one partition says "1 partition" and "1 create copied".
 use strict;
 use warnings;
@@ -95,6 +96,21 @@ for my $c (@cases)
 is($shards[0]->safe_psql('postgres',
 	q{SELECT coalesce(handler, 'none') FROM dlsm_queues WHERE queue = 'q'::regclass}),
 	'none', 'dlsm_set_handler with the function missing on node 2 left node 1 unchanged');
+
+# a gathered view that fails on one node names it: watcher may read the
+# views on node 1 (pg_monitor there), not on node 2
+$router->safe_psql('postgres', q{CREATE ROLE watcher LOGIN IN ROLE pg_monitor;
+	GRANT USAGE ON FOREIGN SERVER dlsm_shards TO watcher});
+$shards[0]->safe_psql('postgres', q{CREATE ROLE watcher LOGIN IN ROLE pg_monitor});
+$shards[1]->safe_psql('postgres', q{CREATE ROLE watcher LOGIN});
+{
+	my ($ret, $out, $err) = $router->psql('postgres',
+		"\\set VERBOSITY verbose\nSELECT count(*) FROM dlsm_queue_stats",
+		extra_params => [ '-U', 'watcher' ]);
+	like($err, qr/ERROR:  42501: permission denied for view dlsm_queue_stats$/m,
+		'dlsm_queue_stats through the router: node 2\'s own error, unwrapped') or diag $err;
+	like($err, qr/^DETAIL:  Raised on node 2 of dlsm_proxy\.$/m, 'naming node 2');
+}
 
 # one partition moved: its notices say "1 partition", "0 creates", and a
 # create moved with its partition "1 create"
