@@ -1670,6 +1670,8 @@ DECLARE
 	s		text;
 	v		text;
 	opts	text[];
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	SELECT n.connstr INTO c FROM @extschema@.dlsm_proxy_nodes n WHERE n.node_id = node;
 	SELECT coalesce(u.umoptions, '{}') INTO opts
@@ -1690,7 +1692,13 @@ BEGIN
 	  INTO c FROM pg_catalog.unnest(opts) o;
 	SELECT e.extnamespace::regnamespace::text INTO s
 	  FROM pg_catalog.pg_extension e WHERE e.extname = 'dblink';
-	EXECUTE format('SELECT t.v FROM %s.dblink($1, $2) AS t(v text)', s) INTO v USING c, query;
+	BEGIN
+		EXECUTE format('SELECT t.v FROM %s.dblink($1, $2) AS t(v text)', s) INTO v USING c, query;
+	EXCEPTION WHEN OTHERS THEN
+		-- the node's error (or dblink's, reaching it), naming the node
+		GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+		PERFORM @extschema@.dlsm_proxy_reraise(node, SQLSTATE, SQLERRM, e_detail, e_hint);
+	END;
 	RETURN v;
 END
 $$;

@@ -11,7 +11,8 @@
 # dlsm_reap) name the node that failed and the nodes they were done on
 # already; dlsm_set_handler changes no node when the function is missing on
 # one (it was set on shard 1 before, with an error for shard 2).  A gathered
-# view (dlsm_queue_stats) failing on one node names it.  A move of
+# view (dlsm_queue_stats) failing on one node names it, and so does
+# dlsm_proxy_remote (dlsm_proxy_move's dblink connection).  A move of
 # one partition says "1 partition" and "1 create copied".
 use strict;
 use warnings;
@@ -109,6 +110,15 @@ $shards[1]->safe_psql('postgres', q{CREATE ROLE watcher LOGIN});
 		extra_params => [ '-U', 'watcher' ]);
 	like($err, qr/ERROR:  42501: permission denied for view dlsm_queue_stats$/m,
 		'dlsm_queue_stats through the router: node 2\'s own error, unwrapped') or diag $err;
+	like($err, qr/^DETAIL:  Raised on node 2 of dlsm_proxy\.$/m, 'naming node 2');
+}
+
+# dlsm_proxy_remote, the dblink connection of dlsm_proxy_move, names the node
+{
+	my ($ret, $out, $err) = $router->psql('postgres',
+		"\\set VERBOSITY verbose\nSELECT dlsm_proxy_remote(2, 'SELECT (1/0)::text')");
+	like($err, qr/ERROR:  22012: division by zero$/m,
+		'dlsm_proxy_remote: the node\'s error') or diag $err;
 	like($err, qr/^DETAIL:  Raised on node 2 of dlsm_proxy\.$/m, 'naming node 2');
 }
 
