@@ -84,7 +84,7 @@ SELECT pg_sleep(0.05);
 SELECT dlsm_reap('s');
 SELECT entity, status, attempts,
 	   detail LIKE 'lease of process ' || :'stuck_pid' || ' expired at % after 1 attempt' AS why,
-	   lease_until IS NULL AS no_lease
+	   lease_until < clock_timestamp() AS lease_expired
   FROM s WHERE entity IN ('stuck', 'alive') ORDER BY id;
 -- the late claimant has lost its claim: its settle changes nothing
 SELECT dlsm_settle('s', :'stuck_pid');
@@ -137,8 +137,8 @@ SELECT status, attempts,
 
 SELECT status, count(*) FROM s GROUP BY status ORDER BY status;
 
--- one attempt is "1 attempt"; a row leaves its lease behind once it is no
--- longer in progress (issue 24, smaller items)
+-- one attempt is "1 attempt"; a settled row shows no lease, a reaped one
+-- the lease that expired (issue 24, smaller items)
 SELECT dlsm_create_queue('once', max_attempts => 1);
 SELECT dlsm_enqueue('once', e) FROM unnest('{o1,o2,o3,o4}'::text[]) e;
 SELECT count(dlsm_enqueue('once', 'o5', 'update')) FROM generate_series(1, 2);
@@ -157,7 +157,9 @@ SELECT dlsm_settle('once', c.process_id)
   FROM (SELECT DISTINCT process_id FROM dlsm_claim('once')) c;
 SELECT entity, status, attempts,
 	   regexp_replace(detail, '[0-9a-f-]{36} expired at .* retries', 'P expired at T; retries') AS detail,
-	   lease_until IS NULL AS no_lease, claimed_at IS NOT NULL AS claimed
+	   CASE WHEN lease_until IS NULL THEN 'none'
+			WHEN lease_until < clock_timestamp() THEN 'expired' ELSE 'running' END AS lease,
+	   claimed_at IS NOT NULL AS claimed
   FROM once ORDER BY id;
 
 -- a process id read back from the queue inside the claiming transaction is

@@ -351,7 +351,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  GROUP BY x.{pid} HAVING pg_catalog.count(*) {=}"
 		"  (SELECT pg_catalog.count(*) FROM {q} a"
 		"   WHERE a.{pid} {=} x.{pid} AND a.{status} {=} 'in-progress'))"
-		" UPDATE {q} t SET lease_until = NULL,"
+		" UPDATE {q} t SET"
 		" {status} = CASE WHEN t.attempts {>=} $1 THEN 'error' ELSE 'new' END,"
 		" settled_at = CASE WHEN t.attempts {>=} $1 THEN u.now END,"
 		" detail = pg_catalog.format(CASE"
