@@ -196,6 +196,40 @@ BEGIN
 END
 $$;
 
+-- An answer of a node that is an error, as the router reports it: the
+-- node's own message, SQLSTATE, detail and hint, unwrapped from PL/Proxy's
+-- "f(n): [db] REMOTE ERROR: ...", "Remote detail: ..." and "Remote hint:
+-- ...", and the node named in the detail.  Called from an exception
+-- handler with what GET STACKED DIAGNOSTICS gave it.  done: for a call on
+-- every node, the nodes it was done on already (not undone: each node
+-- commits its part).
+CREATE FUNCTION @extschema@.dlsm_proxy_reraise(node pg_catalog.int4, state pg_catalog.text,
+												message pg_catalog.text, detail pg_catalog.text,
+												hint pg_catalog.text,
+												done pg_catalog.int4[] DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	m	text := pg_catalog.regexp_replace(message,
+				'^\S+\(\d+\): \[[^]]*\] REMOTE [A-Z]+: ', '');
+	d	text := pg_catalog.concat_ws(' ',
+				pg_catalog.regexp_replace(nullif(detail, ''), '^Remote detail: ', ''),
+				pg_catalog.format('Raised on node %s of dlsm_proxy.', node),
+				CASE WHEN pg_catalog.cardinality(done) = 1
+					 THEN pg_catalog.format('Done already on node %s, and not undone there.', done[1])
+					 WHEN pg_catalog.cardinality(done) > 1
+					 THEN pg_catalog.format('Done already on nodes %s, and not undone there.',
+											pg_catalog.array_to_string(done, ', '))
+				END);
+	h	text := pg_catalog.regexp_replace(nullif(hint, ''), '^Remote hint: ', '');
+BEGIN
+	IF h IS NULL THEN
+		RAISE EXCEPTION USING MESSAGE = m, ERRCODE = state, DETAIL = d;
+	END IF;
+	RAISE EXCEPTION USING MESSAGE = m, ERRCODE = state, DETAIL = d, HINT = h;
+END
+$$;
+
 -- Session settings of the router (placeholders: SET them like any setting):
 --   dlsm_proxy.claim_nodes    '' (every node) or a list of node ids, e.g. '2' or '1,3':
 --                             the nodes dlsm_claim takes work from
@@ -303,6 +337,9 @@ CREATE FUNCTION @extschema@.dlsm_enqueue(
 	run_at pg_catalog.timestamptz DEFAULT NULL)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	RETURN @extschema@.dlsm_proxy_enqueue_on(queue, entity, kind, payload, run_at);
 EXCEPTION WHEN OTHERS THEN
@@ -311,7 +348,9 @@ EXCEPTION WHEN OTHERS THEN
 			@extschema@.dlsm_proxy_route_name(entity) + 1,
 			format('dlsm_enqueue of "%s"', entity), SQLERRM);
 	END IF;
-	RAISE;
+	GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+	PERFORM @extschema@.dlsm_proxy_reraise(@extschema@.dlsm_proxy_route_name(entity) + 1, SQLSTATE, SQLERRM, e_detail, e_hint);
+	RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_enqueue(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb, pg_catalog.timestamptz) IS
@@ -368,6 +407,8 @@ DECLARE
 	tried		int4;
 	reached		boolean := false;
 	last_error	text;
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	IF dlsm_claim.lease IS NULL THEN
 		RAISE EXCEPTION 'dlsm_claim through dlsm_proxy needs a lease'
@@ -450,7 +491,8 @@ BEGIN
 				st[1 + maxnode + node] := 0;
 			EXCEPTION WHEN OTHERS THEN
 				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
-					RAISE;
+					GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+					PERFORM @extschema@.dlsm_proxy_reraise(node, SQLSTATE, SQLERRM, e_detail, e_hint);
 				END IF;
 				last_error := SQLERRM;
 				st[1 + maxnode + node] := extract(epoch FROM pg_catalog.clock_timestamp()) + down_s;
@@ -541,6 +583,8 @@ DECLARE
 	other		int4;
 	unreached	int4[];
 	last_error	text;
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	IF dlsm_settle.process_id IS NULL THEN
 		RAISE EXCEPTION 'argument "process_id" must not be null'
@@ -559,11 +603,13 @@ BEGIN
 		EXCEPTION
 			WHEN object_not_in_prerequisite_state THEN
 				IF final THEN
-					RAISE;
+					GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+					PERFORM @extschema@.dlsm_proxy_reraise(home, SQLSTATE, SQLERRM, e_detail, e_hint);
 				END IF;
 			WHEN OTHERS THEN
 				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
-					RAISE;
+					GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+					PERFORM @extschema@.dlsm_proxy_reraise(home, SQLSTATE, SQLERRM, e_detail, e_hint);
 				END IF;
 				IF final THEN
 					PERFORM @extschema@.dlsm_proxy_raise_unreachable(home,
@@ -584,7 +630,8 @@ BEGIN
 				NULL;
 			WHEN OTHERS THEN
 				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
-					RAISE;
+					GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+					PERFORM @extschema@.dlsm_proxy_reraise(other, SQLSTATE, SQLERRM, e_detail, e_hint);
 				END IF;
 				unreached := unreached || other;
 				last_error := SQLERRM;
@@ -617,6 +664,8 @@ DECLARE
 	other		int4;
 	unreached	int4[];
 	last_error	text;
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	IF dlsm_heartbeat.process_id IS NULL THEN
 		RAISE EXCEPTION 'argument "process_id" must not be null'
@@ -634,11 +683,13 @@ BEGIN
 		EXCEPTION
 			WHEN object_not_in_prerequisite_state THEN
 				IF final THEN
-					RAISE;
+					GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+					PERFORM @extschema@.dlsm_proxy_reraise(home, SQLSTATE, SQLERRM, e_detail, e_hint);
 				END IF;
 			WHEN OTHERS THEN
 				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
-					RAISE;
+					GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+					PERFORM @extschema@.dlsm_proxy_reraise(home, SQLSTATE, SQLERRM, e_detail, e_hint);
 				END IF;
 				IF final THEN
 					PERFORM @extschema@.dlsm_proxy_raise_unreachable(home,
@@ -658,7 +709,8 @@ BEGIN
 				NULL;
 			WHEN OTHERS THEN
 				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
-					RAISE;
+					GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+					PERFORM @extschema@.dlsm_proxy_reraise(other, SQLSTATE, SQLERRM, e_detail, e_hint);
 				END IF;
 				unreached := unreached || other;
 				last_error := SQLERRM;
@@ -707,6 +759,8 @@ DECLARE
 	other		int4;
 	sub			uuid[];
 	last_error	text;
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	IF process_ids IS NULL THEN
 		RAISE EXCEPTION 'argument "process_ids" must not be null'
@@ -748,7 +802,8 @@ BEGIN
 			END LOOP;
 		EXCEPTION WHEN OTHERS THEN
 			IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
-				RAISE;
+				GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+				PERFORM @extschema@.dlsm_proxy_reraise(g.home, SQLSTATE, SQLERRM, e_detail, e_hint);
 			END IF;
 			unreached := unreached || g.home;
 			last_error := SQLERRM;
@@ -776,7 +831,8 @@ BEGIN
 				END LOOP;
 			EXCEPTION WHEN OTHERS THEN
 				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
-					RAISE;
+					GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+					PERFORM @extschema@.dlsm_proxy_reraise(other, SQLSTATE, SQLERRM, e_detail, e_hint);
 				END IF;
 				unreached := unreached || other;
 				last_error := SQLERRM;
@@ -841,6 +897,9 @@ CREATE FUNCTION @extschema@.dlsm_try_lock(
 	lease pg_catalog.interval DEFAULT NULL)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	RETURN @extschema@.dlsm_proxy_try_lock_on(name, wait, lease);
 EXCEPTION WHEN OTHERS THEN
@@ -849,7 +908,9 @@ EXCEPTION WHEN OTHERS THEN
 			@extschema@.dlsm_proxy_route_name(name) + 1,
 			format('dlsm_try_lock of "%s"', name), SQLERRM);
 	END IF;
-	RAISE;
+	GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+	PERFORM @extschema@.dlsm_proxy_reraise(@extschema@.dlsm_proxy_route_name(name) + 1, SQLSTATE, SQLERRM, e_detail, e_hint);
+	RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_try_lock(pg_catalog.text, pg_catalog.interval, pg_catalog.interval) IS
@@ -860,6 +921,9 @@ CREATE FUNCTION @extschema@.dlsm_unlock(
 	fence pg_catalog.int8)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	RETURN @extschema@.dlsm_proxy_unlock_on(name, fence);
 EXCEPTION WHEN OTHERS THEN
@@ -868,7 +932,9 @@ EXCEPTION WHEN OTHERS THEN
 			@extschema@.dlsm_proxy_route_name(name) + 1,
 			format('dlsm_unlock of "%s"', name), SQLERRM);
 	END IF;
-	RAISE;
+	GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+	PERFORM @extschema@.dlsm_proxy_reraise(@extschema@.dlsm_proxy_route_name(name) + 1, SQLSTATE, SQLERRM, e_detail, e_hint);
+	RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_unlock(pg_catalog.text, pg_catalog.int8) IS
@@ -880,6 +946,9 @@ CREATE FUNCTION @extschema@.dlsm_refresh_lock(
 	lease pg_catalog.interval)
 RETURNS pg_catalog.timestamptz
 LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	RETURN @extschema@.dlsm_proxy_refresh_lock_on(name, fence, lease);
 EXCEPTION WHEN OTHERS THEN
@@ -888,13 +957,90 @@ EXCEPTION WHEN OTHERS THEN
 			@extschema@.dlsm_proxy_route_name(name) + 1,
 			format('dlsm_refresh_lock of "%s"', name), SQLERRM);
 	END IF;
-	RAISE;
+	GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+	PERFORM @extschema@.dlsm_proxy_reraise(@extschema@.dlsm_proxy_route_name(name) + 1, SQLSTATE, SQLERRM, e_detail, e_hint);
+	RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_refresh_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.interval) IS
 'extend the lease of a named lock on the node of its name';
 
--- On every node: queue administration and the reaper.
+-- On every node: queue administration and the reaper.  One call per node,
+-- in node order; a node's error names that node and the nodes the call was
+-- done on already (each node commits its part: a call that fails on node 2
+-- stays done on node 1).  dlsm_set_handler first checks on every node that
+-- the queue and the function exist, and changes nothing when one lacks them.
+
+CREATE FUNCTION @extschema@.dlsm_proxy_create_queue_on(
+	node_index pg_catalog.int4, p_queue pg_catalog.text, p_channel pg_catalog.text,
+	p_max_attempts pg_catalog.int4, p_retention pg_catalog.interval)
+RETURNS pg_catalog.text
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON node_index;
+	SELECT dlsm_create_queue(p_queue, p_channel, p_max_attempts, p_retention)::text;
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_proxy_drop_queue_on(
+	node_index pg_catalog.int4, p_queue pg_catalog.text, p_drop_table pg_catalog.bool)
+RETURNS pg_catalog.text
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON node_index;
+	SELECT p_queue::text FROM dlsm_drop_queue(p_queue, p_drop_table);
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_proxy_set_handler_on(
+	node_index pg_catalog.int4, p_queue pg_catalog.text, p_handler pg_catalog.text)
+RETURNS pg_catalog.text
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON node_index;
+	SELECT p_queue::regclass::text FROM dlsm_set_handler(p_queue, p_handler::regproc);
+$$;
+
+-- What a node lacks for dlsm_set_handler: NULL, or 'SQLSTATE message'.
+CREATE FUNCTION @extschema@.dlsm_proxy_handler_check_on(
+	node_index pg_catalog.int4, p_queue pg_catalog.text, p_handler pg_catalog.text)
+RETURNS pg_catalog.text
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON node_index;
+	SELECT CASE WHEN pg_catalog.to_regclass(p_queue) IS NULL
+				THEN pg_catalog.format('42P01 relation "%s" does not exist', p_queue)
+				WHEN p_handler IS NOT NULL AND pg_catalog.to_regproc(p_handler) IS NULL
+				THEN pg_catalog.format('42883 function "%s" does not exist', p_handler) END;
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_proxy_reap_on(node_index pg_catalog.int4, p_queue pg_catalog.text)
+RETURNS pg_catalog.int8
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON node_index;
+	SELECT dlsm_reap(p_queue);
+$$;
+
+-- The error of node (or its being unreachable) in a call on every node,
+-- done already on the nodes done.
+CREATE FUNCTION @extschema@.dlsm_proxy_raise_on_all(node pg_catalog.int4, done pg_catalog.int4[],
+													 what pg_catalog.text, state pg_catalog.text,
+													 message pg_catalog.text, detail pg_catalog.text,
+													 hint pg_catalog.text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+	IF @extschema@.dlsm_proxy_unreachable(state, message) THEN
+		PERFORM @extschema@.dlsm_proxy_raise_unreachable(node,
+			CASE WHEN pg_catalog.cardinality(done) = 0 THEN what
+				 WHEN pg_catalog.cardinality(done) = 1
+				 THEN pg_catalog.format('%s (done already on node %s)', what, done[1])
+				 ELSE pg_catalog.format('%s (done already on nodes %s)', what,
+										pg_catalog.array_to_string(done, ', ')) END,
+			message);
+	END IF;
+	PERFORM @extschema@.dlsm_proxy_reraise(node, state, message, detail, hint, done);
+END
+$$;
 
 CREATE FUNCTION @extschema@.dlsm_create_queue(
 	queue pg_catalog.text,
@@ -902,10 +1048,30 @@ CREATE FUNCTION @extschema@.dlsm_create_queue(
 	max_attempts pg_catalog.int4 DEFAULT 5,
 	retention pg_catalog.interval DEFAULT NULL)
 RETURNS SETOF pg_catalog.text
-LANGUAGE plproxy AS $$
-	CLUSTER 'dlsm_shards';
-	RUN ON ALL;
-	SELECT dlsm_create_queue(queue, channel, max_attempts, retention)::text;
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	node		int4;
+	done		int4[] := '{}';
+	r			text;
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM @extschema@.dlsm_proxy_nodes) THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	FOR node IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x ORDER BY x.node_id LOOP
+		BEGIN
+			r := @extschema@.dlsm_proxy_create_queue_on(node - 1, queue, channel, max_attempts, retention);
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+			PERFORM @extschema@.dlsm_proxy_raise_on_all(node, done,
+				pg_catalog.format('dlsm_create_queue of "%s"', queue),
+				SQLSTATE, SQLERRM, e_detail, e_hint);
+		END;
+		done := done || node;
+		RETURN NEXT r;
+	END LOOP;
+END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_create_queue(pg_catalog.text, pg_catalog.text, pg_catalog.int4, pg_catalog.interval) IS
 'create the queue on every node; one row per node';
@@ -914,10 +1080,30 @@ CREATE FUNCTION @extschema@.dlsm_drop_queue(
 	queue pg_catalog.text,
 	drop_table pg_catalog.bool DEFAULT false)
 RETURNS SETOF pg_catalog.text
-LANGUAGE plproxy AS $$
-	CLUSTER 'dlsm_shards';
-	RUN ON ALL;
-	SELECT queue::text FROM dlsm_drop_queue(queue, drop_table);
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	node		int4;
+	done		int4[] := '{}';
+	r			text;
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM @extschema@.dlsm_proxy_nodes) THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	FOR node IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x ORDER BY x.node_id LOOP
+		BEGIN
+			r := @extschema@.dlsm_proxy_drop_queue_on(node - 1, queue, drop_table);
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+			PERFORM @extschema@.dlsm_proxy_raise_on_all(node, done,
+				pg_catalog.format('dlsm_drop_queue of "%s"', queue),
+				SQLSTATE, SQLERRM, e_detail, e_hint);
+		END;
+		done := done || node;
+		RETURN NEXT r;
+	END LOOP;
+END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_drop_queue(pg_catalog.text, pg_catalog.bool) IS
 'unregister the queue on every node (and drop its tables)';
@@ -926,20 +1112,77 @@ CREATE FUNCTION @extschema@.dlsm_set_handler(
 	queue pg_catalog.text,
 	handler pg_catalog.text)
 RETURNS SETOF pg_catalog.text
-LANGUAGE plproxy AS $$
-	CLUSTER 'dlsm_shards';
-	RUN ON ALL;
-	SELECT queue::regclass::text FROM dlsm_set_handler(queue, handler::regproc);
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	node		int4;
+	done		int4[] := '{}';
+	r			text;
+	lack		text;
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM @extschema@.dlsm_proxy_nodes) THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	-- every node first: the queue and the function exist on each
+	FOR node IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x ORDER BY x.node_id LOOP
+		BEGIN
+			lack := @extschema@.dlsm_proxy_handler_check_on(node - 1, queue, handler);
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+			PERFORM @extschema@.dlsm_proxy_raise_on_all(node, '{}',
+				pg_catalog.format('dlsm_set_handler of "%s"', queue),
+				SQLSTATE, SQLERRM, e_detail, e_hint);
+		END;
+		IF lack IS NOT NULL THEN
+			RAISE EXCEPTION USING ERRCODE = pg_catalog.split_part(lack, ' ', 1),
+				MESSAGE = pg_catalog.substr(lack, 7),
+				DETAIL = pg_catalog.format('Raised on node %s of dlsm_proxy; no node was changed.', node);
+		END IF;
+	END LOOP;
+	FOR node IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x ORDER BY x.node_id LOOP
+		BEGIN
+			r := @extschema@.dlsm_proxy_set_handler_on(node - 1, queue, handler);
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+			PERFORM @extschema@.dlsm_proxy_raise_on_all(node, done,
+				pg_catalog.format('dlsm_set_handler of "%s"', queue),
+				SQLSTATE, SQLERRM, e_detail, e_hint);
+		END;
+		done := done || node;
+		RETURN NEXT r;
+	END LOOP;
+END
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_set_handler(pg_catalog.text, pg_catalog.text) IS
 'set the queue''s handler on every node (the function must exist on each)';
 
 CREATE FUNCTION @extschema@.dlsm_proxy_reap_all(queue pg_catalog.text)
 RETURNS SETOF pg_catalog.int8
-LANGUAGE plproxy AS $$
-	CLUSTER 'dlsm_shards';
-	RUN ON ALL;
-	SELECT dlsm_reap(queue);
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	node		int4;
+	done		int4[] := '{}';
+	r			int8;
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM @extschema@.dlsm_proxy_nodes) THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	FOR node IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x ORDER BY x.node_id LOOP
+		BEGIN
+			r := @extschema@.dlsm_proxy_reap_on(node - 1, queue);
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+			PERFORM @extschema@.dlsm_proxy_raise_on_all(node, done,
+				pg_catalog.format('dlsm_reap of "%s"', queue),
+				SQLSTATE, SQLERRM, e_detail, e_hint);
+		END;
+		done := done || node;
+		RETURN NEXT r;
+	END LOOP;
+END
 $$;
 
 CREATE FUNCTION @extschema@.dlsm_reap(queue pg_catalog.text)
@@ -951,11 +1194,12 @@ $$;
 COMMENT ON FUNCTION @extschema@.dlsm_reap(pg_catalog.text) IS
 'the reaper''s pass on every node; rows moved in all';
 
--- Monitoring: every node's view, gathered (RUN ON ALL), with the node's
+-- Monitoring: every node's view, gathered node by node, with the node's
 -- dlsm.node_id and its name as two more columns.  A node that cannot be
--- reached makes them fail; dlsm_proxy_status says which.
+-- reached, or whose view fails, makes them fail, naming the node.
 
-CREATE FUNCTION @extschema@.dlsm_proxy_queue_stats(
+CREATE FUNCTION @extschema@.dlsm_proxy_queue_stats_on(
+	node_index pg_catalog.int4,
 	OUT queue pg_catalog.text,
 	OUT new pg_catalog.int8,
 	OUT in_progress pg_catalog.int8,
@@ -974,7 +1218,7 @@ CREATE FUNCTION @extschema@.dlsm_proxy_queue_stats(
 RETURNS SETOF record
 LANGUAGE plproxy AS $$
 	CLUSTER 'dlsm_shards';
-	RUN ON ALL;
+	RUN ON node_index;
 	SELECT s.queue::text AS queue, s.new, s.in_progress, s.complete, s.error, s.ready,
 		   s.delayed, s.waiting_on_create, s.oldest_ready_age, s.expired_leases,
 		   s.dead_tuples, s.last_autovacuum, s.oldest_claim_age,
@@ -985,12 +1229,48 @@ LANGUAGE plproxy AS $$
 	  FROM dlsm_queue_stats s;
 $$;
 
+CREATE FUNCTION @extschema@.dlsm_proxy_queue_stats(
+	OUT queue pg_catalog.text,
+	OUT new pg_catalog.int8,
+	OUT in_progress pg_catalog.int8,
+	OUT complete pg_catalog.int8,
+	OUT error pg_catalog.int8,
+	OUT ready pg_catalog.int8,
+	OUT delayed pg_catalog.int8,
+	OUT waiting_on_create pg_catalog.int8,
+	OUT oldest_ready_age pg_catalog.interval,
+	OUT expired_leases pg_catalog.int8,
+	OUT dead_tuples pg_catalog.int8,
+	OUT last_autovacuum pg_catalog.timestamptz,
+	OUT oldest_claim_age pg_catalog.interval,
+	OUT node_id pg_catalog.int4,
+	OUT shard pg_catalog.text)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	n			int4;
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	FOR n IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x ORDER BY x.node_id LOOP
+		BEGIN
+			RETURN QUERY SELECT * FROM @extschema@.dlsm_proxy_queue_stats_on(n - 1);
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+			PERFORM @extschema@.dlsm_proxy_raise_on_all(n, '{}', 'dlsm_queue_stats',
+				SQLSTATE, SQLERRM, e_detail, e_hint);
+		END;
+	END LOOP;
+END
+$$;
+
 CREATE VIEW @extschema@.dlsm_queue_stats AS
 	SELECT * FROM @extschema@.dlsm_proxy_queue_stats();
 COMMENT ON VIEW @extschema@.dlsm_queue_stats IS
 'dlsm_queue_stats of every node, one row per queue and node';
 
-CREATE FUNCTION @extschema@.dlsm_proxy_locks(
+CREATE FUNCTION @extschema@.dlsm_proxy_locks_on(
+	node_index pg_catalog.int4,
 	OUT name pg_catalog.text,
 	OUT scope pg_catalog.text,
 	OUT fence pg_catalog.int8,
@@ -1005,7 +1285,7 @@ CREATE FUNCTION @extschema@.dlsm_proxy_locks(
 RETURNS SETOF record
 LANGUAGE plproxy AS $$
 	CLUSTER 'dlsm_shards';
-	RUN ON ALL;
+	RUN ON node_index;
 	SELECT l.name, l.scope, l.fence, l.holder, l.acquired_at, l.lease_until,
 		   l.waiters, l."position", l.age,
 		   nullif(current_setting('dlsm.node_id', true), '')::int4 AS node_id,
@@ -1015,12 +1295,44 @@ LANGUAGE plproxy AS $$
 	  FROM dlsm_locks l;
 $$;
 
+CREATE FUNCTION @extschema@.dlsm_proxy_locks(
+	OUT name pg_catalog.text,
+	OUT scope pg_catalog.text,
+	OUT fence pg_catalog.int8,
+	OUT holder pg_catalog.text,
+	OUT acquired_at pg_catalog.timestamptz,
+	OUT lease_until pg_catalog.timestamptz,
+	OUT waiters pg_catalog.int4,
+	OUT "position" pg_catalog.int4,
+	OUT age pg_catalog.interval,
+	OUT node_id pg_catalog.int4,
+	OUT shard pg_catalog.text)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	n			int4;
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	FOR n IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x ORDER BY x.node_id LOOP
+		BEGIN
+			RETURN QUERY SELECT * FROM @extschema@.dlsm_proxy_locks_on(n - 1);
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+			PERFORM @extschema@.dlsm_proxy_raise_on_all(n, '{}', 'dlsm_locks',
+				SQLSTATE, SQLERRM, e_detail, e_hint);
+		END;
+	END LOOP;
+END
+$$;
+
 CREATE VIEW @extschema@.dlsm_locks AS
 	SELECT * FROM @extschema@.dlsm_proxy_locks();
 COMMENT ON VIEW @extschema@.dlsm_locks IS
 'dlsm_locks of every node';
 
-CREATE FUNCTION @extschema@.dlsm_proxy_worker_status(
+CREATE FUNCTION @extschema@.dlsm_proxy_worker_status_on(
+	node_index pg_catalog.int4,
 	OUT database pg_catalog.name,
 	OUT pid pg_catalog.int4,
 	OUT started_at pg_catalog.timestamptz,
@@ -1036,7 +1348,7 @@ CREATE FUNCTION @extschema@.dlsm_proxy_worker_status(
 RETURNS SETOF record
 LANGUAGE plproxy AS $$
 	CLUSTER 'dlsm_shards';
-	RUN ON ALL;
+	RUN ON node_index;
 	SELECT w.database, w.pid, w.started_at, w.last_reap_at, w.reaped, w.handled,
 		   w.errors, w.last_error, w.deleted, w.wakeups,
 		   nullif(current_setting('dlsm.node_id', true), '')::int4 AS node_id,
@@ -1044,6 +1356,38 @@ LANGUAGE plproxy AS $$
 									'port ' || current_setting('port')),
 				  current_database()) AS shard
 	  FROM dlsm_worker_status w;
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_proxy_worker_status(
+	OUT database pg_catalog.name,
+	OUT pid pg_catalog.int4,
+	OUT started_at pg_catalog.timestamptz,
+	OUT last_reap_at pg_catalog.timestamptz,
+	OUT reaped pg_catalog.int8,
+	OUT handled pg_catalog.int8,
+	OUT errors pg_catalog.int8,
+	OUT last_error pg_catalog.text,
+	OUT deleted pg_catalog.int8,
+	OUT wakeups pg_catalog.int8,
+	OUT node_id pg_catalog.int4,
+	OUT shard pg_catalog.text)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	n			int4;
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	FOR n IN SELECT x.node_id FROM @extschema@.dlsm_proxy_nodes x ORDER BY x.node_id LOOP
+		BEGIN
+			RETURN QUERY SELECT * FROM @extschema@.dlsm_proxy_worker_status_on(n - 1);
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+			PERFORM @extschema@.dlsm_proxy_raise_on_all(n, '{}', 'dlsm_worker_status',
+				SQLSTATE, SQLERRM, e_detail, e_hint);
+		END;
+	END LOOP;
+END
 $$;
 
 CREATE VIEW @extschema@.dlsm_worker_status AS
@@ -1326,6 +1670,8 @@ DECLARE
 	s		text;
 	v		text;
 	opts	text[];
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	SELECT n.connstr INTO c FROM @extschema@.dlsm_proxy_nodes n WHERE n.node_id = node;
 	SELECT coalesce(u.umoptions, '{}') INTO opts
@@ -1346,7 +1692,13 @@ BEGIN
 	  INTO c FROM pg_catalog.unnest(opts) o;
 	SELECT e.extnamespace::regnamespace::text INTO s
 	  FROM pg_catalog.pg_extension e WHERE e.extname = 'dblink';
-	EXECUTE format('SELECT t.v FROM %s.dblink($1, $2) AS t(v text)', s) INTO v USING c, query;
+	BEGIN
+		EXECUTE format('SELECT t.v FROM %s.dblink($1, $2) AS t(v text)', s) INTO v USING c, query;
+	EXCEPTION WHEN OTHERS THEN
+		-- the node's error (or dblink's, reaching it), naming the node
+		GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+		PERFORM @extschema@.dlsm_proxy_reraise(node, SQLSTATE, SQLERRM, e_detail, e_hint);
+	END;
 	RETURN v;
 END
 $$;
@@ -1438,7 +1790,10 @@ BEGIN
 	COMMIT;
 	marked_at := clock_timestamp();
 	give_up := marked_at + drain_timeout;
-	RAISE NOTICE 'moving % partitions from node % to node %', cardinality(parts), sources, to_node;
+	RAISE NOTICE '%', format(CASE WHEN cardinality(parts) = 1
+								 THEN 'moving %s partition from node %s to node %s'
+								 ELSE 'moving %s partitions from node %s to node %s' END,
+							cardinality(parts), sources, to_node);
 
 	BEGIN
 		-- 2. no transaction of the old map left on this router
@@ -1475,7 +1830,10 @@ BEGIN
 			END LOOP;
 			EXIT WHEN open_rows = 0;
 			IF clock_timestamp() > next_note THEN
-				RAISE NOTICE 'draining: % open requests and leases left on node %', open_rows, sources;
+				RAISE NOTICE '%', format(CASE WHEN open_rows = 1
+											 THEN 'draining: %s open request or lease left on node %s'
+											 ELSE 'draining: %s open requests and leases left on node %s' END,
+										open_rows, sources);
 				next_note := clock_timestamp() + interval '2 s';
 			END IF;
 			IF clock_timestamp() > give_up THEN
@@ -1493,9 +1851,12 @@ BEGIN
 							nparts - 1, moved_parts, q.id)));
 					END LOOP;
 				END LOOP;
-				RAISE EXCEPTION 'the partitions did not drain within %: % open requests and leases left on node %',
-					drain_timeout, open_rows, sources
-					USING ERRCODE = 'lock_not_available',
+				RAISE EXCEPTION USING
+					MESSAGE = format(CASE WHEN open_rows = 1
+						THEN 'the partitions did not drain within %s: %s open request or lease left on node %s'
+						ELSE 'the partitions did not drain within %s: %s open requests and leases left on node %s' END,
+						drain_timeout, open_rows, sources),
+					ERRCODE = 'lock_not_available',
 						  DETAIL = coalesce('Open: ' || blocker, 'Open: leases of lock names.'),
 						  HINT = 'Keep consumers running, or give a longer drain_timeout.';
 			END IF;
@@ -1604,8 +1965,11 @@ BEGIN
 										  moving = array_fill(NULL::int4, ARRAY[nparts]),
 										  changed_at = now();
 	COMMIT;
-	RAISE NOTICE 'moved % partitions to node %: fences there above %, % creates copied',
-		cardinality(parts), to_node, fmax, copied;
+	RAISE NOTICE '%', format('moved %s %s to node %s: fences there above %s, %s %s copied',
+							cardinality(parts),
+							CASE WHEN cardinality(parts) = 1 THEN 'partition' ELSE 'partitions' END,
+							to_node, fmax, copied,
+							CASE WHEN copied = 1 THEN 'create' ELSE 'creates' END);
 END
 $$;
 COMMENT ON PROCEDURE @extschema@.dlsm_proxy_move(pg_catalog.int4[], pg_catalog.int4, pg_catalog.interval) IS

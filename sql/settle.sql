@@ -11,7 +11,7 @@ SELECT dlsm_settle('s', :'ok_pid');
 SELECT dlsm_settle('s', :'bad_pid', 'error', 'spreadsheet not found');
 SELECT entity, status, detail, attempts,
 	   process_id = :'ok_pid' AS ok_pid_kept, fence = :ok_fence AS ok_fence_kept,
-	   settled_at >= claimed_at AS timeline
+	   settled_at >= claimed_at AS timeline, lease_until IS NULL AS no_lease
   FROM s ORDER BY id;
 
 -- a settled claim cannot be settled again, nor moved to another outcome
@@ -24,6 +24,7 @@ SELECT dlsm_enqueue('s', 'flaky');
 SELECT process_id AS p1 FROM dlsm_claim('s') \gset
 SELECT dlsm_settle('s', :'p1', 'retry', 'timeout');
 SELECT status, attempts, detail, settled_at IS NULL AS unsettled,
+	   lease_until IS NULL AS no_lease,
 	   run_at BETWEEN now() + interval '0.9 s' AND clock_timestamp() + interval '1 s' AS backoff_1s
   FROM s WHERE entity = 'flaky';
 SELECT count(*) AS during_backoff FROM dlsm_claim('s');
@@ -36,7 +37,8 @@ SELECT status, attempts,
 UPDATE s SET run_at = now() WHERE entity = 'flaky';
 SELECT process_id AS p3 FROM dlsm_claim('s') \gset
 SELECT dlsm_settle('s', :'p3', 'retry', 'still failing');
-SELECT status, attempts, detail, settled_at IS NOT NULL AS settled
+SELECT status, attempts, detail, settled_at IS NOT NULL AS settled,
+	   lease_until IS NULL AS no_lease
   FROM s WHERE entity = 'flaky';
 -- the earlier claims of the request are lost
 SELECT dlsm_settle('s', :'p1');
@@ -81,7 +83,8 @@ SELECT process_id AS alive_pid FROM dlsm_claim('s', lease => '1 hour') \gset
 SELECT pg_sleep(0.05);
 SELECT dlsm_reap('s');
 SELECT entity, status, attempts,
-	   detail LIKE 'lease of process ' || :'stuck_pid' || ' expired at % after 1 attempts' AS why
+	   detail LIKE 'lease of process ' || :'stuck_pid' || ' expired at % after 1 attempt' AS why,
+	   lease_until < clock_timestamp() AS lease_expired
   FROM s WHERE entity IN ('stuck', 'alive') ORDER BY id;
 -- the late claimant has lost its claim: its settle changes nothing
 SELECT dlsm_settle('s', :'stuck_pid');
@@ -133,6 +136,31 @@ SELECT status, attempts,
   FROM many;
 
 SELECT status, count(*) FROM s GROUP BY status ORDER BY status;
+
+-- one attempt is "1 attempt"; a settled row shows no lease, a reaped one
+-- the lease that expired (issue 24, smaller items)
+SELECT dlsm_create_queue('once', max_attempts => 1);
+SELECT dlsm_enqueue('once', e) FROM unnest('{o1,o2,o3,o4}'::text[]) e;
+SELECT count(dlsm_enqueue('once', 'o5', 'update')) FROM generate_series(1, 2);
+-- a committed claim, then retry
+SELECT process_id AS o1 FROM dlsm_claim('once') \gset
+SELECT dlsm_settle('once', :'o1', 'retry', 'boom');
+-- claimed and settled in one statement: one row, retry
+SELECT dlsm_settle('once', c.process_id, 'retry', 'bang') FROM dlsm_claim('once') c;
+-- a lease expired
+SELECT process_id AS o3 FROM dlsm_claim('once', lease => '1 ms') \gset
+SELECT pg_sleep(0.01);
+SELECT dlsm_reap('once');
+-- claimed and settled in one statement: one row, and a unit of two
+SELECT dlsm_settle('once', c.process_id) FROM dlsm_claim('once') c;
+SELECT dlsm_settle('once', c.process_id)
+  FROM (SELECT DISTINCT process_id FROM dlsm_claim('once')) c;
+SELECT entity, status, attempts,
+	   regexp_replace(detail, '[0-9a-f-]{36} expired at .* retries', 'P expired at T; retries') AS detail,
+	   CASE WHEN lease_until IS NULL THEN 'none'
+			WHEN lease_until < clock_timestamp() THEN 'expired' ELSE 'running' END AS lease,
+	   claimed_at IS NOT NULL AS claimed
+  FROM once ORDER BY id;
 
 -- a process id read back from the queue inside the claiming transaction is
 -- NULL: the claim is written at commit; the error says so (issue 24 #4)

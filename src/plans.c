@@ -118,6 +118,17 @@
 	" {pid} = " pid "{pidin}, fence = " fence ", attempts = t.attempts {+} 1," \
 	" claimed_at = " at ", lease_until = " until
 #define CLAIMED_SET CLAIMED_SET_AS("v.pid", "v.fence", "v.claimed_at", "v.lease_until")
+/* The same for a claim settled by its own transaction: no lease is left. */
+#define CLAIMED_SET_SETTLED CLAIMED_SET_AS("v.pid", "v.fence", "v.claimed_at", "NULL")
+
+/*
+ * The detail of a request whose retries are exhausted after attempts a,
+ * with the detail d: "1 attempt", "2 attempts".
+ */
+#define EXHAUSTED_DETAIL(a, d) \
+	" pg_catalog.format(CASE WHEN " a " {=} 1" \
+	"  THEN 'retries exhausted after %s attempt: %s'" \
+	"  ELSE 'retries exhausted after %s attempts: %s' END, " a ", " d ")"
 
 /* A pending claim's row: still new, as its claim locked it. */
 #define CLAIMED_WHERE \
@@ -236,7 +247,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	},
 	[DLSM_Q_SETTLE_CLAIMED_FINAL] = {
 		/* as SETTLE_FINAL, for claims of this transaction: one row version */
-		"UPDATE {q} t SET {status} = $6," CLAIMED_SET ","
+		"UPDATE {q} t SET {status} = $6," CLAIMED_SET_SETTLED ","
 		" settled_at = pg_catalog.clock_timestamp(), detail = $7"
 		CLAIMED_ROWS CLAIMED_WHERE
 		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}",
@@ -248,7 +259,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	[DLSM_Q_SETTLE_ONE_FINAL] = {
 		/* SETTLE_CLAIMED_FINAL for one row, its values as scalars */
 		"UPDATE {q} t SET {status} = $6,"
-		CLAIMED_SET_AS("$2", "$3", "$4", "$5") ","
+		CLAIMED_SET_AS("$2", "$3", "$4", "NULL") ","
 		" settled_at = pg_catalog.clock_timestamp(), detail = $7"
 		" WHERE t.{id} {=} $1 AND t.{status} {=} 'new'"
 		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}",
@@ -259,13 +270,12 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	[DLSM_Q_SETTLE_CLAIMED_RETRY] = {
 		/* as SETTLE_RETRY, for claims of this transaction */
 		ONE_CLOCK
-		" UPDATE {q} t SET" CLAIMED_SET ","
+		" UPDATE {q} t SET" CLAIMED_SET_SETTLED ","
 		" {status} = CASE WHEN t.attempts {+} 1 {>=} $8 THEN 'error' ELSE 'new' END,"
 		" settled_at = CASE WHEN t.attempts {+} 1 {>=} $8 THEN u.now END,"
 		" run_at = u.now {+} COALESCE($7, " RETRY_BACKOFF("(t.attempts {+} 1)") "),"
 		" detail = CASE WHEN t.attempts {+} 1 {>=} $8"
-		"  THEN pg_catalog.format('retries exhausted after %s attempts: %s',"
-		"   t.attempts {+} 1, $6) ELSE $6 END"
+		"  THEN" EXHAUSTED_DETAIL("(t.attempts {+} 1)", "$6") " ELSE $6 END"
 		CLAIMED_ROWS ", u" CLAIMED_WHERE
 		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}",
 		N_SETTLE_CLAIMED_RETRY_PARAMS, {INT8ARRAYOID, UUIDARRAYOID,
@@ -320,7 +330,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		SPI_OK_UPDATE, 0, "grouping updates"
 	},
 	[DLSM_Q_SETTLE_FINAL] = {
-		"UPDATE {q} t SET {status} = $2,"
+		"UPDATE {q} t SET {status} = $2, lease_until = NULL,"
 		" settled_at = pg_catalog.clock_timestamp(), detail = $3"
 		" WHERE {pid} {=} ANY ($1{pidarr}) AND {status} {=} 'in-progress'"
 		" RETURNING {pid}{pidout}, {id}, {entity}",
@@ -330,13 +340,12 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	[DLSM_Q_SETTLE_RETRY] = {
 		/* one clock for the statement: a unit comes back as one unit */
 		ONE_CLOCK
-		" UPDATE {q} t SET"
+		" UPDATE {q} t SET lease_until = NULL,"
 		" {status} = CASE WHEN t.attempts {>=} $4 THEN 'error' ELSE 'new' END,"
 		" settled_at = CASE WHEN t.attempts {>=} $4 THEN u.now END,"
 		" run_at = u.now {+} COALESCE($3, " RETRY_BACKOFF("t.attempts") "),"
 		" detail = CASE WHEN t.attempts {>=} $4"
-		"  THEN pg_catalog.format('retries exhausted after %s attempts: %s',"
-		"   t.attempts, $2) ELSE $2 END"
+		"  THEN" EXHAUSTED_DETAIL("t.attempts", "$2") " ELSE $2 END"
 		" FROM u"
 		" WHERE {pid} {=} ANY ($1{pidarr}) AND {status} {=} 'in-progress'"
 		" RETURNING {pid}{pidout}, {id}, {entity}",
@@ -369,8 +378,13 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" UPDATE {q} t SET"
 		" {status} = CASE WHEN t.attempts {>=} $1 THEN 'error' ELSE 'new' END,"
 		" settled_at = CASE WHEN t.attempts {>=} $1 THEN u.now END,"
-		" detail = pg_catalog.format(CASE WHEN t.attempts {>=} $1"
+		" detail = pg_catalog.format(CASE"
+		"  WHEN t.attempts {>=} $1 AND t.attempts {=} 1"
+		"  THEN 'lease of process %s expired at %s; retries exhausted after %s attempt'"
+		"  WHEN t.attempts {>=} $1"
 		"  THEN 'lease of process %s expired at %s; retries exhausted after %s attempts'"
+		"  WHEN t.attempts {=} 1"
+		"  THEN 'lease of process %s expired at %s after %s attempt'"
 		"  ELSE 'lease of process %s expired at %s after %s attempts' END,"
 		"  t.{pid}, t.lease_until, t.attempts)"
 		" FROM u"

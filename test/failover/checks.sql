@@ -25,8 +25,9 @@ CREATE TEMP TABLE result (n int PRIMARY KEY, ok boolean NOT NULL, text text NOT 
 -- enqueue whose call failed (committed, the answer lost)
 INSERT INTO result
 SELECT 1, missing = 0 AND stray = 0 AND acked > 0,
-	   format('nothing lost: %s enqueues acknowledged, %s of them missing or changed; %s rows from failed calls (committed, answer lost), %s rows nobody enqueued',
-			  acked, missing, ambiguous, stray)
+	   format('nothing lost: %s enqueues acknowledged, %s of them missing or changed; %s %s from failed calls (committed, answer lost), %s %s nobody enqueued',
+			  acked, missing, ambiguous, CASE WHEN ambiguous = 1 THEN 'row' ELSE 'rows' END,
+			  stray, CASE WHEN stray = 1 THEN 'row' ELSE 'rows' END)
   FROM (SELECT count(*) AS acked,
 			   count(*) FILTER (WHERE NOT EXISTS (
 				   SELECT 1 FROM fo_q q

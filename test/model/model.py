@@ -815,7 +815,7 @@ class DlsmMachine(RuleBasedStateMachine):
                 r.status = 'error'
             else:
                 r.status = 'new'
-                pat += r' after %d attempts' % r.attempts
+                pat += r' after %d attempt%s' % (r.attempts, '' if r.attempts == 1 else 's')
             r.detail = re.compile('^' + pat + '$')
             m.committed[r.id] = r
         STATS['reaped_rows'] += n

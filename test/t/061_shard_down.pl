@@ -134,7 +134,9 @@ ok($took < 60, sprintf('in %.1f s', $took));
 is(rsql(q{SELECT string_agg(node_id || ':' || reachable, ' ' ORDER BY node_id) FROM dlsm_proxy_status}),
 	'1:true 2:false 3:true', 'dlsm_proxy_status shows node 2 unreachable');
 ($ret, $out, $err) = rtry(q{SELECT count(*) FROM dlsm_queue_stats});
-isnt($ret, 0, 'dlsm_queue_stats (every node, RUN ON ALL) fails while a node is down');
+isnt($ret, 0, 'dlsm_queue_stats (every node) fails while a node is down');
+like($err, qr/ERROR:  08006: dlsm_queue_stats: node 2 of dlsm_proxy cannot be reached/,
+	'naming the node');
 
 # every shard down: a claim fails instead of returning nothing
 $_->stop('fast') for ($shards[0], $shards[2]);

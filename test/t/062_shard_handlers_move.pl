@@ -171,7 +171,7 @@ my $held = rsql(qq{SELECT min(e) FROM (SELECT 'x' || g AS e FROM generate_series
 rsql(qq{SELECT dlsm_enqueue('late', '$held')});
 my $held_pid = rsql(q{SELECT process_id FROM dlsm_claim('late', lease => '1 min')});
 ($ret, $out, $err) = rtry(qq{CALL dlsm_proxy_move('$parts', 3, '1 s')});
-like($err, qr/55P03: dlsm_proxy_move: nothing moved: the partitions did not drain within 00:00:01: 1 open requests/,
+like($err, qr/55P03: dlsm_proxy_move: nothing moved: the partitions did not drain within 00:00:01: 1 open request or lease left on node/,
 	'a move whose partitions hold a claim past the drain timeout is refused');
 is(rsql(q{SELECT count(*) FILTER (WHERE node_id = 3) || '/' || count(moving_to) FROM dlsm_proxy_partitions}),
 	'0/0', 'and changes nothing');

@@ -8,7 +8,8 @@
 # rules of examples/monitoring/dlsm-alerts.yml pass promtool check rules,
 # and their unit tests (dlsm-alerts.test.yml) promtool test rules.
 # The exporter connects as a role with pg_monitor and SELECT on two of the
-# three queues, as README's "Monitoring" sets it up.
+# three queues, as README's "Monitoring" sets it up; a fourth queue it may
+# read lies in a schema it may not use, and is left out without an error.
 use strict;
 use warnings;
 
@@ -77,6 +78,11 @@ SELECT dlsm_register_queue('sheets.request_queue', id => 'request_queue_id',
 	status => 'request_status', kind => 'request_type', entity => 'spreadsheet_id');
 GRANT USAGE ON SCHEMA sheets TO dlsm_exporter;
 GRANT SELECT ON jobs, sheets.request_queue TO dlsm_exporter;
+-- SELECT on a queue, but no USAGE on its schema
+CREATE SCHEMA locked;
+SELECT dlsm_create_queue('locked.q');
+INSERT INTO locked.q (entity) VALUES ('l1');
+GRANT SELECT ON locked.q TO dlsm_exporter;
 });
 
 # jobs: 50 creates; 30 complete, 4 error, 2 claimed with a lease of 1 s,
@@ -206,6 +212,9 @@ is(value($m, 'dlsm_queue_requests_by_status', %sheets, status => 'in_progress'),
 	'1', 'a registered queue with its own column names: 1 in progress');
 ok(!grep({ $_->[0]{queue} eq 'secret' } @{ $m->{dlsm_queue_requests_by_status} }),
 	'a queue the exporter may not read is left out');
+ok(!grep({ $_->[0]{queue} eq 'locked.q' } @{ $m->{dlsm_queue_requests_by_status} })
+	  && !grep({ $_->[0]{queue} eq 'locked.q' } @{ $m->{dlsm_queue_ready} }),
+	'a queue in a schema the exporter may not use is left out');
 
 # per queue
 is(value($m, 'dlsm_queue_ready', %q), '10', 'dlsm_queue_ready: 10 new and due');

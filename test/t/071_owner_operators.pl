@@ -12,7 +12,9 @@
 # dlsm_queue_stats too: none runs mallory's operator or policy, and the
 # exporter's queries leave out a queue whose columns lost dlsm's types while they
 # still count the others, and a queue with row-level security (whose
-# policies would run as the reader).  carol, whom mallory granted her queue, enqueues,
+# policies would run as the reader), and a queue in a schema the role may
+# not use (SELECT granted on the table, no USAGE on its schema: issue 24),
+# while they keep the queue in public.  carol, whom mallory granted her queue, enqueues,
 # claims (a create behind an older update of its entity, which makes dlsm
 # look at the kind of the entity's first open request), groups updates,
 # heartbeats, settles and reaps there: dlsm's own statements do not run
@@ -59,6 +61,11 @@ GRANT CREATE ON SCHEMA public TO mallory;
 SELECT dlsm_create_queue('jobs');
 INSERT INTO jobs (entity) VALUES ('j1'), ('j2');
 GRANT SELECT ON jobs TO dlsm_exporter;
+-- SELECT on a queue whose schema the exporter may not use
+CREATE SCHEMA sheets;
+SELECT dlsm_create_queue('sheets.hq');
+INSERT INTO sheets.hq (entity) VALUES ('h1');
+GRANT SELECT ON sheets.hq TO dlsm_exporter;
 });
 
 my ($ret, $out, $err) = run_as('mallory', q{
@@ -126,6 +133,7 @@ for my $name (sort keys %query)
 	{
 		unlike($out, qr/\|mq\|/, "$name leaves out mq, whose columns lost dlsm's types");
 		unlike($out, qr/\|mq2\|/, "$name leaves out mq2, which has row-level security");
+		unlike($out, qr/\|sheets\.hq\|/, "$name leaves out sheets.hq, whose schema it may not use");
 		like($out, qr/\|jobs\|/, "$name reports jobs");
 	}
 	like($out, qr/^postgres\|jobs\|new\|2$/m, 'dlsm_queue_requests counts the 2 new requests of jobs')

@@ -1,0 +1,138 @@
+# Copyright (c) 2026, dlsm developers
+#
+# README's SQL runs as printed (issue 24, point 3).  Every ```sql block of
+# README.md is either a function's signature (its first line is
+# "dlsm_name(") or carries a marker on the line before it:
+#   <!-- readme-test: runs -->            pasted into psql in one database,
+#                                         mydb, in README's order
+#   <!-- readme-test: runs on each shard -->, <!-- readme-test: runs on the
+#   router, ... -->, <!-- readme-test: runs on the router as app -->
+#                                         "Beyond one server", against three
+#                                         shards and a router
+#   <!-- readme-test: not run (why) -->   left out, for the reason given
+# Each block that runs must end without an error (psql ON_ERROR_STOP), and
+# what the blocks say they leave is checked.  The router's
+# dlsm_proxy_configure gets the test's shards for README's shard1..3.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+use lib "$ENV{TESTDIR}/test/perl";
+use DlsmTest;
+use DlsmShard;
+
+my $readme = slurp_file("$ENV{TESTDIR}/README.md");
+
+# The SQL blocks: [ marker or '', first line number, text ]
+my @blocks;
+{
+	my @lines = split /\n/, $readme, -1;
+	for (my $i = 0; $i < @lines; $i++)
+	{
+		next unless $lines[$i] eq '```sql';
+		my $marker = $i > 0 && $lines[ $i - 1 ] =~ /^<!-- readme-test: (.*) -->$/ ? $1 : '';
+		my $start = $i + 1;
+		my @text;
+		for ($i++; $i < @lines && $lines[$i] ne '```'; $i++)
+		{
+			push @text, $lines[$i];
+		}
+		push @blocks, [ $marker, $start, join("\n", @text) . "\n" ];
+	}
+}
+cmp_ok(scalar(@blocks), '>=', 35, 'README has its SQL blocks (' . scalar(@blocks) . ')');
+
+my (@single, @shard, @router, @app);
+my @unmarked;
+for my $b (@blocks)
+{
+	my ($marker, $line, $text) = @$b;
+	if ($marker eq 'runs') { push @single, $b; }
+	elsif ($marker eq 'runs on each shard') { push @shard, $b; }
+	elsif ($marker =~ /^runs on the router as app$/) { push @app, $b; }
+	elsif ($marker =~ /^runs on the router\b/) { push @router, $b; }
+	elsif ($marker =~ /^not run \(.+\)$/) { }
+	elsif ($text =~ /^dlsm_\w+\(/) { }
+	else { push @unmarked, "line $line ($marker)"; }
+}
+is(join(', ', @unmarked), '', 'every SQL block is a signature or marked runs / not run (why)');
+cmp_ok(scalar(@single), '>=', 14, 'blocks that run on one server: ' . scalar(@single));
+is(scalar(@shard) . ' ' . scalar(@router) . ' ' . scalar(@app), '1 1 1',
+	'one block each for the shards, the router and the application on the router');
+
+# Run $sql in $db of $node as psql would take it pasted: (ret, out, err)
+sub paste
+{
+	my ($node, $db, $sql, @params) = @_;
+	return $node->psql($db, $sql,
+		extra_params => [ '-v', 'ON_ERROR_STOP=1', @params ]);
+}
+
+# ---------------------------------------------------------------------
+# One server, database mydb, in README's order
+# ---------------------------------------------------------------------
+my $node = dlsm_node('readme_blocks');
+wait_first_look($node);
+$node->safe_psql('postgres', 'CREATE DATABASE mydb');
+like($single[0][2], qr/^CREATE EXTENSION dlsm;/, 'the first block creates the extension');
+for my $b (@single)
+{
+	my ($marker, $line, $text) = @$b;
+	my ($ret, $out, $err) = paste($node, 'mydb', $text);
+	is($ret, 0, "README line $line runs as printed") or diag "$text$err";
+	unlike($err, qr/ERROR/, "README line $line: no ERROR");
+}
+is($node->safe_psql('mydb',
+	q{SELECT string_agg(status || ' ' || n, ', ' ORDER BY status) FROM
+	  (SELECT status, count(*) AS n FROM spreadsheets.request_queue GROUP BY status) s}),
+	'complete 4',
+	"the Quick start's three requests and the psql back end's one are complete");
+is($node->safe_psql('mydb',
+	q{SELECT string_agg(queue::text || ' ' || coalesce(handler, '-'), ', ' ORDER BY queue::text)
+	    FROM dlsm_queues}),
+	'spreadsheets.exports spreadsheets.export_sheet, spreadsheets.legacy_queue -, '
+	  . 'spreadsheets.request_queue -',
+	'the queues of the examples, and the handler of dlsm_set_handler\'s');
+
+# ---------------------------------------------------------------------
+# Beyond one server: three shards and a router
+# ---------------------------------------------------------------------
+my @shards = map { shard_node("readme_shard$_", $_) } 1 .. 3;
+for my $i (0 .. $#shards)
+{
+	my ($ret, $out, $err) = paste($shards[$i], 'postgres', $shard[0][2]);
+	is($ret, 0, 'the shards\' block runs on shard ' . ($i + 1)) or diag $err;
+}
+
+my $router = PostgreSQL::Test::Cluster->new('readme_router');
+$router->init;
+$router->start;
+my $rblock = $router[0][2];
+for my $n (1 .. 3)
+{
+	my $conn = shard_connstr($shards[ $n - 1 ]);
+	ok($rblock =~ s/'host=shard$n dbname=mydb application_name=dlsm_proxy'/'$conn'/,
+		"the router's block names shard$n");
+}
+my ($ret, $out, $err) = paste($router, 'postgres', $rblock);
+is($ret, 0, "the router's block runs (its shards the test's)") or diag "$rblock$err";
+unlike($err, qr/ERROR/, "the router's block: no ERROR");
+
+($ret, $out, $err) = paste($router, 'postgres', $app[0][2], '-U', 'app', '-A', '-t');
+is($ret, 0, 'the application\'s block runs on the router as app') or diag "$app[0][2]$err";
+my @out = split /\n/, $out;
+my $node_of = $out[3] // '';
+like($node_of, qr/^[123]$/, "dlsm_proxy_node_of names sheet-1's node ($node_of)");
+is(join(' ', @out[ 4 .. $#out ]), '1 2', 'the create settles one row, the two updates two');
+if ($node_of =~ /^[123]$/)
+{
+	is($shards[ $node_of - 1 ]->safe_psql('postgres',
+		q{SELECT string_agg(kind || ' ' || status, ', ' ORDER BY id) FROM spreadsheets.request_queue}),
+		'create complete, update complete, update complete',
+		"sheet-1's three requests are complete on its shard");
+}
+
+done_testing();
