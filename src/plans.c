@@ -60,7 +60,7 @@
 #include "plans.h"
 
 /* The most parameters of one statement. */
-#define MAX_PARAMS 10
+#define MAX_PARAMS 11
 
 /*
  * Request o of candidate c's entity keeps c waiting: it is in progress, or
@@ -405,13 +405,35 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		N_ENQUEUE_PARAMS, {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID},
 		SPI_OK_INSERT_RETURNING, N_ENQUEUE, "an enqueue"
 	},
+	[DLSM_Q_DEDUP_LOOKUP] = {
+		/*
+		 * The newest request holding the key $1: new or in progress, or
+		 * settled less than $2 ago (NULL: no window).  Run under the key's
+		 * lock with the latest snapshot (state.c).
+		 */
+		"SELECT {id}::pg_catalog.int8 FROM {q} WHERE {dedup} {=} $1"
+		" AND ({status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])"
+		"  OR ({status} {=} ANY ('{complete,error}'::pg_catalog.text[])"
+		"   AND settled_at {>} (pg_catalog.clock_timestamp() {-} $2)))"
+		" ORDER BY {id} DESC LIMIT 1",
+		N_DEDUP_LOOKUP_PARAMS, {TEXTOID, INTERVALOID},
+		SPI_OK_SELECT, N_DEDUP_LOOKUP, "a dedup key lookup"
+	},
+	[DLSM_Q_ENQUEUE_DEDUP] = {
+		"INSERT INTO {q} ({entity}, {kind}, payload, run_at, {dedup})"
+		" VALUES ($1, $2, $3, COALESCE($4, pg_catalog.now()), $5)"
+		" RETURNING {id}",
+		N_ENQUEUE_DEDUP_PARAMS, {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
+		TEXTOID},
+		SPI_OK_INSERT_RETURNING, N_ENQUEUE, "an enqueue"
+	},
 };
 
 static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 	[DLSM_C_LOOKUP] = {
 		"SELECT channel, max_attempts, id_column, status_column, kind_column,"
 		" entity_column, process_id_column, retention, handler,"
-		" handler_timeout"
+		" handler_timeout, dedup_column"
 		" FROM {queues} WHERE queue {=} $1",
 		N_LOOKUP_PARAMS, {REGCLASSOID},
 		SPI_OK_SELECT, N_LOOKUP, "the dlsm registry lookup"
@@ -420,10 +442,10 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		"INSERT INTO {queues}"
 		" (queue, channel, max_attempts, retention, registered_by,"
 		"  id_column, status_column, kind_column, entity_column,"
-		"  process_id_column)"
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+		"  process_id_column, dedup_column)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
 		N_REGISTER_PARAMS, {REGCLASSOID, TEXTOID, INT4OID, INTERVALOID,
-		REGROLEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID},
+		REGROLEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID},
 		SPI_OK_INSERT, 0, "registering a queue"
 	},
 	[DLSM_C_UNREGISTER] = {
@@ -543,7 +565,9 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 
 /*
  * DDL of a created queue: {q} the new table, {ready} {creates} {open}
- * {held} index names, {ext} the extension's schema.  Run once, not kept.
+ * {held} {dedupidx} index names, {ext} the extension's schema.  Run once,
+ * not kept.  The dedup index serves DEDUP_LOOKUP, by an index-only scan
+ * where the visibility map allows.
  */
 static const char *const create_table_text =
 "CREATE TABLE {q} ("
@@ -561,7 +585,8 @@ static const char *const create_table_text =
 " claimed_at pg_catalog.timestamptz,"
 " lease_until pg_catalog.timestamptz,"
 " settled_at pg_catalog.timestamptz,"
-" detail pg_catalog.text"
+" detail pg_catalog.text,"
+" dedup_key pg_catalog.text"
 ") WITH (fillfactor = 70,"
 " autovacuum_vacuum_scale_factor = 0.01,"
 " autovacuum_vacuum_threshold = 1000,"
@@ -573,6 +598,8 @@ static const char *const create_table_text =
 "CREATE INDEX {open} ON {q} (entity, id)"
 " WHERE status {=} ANY ('{new,in-progress}'::pg_catalog.text[]);"
 "CREATE INDEX {held} ON {q} (process_id) WHERE status {=} 'in-progress';"
+"CREATE INDEX {dedupidx} ON {q} (dedup_key) INCLUDE (id, status, settled_at)"
+" WHERE dedup_key IS NOT NULL;"
 "CREATE TRIGGER dlsm_wake AFTER INSERT ON {q}"
 " FOR EACH STATEMENT EXECUTE FUNCTION {ext}.dlsm_wake();";
 
@@ -580,7 +607,8 @@ static const char *const create_table_text =
  * Adopting a table: {q} the table, {id} {status} {entity} {pid} its mapped
  * columns, {ready} {open} {held} {creates} index names, {ext} the
  * extension's schema.  Adds only what is missing; {creates_index} is empty
- * when the table has an index led by its entity column already.
+ * when the table has an index led by its entity column already, and
+ * {dedup_index} when no dedup key column is named.
  */
 static const char *const register_table_text =
 "ALTER TABLE {q}"
@@ -601,12 +629,18 @@ static const char *const register_table_text =
 " WHERE {status} {=} ANY ('{new,in-progress}'::pg_catalog.text[]);"
 "CREATE INDEX {held} ON {q} ({pid}) WHERE {status} {=} 'in-progress';"
 "{creates_index}"
+"{dedup_index}"
 "CREATE TRIGGER dlsm_wake AFTER INSERT ON {q}"
 " FOR EACH STATEMENT EXECUTE FUNCTION {ext}.dlsm_wake();"
 "{drop_duplicates}";
 
 static const char *const creates_index_text =
 "CREATE INDEX {creates} ON {q} ({entity}) WHERE {kind} {=} 'create';";
+
+/* The index of an adopted table's dedup key column {dedup}. */
+static const char *const dedup_index_text =
+"CREATE INDEX {dedupidx} ON {q} ({dedup}) INCLUDE ({id}, {status}, settled_at)"
+" WHERE {dedup} IS NOT NULL;";
 
 /*
  * Re-registering a table that was a queue before (dlsm_create_queue, or an
@@ -772,7 +806,7 @@ execute_utility(const char *template, const Subst *subst, int n)
  */
 
 /* The placeholders of a queue's names, filled into the first entries. */
-#define NUM_NAME_SUBSTS 9
+#define NUM_NAME_SUBSTS 10
 
 static void
 name_substs(const DlsmQueueNames *names, Subst *subst)
@@ -787,6 +821,7 @@ name_substs(const DlsmQueueNames *names, Subst *subst)
 		{"pidin", names->pid_is_text ? "::pg_catalog.text" : ""},
 		{"pidarr", names->pid_is_text ? "::pg_catalog.text[]" : ""},
 		{"pidout", names->pid_is_text ? "::pg_catalog.uuid" : ""},
+		{"dedup", names->dedup},	/* NULL: left as it is, never run */
 	};
 
 	memcpy(subst, fill, sizeof(fill));
@@ -826,6 +861,22 @@ dlsm_plan_run(DlsmPlanSet *set, DlsmQueryId query, Datum *values,
 	SPIPlanPtr	plan = queue_plan(set, query);
 
 	return check(SPI_execute_plan(plan, values, nulls, false, count),
+				 &queue_queries[query]);
+}
+
+/*
+ * dlsm_plan_run with the latest snapshot, whatever the transaction's
+ * isolation: a statement run after a lock was granted sees what the
+ * lock's previous holder committed (as ri_triggers.c does).
+ */
+uint64
+dlsm_plan_run_latest(DlsmPlanSet *set, DlsmQueryId query, Datum *values,
+					 const char *nulls, long count)
+{
+	SPIPlanPtr	plan = queue_plan(set, query);
+
+	return check(SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(),
+									  InvalidSnapshot, false, true, count),
 				 &queue_queries[query]);
 }
 
@@ -1015,6 +1066,7 @@ dlsm_plan_create_table(const char *relname, const char *const *index_names)
 		{"open", index_names[DLSM_INDEX_OPEN]},
 		{"held", index_names[DLSM_INDEX_HELD]},
 		{"ext", quote_identifier(dlsm_extension_schema())},
+		{"dedupidx", index_names[DLSM_INDEX_DEDUP]},
 	};
 
 	execute_utility(create_table_text, subst, lengthof(subst));
@@ -1023,7 +1075,7 @@ dlsm_plan_create_table(const char *relname, const char *const *index_names)
 /* A regclass[] literal of the index names just made, in schema. */
 static char *
 new_indexes_literal(const char *schema, const char *const *index_names,
-					bool creates_index)
+					bool creates_index, bool dedup_index)
 {
 	StringInfoData buf;
 	bool		first = true;
@@ -1032,7 +1084,8 @@ new_indexes_literal(const char *schema, const char *const *index_names,
 	appendStringInfoString(&buf, "ARRAY[");
 	for (int i = 0; i < DLSM_NUM_INDEXES; i++)
 	{
-		if (i == DLSM_INDEX_CREATES && !creates_index)
+		if ((i == DLSM_INDEX_CREATES && !creates_index) ||
+			(i == DLSM_INDEX_DEDUP && !dedup_index))
 			continue;
 		appendStringInfo(&buf, "%s%s", first ? "" : ", ",
 						 quote_literal_cstr(psprintf("%s.%s", schema,
@@ -1047,7 +1100,7 @@ new_indexes_literal(const char *schema, const char *const *index_names,
  * Add to an adopted table what dlsm needs and it lacks: names are its
  * quoted names, schema its quoted schema, index_names the quoted index
  * names (DLSM_INDEX_*), and creates_index whether to build the creates
- * index.  Indexes that repeat ones the table has are dropped again.  Runs
+ * index; the dedup index is built when names->dedup is set.  Indexes that repeat ones the table has are dropped again.  Runs
  * as the caller.
  */
 void
@@ -1057,7 +1110,8 @@ dlsm_plan_adopt_table(const DlsmQueueNames *names, const char *schema,
 	enum
 	{
 		S_READY = NUM_NAME_SUBSTS, S_OPEN, S_HELD, S_CREATES, S_EXT,
-		S_NEW_INDEXES, S_CREATES_INDEX, S_DROP_DUPLICATES, NUM_SUBSTS
+		S_DEDUPIDX, S_NEW_INDEXES, S_CREATES_INDEX, S_DEDUP_INDEX,
+		S_DROP_DUPLICATES, NUM_SUBSTS
 	};
 	Subst		subst[NUM_SUBSTS] = {
 		[S_READY] = {"ready", index_names[DLSM_INDEX_READY]},
@@ -1065,17 +1119,22 @@ dlsm_plan_adopt_table(const DlsmQueueNames *names, const char *schema,
 		[S_HELD] = {"held", index_names[DLSM_INDEX_HELD]},
 		[S_CREATES] = {"creates", index_names[DLSM_INDEX_CREATES]},
 		[S_EXT] = {"ext", quote_identifier(dlsm_extension_schema())},
+		[S_DEDUPIDX] = {"dedupidx", index_names[DLSM_INDEX_DEDUP]},
 		[S_NEW_INDEXES] = {"new_indexes", new_indexes_literal(schema, index_names,
-															  creates_index)},
+															  creates_index,
+															  names->dedup != NULL)},
 		[S_CREATES_INDEX] = {"creates_index", ""},
+		[S_DEDUP_INDEX] = {"dedup_index", ""},
 		[S_DROP_DUPLICATES] = {"drop_duplicates", ""},
 	};
 	int			nest_level;
 
-	/* the last two are built from the template with the others */
+	/* the last three are built from the template with the others */
 	name_substs(names, subst);
 	subst[S_CREATES_INDEX].value = creates_index ?
 		expand(creates_index_text, subst, S_CREATES_INDEX) : "";
+	subst[S_DEDUP_INDEX].value = names->dedup != NULL ?
+		expand(dedup_index_text, subst, S_CREATES_INDEX) : "";
 	subst[S_DROP_DUPLICATES].value =
 		expand(drop_duplicates_text, subst, S_CREATES_INDEX);
 
