@@ -128,7 +128,7 @@ SELECT entity, singleton FROM adopted;
 SELECT dlsm_drop_queue('adopted');
 SELECT dlsm_register_queue('adopted', dedup_key => 'singleton');
 SELECT indexname FROM pg_indexes
- WHERE tablename = 'adopted' AND indexdef LIKE '%(singleton)%';
+ WHERE tablename = 'adopted' AND indexdef LIKE '%(singleton, id)%';
 SELECT dlsm_drop_queue('adopted', drop_table => true);
 
 -- Bad input: a specific SQLSTATE, and nothing changed

@@ -566,8 +566,9 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 /*
  * DDL of a created queue: {q} the new table, {ready} {creates} {open}
  * {held} {dedupidx} index names, {ext} the extension's schema.  Run once,
- * not kept.  The dedup index serves DEDUP_LOOKUP, by an index-only scan
- * where the visibility map allows.
+ * not kept.  The dedup index serves DEDUP_LOOKUP: the newest rows of a
+ * key first, without a sort, and by an index-only scan where the
+ * visibility map allows.
  */
 static const char *const create_table_text =
 "CREATE TABLE {q} ("
@@ -598,7 +599,7 @@ static const char *const create_table_text =
 "CREATE INDEX {open} ON {q} (entity, id)"
 " WHERE status {=} ANY ('{new,in-progress}'::pg_catalog.text[]);"
 "CREATE INDEX {held} ON {q} (process_id) WHERE status {=} 'in-progress';"
-"CREATE INDEX {dedupidx} ON {q} (dedup_key) INCLUDE (id, status, settled_at)"
+"CREATE INDEX {dedupidx} ON {q} (dedup_key, id) INCLUDE (status, settled_at)"
 " WHERE dedup_key IS NOT NULL;"
 "CREATE TRIGGER dlsm_wake AFTER INSERT ON {q}"
 " FOR EACH STATEMENT EXECUTE FUNCTION {ext}.dlsm_wake();";
@@ -639,7 +640,7 @@ static const char *const creates_index_text =
 
 /* The index of an adopted table's dedup key column {dedup}. */
 static const char *const dedup_index_text =
-"CREATE INDEX {dedupidx} ON {q} ({dedup}) INCLUDE ({id}, {status}, settled_at)"
+"CREATE INDEX {dedupidx} ON {q} ({dedup}, {id}) INCLUDE ({status}, settled_at)"
 " WHERE {dedup} IS NOT NULL;";
 
 /*
