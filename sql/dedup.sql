@@ -131,6 +131,24 @@ SELECT indexname FROM pg_indexes
  WHERE tablename = 'adopted' AND indexdef LIKE '%(singleton, id)%';
 SELECT dlsm_drop_queue('adopted', drop_table => true);
 
+-- a queue created before 1.3 (here: made so) gains a dedup key as README
+-- says: add the column, then register the table again naming it
+SELECT dlsm_create_queue('old');
+ALTER TABLE old DROP COLUMN dedup_key;
+SELECT dlsm_drop_queue('old');
+SELECT dlsm_register_queue('old', max_attempts => 3);
+SELECT dlsm_enqueue('old', 'o1', 'job') > 0 AS added;
+BEGIN;
+ALTER TABLE old ADD COLUMN dedup_key text;
+SELECT dlsm_drop_queue('old');
+SELECT dlsm_register_queue('old', max_attempts => 3, dedup_key => 'dedup_key');
+COMMIT;
+SELECT dedup_column, max_attempts FROM dlsm_queues WHERE queue = 'old'::regclass;
+SELECT dlsm_enqueue('old', 'o2', 'job', dedup_key => 'ko') AS o2 \gset
+SELECT dlsm_enqueue('old', 'o3', 'job', dedup_key => 'ko') = :o2 AS same_id;
+SELECT count(*) AS old_rows FROM old;
+SELECT dlsm_drop_queue('old', drop_table => true);
+
 -- Bad input: a specific SQLSTATE, and nothing changed
 SELECT dlsm_create_queue('kept', retention => '1 hour');
 CREATE TABLE nodedup (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

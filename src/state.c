@@ -35,11 +35,12 @@
  * other, and each looks the key up only once it holds the lock, with the
  * latest snapshot, so that it sees the row of the holder before it if that
  * one committed, in any isolation level; a holder that rolled back left no
- * row, and the next producer inserts.  The lock is held until the
- * transaction ends, so no two producers' rows of one key are ever both
- * uncommitted: at most one request of a key is added while another is new
- * or in progress (or settled within the window), by producers using
- * dlsm_enqueue.
+ * row, and the next producer inserts.  A producer that inserts holds the
+ * lock until its transaction ends, so no two producers' rows of one key
+ * are ever both uncommitted: at most one request of a key is added while
+ * another is new or in progress (or settled within the window), by
+ * producers using dlsm_enqueue.  One that finds the key taken by a
+ * committed row adds nothing and gives the lock back at once.
  *
  * Calls plans.c, queue.c, pending.c, wake.c and locks.c.
  *
@@ -411,18 +412,24 @@ insert_create(DlsmQueue *queue, DlsmQueryId query, const char *creates_index,
 /*
  * Take the lock of request's dedup key, then look for the request of queue
  * that holds the key (new, in progress, or settled within the request's
- * window); true, with its id, when there is one.  The lock is kept until
- * the transaction ends, whatever the answer.
+ * window); true, with its id, when there is one.  When there is none, the
+ * lock is kept until the transaction ends (the caller inserts); when there
+ * is one, it is given back at once, unless the transaction held it before
+ * (the row may be its own, not committed yet): a row found under a lock
+ * taken now is committed, and the transaction adds nothing that a later
+ * producer of the key would have to wait for.
  */
 static bool
 find_dedup(DlsmQueue *queue, DlsmRequest *request, int64 *id)
 {
 	Datum		values[N_DEDUP_LOOKUP_PARAMS];
 	char		nulls[N_DEDUP_LOOKUP_PARAMS];
+	char	   *key = TextDatumGetCString(request->dedup_key);
 	bool		isnull;
 	bool		found;
+	bool		taken_now;
 
-	dlsm_lock_dedup_key(queue->relid, TextDatumGetCString(request->dedup_key));
+	taken_now = dlsm_lock_dedup_key(queue->relid, key);
 	memset(nulls, ' ', sizeof(nulls));
 	values[P_DEDUP_LOOKUP_KEY] = request->dedup_key;
 	values[P_DEDUP_LOOKUP_WINDOW] = request->dedup_window;
@@ -433,6 +440,8 @@ find_dedup(DlsmQueue *queue, DlsmRequest *request, int64 *id)
 	if (found)
 		*id = DatumGetInt64(dlsm_plan_value(0, A_DEDUP_LOOKUP_ID, &isnull));
 	SPI_freetuptable(SPI_tuptable);
+	if (found && taken_now)
+		dlsm_lock_dedup_key_release(queue->relid, key);
 	return found;
 }
 
