@@ -18,7 +18,7 @@ CREATE EXTENSION dlsm;
 -- pg_get_function_arguments prints interval defaults in IntervalStyle
 SET LOCAL intervalstyle = postgres;
 
-SELECT plan(140);
+SELECT plan(147);
 
 -- The API as README documents it: one row per SQL-callable function.
 --   args       argument types, as regtype prints them (pgTAP compares those)
@@ -37,10 +37,12 @@ INSERT INTO api VALUES
  'retention interval DEFAULT NULL::interval'),
 (2, 'dlsm_drop_queue', '{regclass,boolean}', 'void',
  'queue regclass, drop_table boolean DEFAULT false'),
-(3, 'dlsm_enqueue', '{regclass,text,text,jsonb,"timestamp with time zone"}', 'bigint',
+(3, 'dlsm_enqueue', '{regclass,text,text,jsonb,"timestamp with time zone",text,text,interval}', 'bigint',
  'queue regclass, entity text, kind text DEFAULT ''create''::text, '
  'payload jsonb DEFAULT NULL::jsonb, '
- 'run_at timestamp with time zone DEFAULT NULL::timestamp with time zone'),
+ 'run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, '
+ 'group_key text DEFAULT NULL::text, dedup_key text DEFAULT NULL::text, '
+ 'dedup_window interval DEFAULT NULL::interval'),
 (4, 'dlsm_claim', '{regclass,interval,uuid,bigint,interval,integer}', 'setof record',
  'queue regclass, lease interval DEFAULT NULL::interval, '
  'process_id uuid DEFAULT NULL::uuid, after bigint DEFAULT 0, '
@@ -79,11 +81,14 @@ INSERT INTO api VALUES
 (18, 'dlsm_raise_fence', '{bigint}', 'bigint',
  'at_least bigint');
 INSERT INTO api VALUES
-(10, 'dlsm_register_queue', '{regclass,name,name,name,name,name,text,integer,interval}', 'regclass',
+(10, 'dlsm_register_queue', '{regclass,name,name,name,name,name,text,integer,interval,name}', 'regclass',
  'queue regclass, id name DEFAULT ''id''::name, status name DEFAULT ''status''::name, '
  'kind name DEFAULT ''kind''::name, entity name DEFAULT ''entity''::name, '
  'process_id name DEFAULT ''process_id''::name, channel text DEFAULT NULL::text, '
- 'max_attempts integer DEFAULT 5, retention interval DEFAULT NULL::interval');
+ 'max_attempts integer DEFAULT 5, retention interval DEFAULT NULL::interval, '
+ 'dedup_key name DEFAULT NULL::name');
+INSERT INTO api VALUES
+(19, 'dlsm_enqueue_deduplicated', '{}', 'boolean', '');
 
 -- The function a row names, or NULL when there is none.
 CREATE FUNCTION pg_temp.api_oid(name, name[]) RETURNS regprocedure
@@ -95,7 +100,7 @@ SELECT has_extension('public', 'dlsm', 'dlsm is installed in the default schema,
 SELECT is((SELECT extrelocatable FROM pg_extension WHERE extname = 'dlsm'), false,
 	'dlsm is not relocatable');
 
--- 18 API functions x 7 checks = 126 tests
+-- 19 API functions x 7 checks = 133 tests
 SELECT has_function('public', name, args) FROM api ORDER BY ord;
 SELECT function_returns('public', name, args, returns) FROM api ORDER BY ord;
 SELECT is(pg_get_function_arguments(pg_temp.api_oid(name, args)), arguments,

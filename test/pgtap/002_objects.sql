@@ -13,7 +13,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE SCHEMA dlsm_ext;
 CREATE EXTENSION dlsm WITH SCHEMA dlsm_ext;
 
-SELECT plan(27);
+SELECT plan(28);
 
 -- The extension's members (pg_depend deptype 'e'), as pg_describe_object
 -- prints them.
@@ -36,7 +36,8 @@ SELECT set_has('SELECT member FROM members', $$ VALUES
 	('event trigger dlsm_forget_dropped'),
 	('function dlsm_ext.dlsm_create_queue(text,text,integer,interval)'),
 	('function dlsm_ext.dlsm_drop_queue(regclass,boolean)'),
-	('function dlsm_ext.dlsm_enqueue(regclass,text,text,jsonb,timestamp with time zone)'),
+	('function dlsm_ext.dlsm_enqueue(regclass,text,text,jsonb,timestamp with time zone,text,text,interval)'),
+	('function dlsm_ext.dlsm_enqueue_deduplicated()'),
 	('function dlsm_ext.dlsm_claim(regclass,interval,uuid,bigint,interval,integer)'),
 	('function dlsm_ext.dlsm_group_updates(regclass,text,uuid)'),
 	('function dlsm_ext.dlsm_settle(regclass,uuid,text,text,interval)'),
@@ -72,7 +73,7 @@ SELECT has_table('dlsm_ext', 'dlsm_queues', 'the registry dlsm_queues exists');
 SELECT columns_are('dlsm_ext', 'dlsm_queues', ARRAY[
 	'queue', 'channel', 'max_attempts', 'retention',
 	'id_column', 'status_column', 'kind_column', 'entity_column', 'process_id_column',
-	'registered_by', 'registered_at', 'handler', 'handler_timeout']);
+	'registered_by', 'registered_at', 'handler', 'handler_timeout', 'dedup_column']);
 SELECT col_type_is('dlsm_ext', 'dlsm_queues', c::name, t,
 				   'dlsm_queues.' || c || ' is ' || t)
   FROM (VALUES (1, 'queue', 'regclass'),
@@ -87,7 +88,8 @@ SELECT col_type_is('dlsm_ext', 'dlsm_queues', c::name, t,
 			   (10, 'registered_by', 'regrole'),
 			   (11, 'registered_at', 'timestamp with time zone'),
 			   (12, 'handler', 'text'),
-			   (13, 'handler_timeout', 'interval')) AS v(n, c, t)
+			   (13, 'handler_timeout', 'interval'),
+			   (14, 'dedup_column', 'name')) AS v(n, c, t)
  ORDER BY n;
 SELECT col_is_pk('dlsm_ext', 'dlsm_queues', '{queue}'::name[],
 				 'dlsm_queues is keyed by queue');

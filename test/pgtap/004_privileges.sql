@@ -23,7 +23,7 @@ SELECT function_privs_are('public', f::name, a::name[], 'public', p::name[],
   FROM (VALUES
 	(1, 'dlsm_create_queue', '{text,text,integer,interval}', '{EXECUTE}'),
 	(2, 'dlsm_drop_queue', '{regclass,boolean}', '{EXECUTE}'),
-	(3, 'dlsm_enqueue', '{regclass,text,text,jsonb,timestamp with time zone}', '{EXECUTE}'),
+	(3, 'dlsm_enqueue', '{regclass,text,text,jsonb,timestamp with time zone,text,text,interval}', '{EXECUTE}'),
 	(4, 'dlsm_claim', '{regclass,interval,uuid,bigint,interval,integer}', '{EXECUTE}'),
 	(5, 'dlsm_group_updates', '{regclass,text,uuid}', '{EXECUTE}'),
 	(6, 'dlsm_settle', '{regclass,uuid,text,text,interval}', '{EXECUTE}'),
@@ -35,7 +35,7 @@ SELECT function_privs_are('public', f::name, a::name[], 'public', p::name[],
  ORDER BY n;
 
 SELECT function_privs_are('public', 'dlsm_register_queue',
-						  '{regclass,name,name,name,name,name,text,integer,interval}',
+						  '{regclass,name,name,name,name,name,text,integer,interval,name}',
 						  'public', '{EXECUTE}',
 						  'dlsm_register_queue is executable by PUBLIC');
 
