@@ -86,6 +86,17 @@ ROLLBACK;
 SELECT dlsm_enqueue('dq', 'e6', 'job', dedup_key => 'k6') > 0 AS added;
 SELECT dlsm_enqueue_deduplicated();
 
+-- REPEATABLE READ and SERIALIZABLE: a key committed before is found, and
+-- one added in the transaction too
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT dlsm_enqueue('dq', 'e4', 'job', dedup_key => 'k4') = :k4 AS same_id;
+SELECT dlsm_enqueue('dq', 'e8', 'job', dedup_key => 'k8') AS k8 \gset
+SELECT dlsm_enqueue('dq', 'e8', 'job', dedup_key => 'k8') = :k8 AS same_id;
+COMMIT;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT dlsm_enqueue('dq', 'e8', 'job', dedup_key => 'k8') = :k8 AS same_id;
+COMMIT;
+
 -- a create with a key: the key is looked up first, so a deduplicated
 -- create returns its id instead of the second create's 23505
 SELECT dlsm_enqueue('dq', 'c1', 'create', dedup_key => 'kc') AS kc \gset
