@@ -26,10 +26,12 @@
  * always travel as parameters.
  *
  * Placeholders: {q} queue, {id} {status} {kind} {entity} {pid} mapped
- * columns, {pidin} {pidarr} {pidout} the casts between a process id
- * column of type text (an adopted table) and uuid values (empty for uuid),
- * {fence_seq} the fence sequence's OID, {queues} {captures} {leases}
- * dlsm's tables, and the operators {=} {<>} {<} {<=} {>} {>=} {+} {-} {*}.
+ * columns, {dedup} the dedup key column (statements that use it are run
+ * only on queues that have one), {pidin} {pidarr} {pidout} the casts
+ * between a process id column of type text (an adopted table) and uuid
+ * values (empty for uuid), {fence_seq} the fence sequence's OID, {queues}
+ * {captures} {leases} dlsm's tables, and the operators {=} {<>} {<} {<=}
+ * {>} {>=} {+} {-} {*}.
  * Fences are taken in C (fence.c), which keeps them in the timeline's
  * space, and travel as parameters.
  *
@@ -1101,8 +1103,8 @@ new_indexes_literal(const char *schema, const char *const *index_names,
  * Add to an adopted table what dlsm needs and it lacks: names are its
  * quoted names, schema its quoted schema, index_names the quoted index
  * names (DLSM_INDEX_*), and creates_index whether to build the creates
- * index; the dedup index is built when names->dedup is set.  Indexes that repeat ones the table has are dropped again.  Runs
- * as the caller.
+ * index; the dedup index is built when names->dedup is set.  Indexes that
+ * repeat ones the table has are dropped again.  Runs as the caller.
  */
 void
 dlsm_plan_adopt_table(const DlsmQueueNames *names, const char *schema,
