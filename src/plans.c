@@ -137,6 +137,7 @@ typedef struct DlsmQueryDef
 	int			expected;		/* SPI result code */
 	int			end;			/* its result columns' N_ value, or 0 */
 	const char *what;			/* the statement, in an error */
+	bool		no_seqscan;		/* planned with enable_seqscan off */
 } DlsmQueryDef;
 
 static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
@@ -411,7 +412,10 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		/*
 		 * The newest request holding the key $1: new or in progress, or
 		 * settled less than $2 ago (NULL: no window).  Run under the key's
-		 * lock with the latest snapshot (state.c).
+		 * lock with the latest snapshot (state.c).  Planned without
+		 * sequential scans: a plan made while the queue was analyzed empty
+		 * would read the whole table at every enqueue until the next
+		 * analyze.
 		 */
 		"SELECT {id}::pg_catalog.int8 FROM {q} WHERE {dedup} {=} $1"
 		" AND ({status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])"
@@ -419,7 +423,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"   AND settled_at {>} (pg_catalog.clock_timestamp() {-} $2)))"
 		" ORDER BY {id} DESC LIMIT 1",
 		N_DEDUP_LOOKUP_PARAMS, {TEXTOID, INTERVALOID},
-		SPI_OK_SELECT, N_DEDUP_LOOKUP, "a dedup key lookup"
+		SPI_OK_SELECT, N_DEDUP_LOOKUP, "a dedup key lookup", true
 	},
 	[DLSM_Q_ENQUEUE_DEDUP] = {
 		"INSERT INTO {q} ({entity}, {kind}, payload, run_at, {dedup})"
@@ -876,11 +880,29 @@ uint64
 dlsm_plan_run_latest(DlsmPlanSet *set, DlsmQueryId query, Datum *values,
 					 const char *nulls, long count)
 {
-	SPIPlanPtr	plan = queue_plan(set, query);
+	const DlsmQueryDef *def = &queue_queries[query];
+	int			nest_level = 0;
+	SPIPlanPtr	plan;
+	int			rc;
 
-	return check(SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(),
-									  InvalidSnapshot, false, true, count),
-				 &queue_queries[query]);
+	/*
+	 * the plan is made (or made again, after an invalidation) when it
+	 * runs: the setting holds for both; an error undoes it with the
+	 * (sub)transaction
+	 */
+	if (def->no_seqscan)
+	{
+		nest_level = NewGUCNestLevel();
+		(void) set_config_option("enable_seqscan", "off", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+								 false);
+	}
+	plan = queue_plan(set, query);
+	rc = SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(),
+							  InvalidSnapshot, false, true, count);
+	if (def->no_seqscan)
+		AtEOXact_GUC(true, nest_level);
+	return check(rc, def);
 }
 
 /* Free a queue's kept plans; none of them may be running. */
