@@ -37,10 +37,10 @@ DATA = sql/dlsm--1.0.sql sql/dlsm--1.1.sql sql/dlsm--1.2.sql sql/dlsm--1.3.sql \
 	sql/dlsm--1.0--1.1.sql sql/dlsm--1.1--1.2.sql sql/dlsm--1.2--1.3.sql
 PGFILEDESC = "dlsm - distributed lock state machine"
 
-REGRESS = queue claim settle group handler locks register capture errors privileges fences definer limits waitcreate deadletter
+REGRESS = queue claim settle group handler locks register capture errors privileges fences definer limits waitcreate deadletter dedup
 REGRESS_OPTS = --inputdir=.
 
-ISOLATION = article claim_race create_wait create_first busy_head group_busy settle_race reap_unit wake notify_commit lock_fifo lock_lease pending floor group_limit create_late requeue_race
+ISOLATION = article claim_race create_wait create_first busy_head group_busy settle_race reap_unit wake notify_commit lock_fifo lock_lease pending floor group_limit create_late requeue_race dedup_race dedup_rollback
 ISOLATION_OPTS = --inputdir=test/isolation
 
 TAP_TESTS = 1

@@ -14,6 +14,11 @@
  *   before 1.3 have no group column.
  * - the queue option updates_wait_for_create (see the block below).
  * - dlsm_requeue and dlsm_cancel: dead letters.
+ * - Deduplication: the registry's dedup_column names a queue's dedup key
+ *   column, dlsm_register_queue's dedup_key sets it for an adopted table,
+ *   dlsm_enqueue_deduplicated() tells whether a row was added.  Queues
+ *   created before keep their table and have no dedup column (README,
+ *   "Deduplication", says how to give them one).
  */
 
 DROP FUNCTION @extschema@.dlsm_enqueue(pg_catalog.regclass, pg_catalog.text,
@@ -35,6 +40,8 @@ COMMENT ON FUNCTION @extschema@.dlsm_enqueue(pg_catalog.regclass, pg_catalog.tex
 
 -- Groups and their limits.
 ALTER TABLE @extschema@.dlsm_queues ADD COLUMN group_column pg_catalog.name;
+-- Deduplication
+ALTER TABLE @extschema@.dlsm_queues ADD COLUMN dedup_column pg_catalog.name;
 
 DROP FUNCTION @extschema@.dlsm_register_queue(pg_catalog.regclass,
 	pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.name,
@@ -49,11 +56,12 @@ CREATE FUNCTION @extschema@.dlsm_register_queue(
 	channel pg_catalog.text DEFAULT NULL,
 	max_attempts pg_catalog.int4 DEFAULT 5,
 	retention pg_catalog.interval DEFAULT NULL,
-	group_key pg_catalog.name DEFAULT NULL)
+	group_key pg_catalog.name DEFAULT NULL,
+	dedup_key pg_catalog.name DEFAULT NULL)
 RETURNS pg_catalog.regclass
 AS 'MODULE_PATHNAME', 'dlsm_register_queue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.dlsm_register_queue(pg_catalog.regclass, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.text, pg_catalog.int4, pg_catalog.interval, pg_catalog.name) IS
+COMMENT ON FUNCTION @extschema@.dlsm_register_queue(pg_catalog.regclass, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.text, pg_catalog.int4, pg_catalog.interval, pg_catalog.name, pg_catalog.name) IS
 'adopt an existing table as a queue, through a column map';
 /*
  * The queue option updates_wait_for_create: a registry column at the end
@@ -199,3 +207,10 @@ AS 'MODULE_PATHNAME', 'dlsm_cancel'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.dlsm_cancel(pg_catalog.regclass, pg_catalog.int8[]) IS
 'settle new requests as error without handing them out';
+
+CREATE FUNCTION @extschema@.dlsm_enqueue_deduplicated()
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'dlsm_enqueue_deduplicated'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_enqueue_deduplicated() IS
+'whether this session''s last dlsm_enqueue returned an existing request (NULL before the first)';

@@ -31,6 +31,7 @@ CREATE TABLE @extschema@.dlsm_queues (
 	handler		pg_catalog.text,
 	handler_timeout pg_catalog.interval,
 	group_column pg_catalog.name,
+	dedup_column pg_catalog.name,
 	updates_wait_for_create pg_catalog.bool NOT NULL DEFAULT false
 );
 COMMENT ON TABLE @extschema@.dlsm_queues IS
@@ -95,11 +96,12 @@ CREATE FUNCTION @extschema@.dlsm_register_queue(
 	channel pg_catalog.text DEFAULT NULL,
 	max_attempts pg_catalog.int4 DEFAULT 5,
 	retention pg_catalog.interval DEFAULT NULL,
-	group_key pg_catalog.name DEFAULT NULL)
+	group_key pg_catalog.name DEFAULT NULL,
+	dedup_key pg_catalog.name DEFAULT NULL)
 RETURNS pg_catalog.regclass
 AS 'MODULE_PATHNAME', 'dlsm_register_queue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.dlsm_register_queue(pg_catalog.regclass, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.text, pg_catalog.int4, pg_catalog.interval, pg_catalog.name) IS
+COMMENT ON FUNCTION @extschema@.dlsm_register_queue(pg_catalog.regclass, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.name, pg_catalog.text, pg_catalog.int4, pg_catalog.interval, pg_catalog.name, pg_catalog.name) IS
 'adopt an existing table as a queue, through a column map';
 
 CREATE FUNCTION @extschema@.dlsm_drop_queue(
@@ -140,6 +142,13 @@ AS 'MODULE_PATHNAME', 'dlsm_enqueue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.dlsm_enqueue(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb, pg_catalog.timestamptz, pg_catalog.text, pg_catalog.text, pg_catalog.interval) IS
 'add a request to a queue and return its id';
+
+CREATE FUNCTION @extschema@.dlsm_enqueue_deduplicated()
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'dlsm_enqueue_deduplicated'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_enqueue_deduplicated() IS
+'whether this session''s last dlsm_enqueue returned an existing request (NULL before the first)';
 
 CREATE FUNCTION @extschema@.dlsm_claim(
 	queue pg_catalog.regclass,

@@ -55,12 +55,19 @@
 /* A wait or lease at least this long is without end (100 years). */
 #define FOREVER_US (INT64CONST(100) * 365 * USECS_PER_DAY)
 
+/*
+ * Did this session's last dlsm_enqueue return an existing request (its
+ * dedup key was held)?  -1: no dlsm_enqueue returned yet.
+ */
+static int	last_enqueue_deduplicated = -1;
+
 PG_FUNCTION_INFO_V1(dlsm_create_queue);
 PG_FUNCTION_INFO_V1(dlsm_register_queue);
 PG_FUNCTION_INFO_V1(dlsm_alter_queue);
 PG_FUNCTION_INFO_V1(dlsm_drop_queue);
 PG_FUNCTION_INFO_V1(dlsm_set_handler);
 PG_FUNCTION_INFO_V1(dlsm_enqueue);
+PG_FUNCTION_INFO_V1(dlsm_enqueue_deduplicated);
 PG_FUNCTION_INFO_V1(dlsm_claim);
 PG_FUNCTION_INFO_V1(dlsm_group_updates);
 PG_FUNCTION_INFO_V1(dlsm_settle);
@@ -344,7 +351,8 @@ dlsm_create_queue(PG_FUNCTION_ARGS)
 /*
  * dlsm_register_queue(queue regclass, id name, status name, kind name,
  *					   entity name, process_id name, channel text,
- *					   max_attempts int, retention interval, group_key name)
+ *					   max_attempts int, retention interval, group_key name,
+ *					   dedup_key name)
  * RETURNS regclass
  */
 Datum
@@ -353,7 +361,7 @@ dlsm_register_queue(PG_FUNCTION_ARGS)
 	enum
 	{
 		ARG_QUEUE, ARG_COLUMNS, ARG_OPTIONS = ARG_COLUMNS + DLSM_NUM_COLUMNS,
-		ARG_GROUP_KEY = ARG_OPTIONS + 3
+		ARG_GROUP_KEY = ARG_OPTIONS + 3, ARG_DEDUP_KEY
 	};
 	const char *columns[DLSM_NUM_COLUMNS];
 	DlsmQueueOptions opts;
@@ -371,7 +379,8 @@ dlsm_register_queue(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(ARG_GROUP_KEY))
 		opts.group_column = NameStr(*PG_GETARG_NAME(ARG_GROUP_KEY));
 	dlsm_plan_connect();
-	dlsm_queue_register(relid, columns, &opts);
+	dlsm_queue_register(relid, columns, PG_ARGISNULL(ARG_DEDUP_KEY) ? NULL :
+						NameStr(*PG_GETARG_NAME(ARG_DEDUP_KEY)), &opts);
 	dlsm_plan_finish();
 	PG_RETURN_OID(relid);
 }
@@ -465,6 +474,37 @@ dlsm_set_handler(PG_FUNCTION_ARGS)
  */
 
 /*
+ * The dedup arguments of dlsm_enqueue, which need its queue: the queue has
+ * a dedup key column (0A000 otherwise), and a window is no longer than its
+ * retention, which deletes the rows the window would look for (22023).
+ */
+static void
+check_dedup(DlsmQueue *queue, DlsmRequest *request)
+{
+	int64		window;
+	int64		retention;
+
+	if (queue->plans.names.dedup == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("queue \"%s\" has no dedup key column",
+						dlsm_rel_label(queue->relid)),
+				 errhint("A queue made by dlsm_create_queue() since dlsm 1.3 has one; an adopted table names its column with dlsm_register_queue(..., dedup_key => ...).")));
+	if (!request->has_dedup_window || !queue->has_retention ||
+		!interval_usecs(DatumGetIntervalP(request->dedup_window), &window) ||
+		!interval_usecs(&queue->retention, &retention) || window <= retention)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("dedup_window is longer than the retention of queue \"%s\"",
+					dlsm_rel_label(queue->relid)),
+			 errdetail("The queue deletes settled requests once their retention (%s) has passed: a longer window cannot see them.",
+					   DatumGetCString(DirectFunctionCall1(interval_out,
+														   IntervalPGetDatum(&queue->retention)))),
+			 errhint("Give a dedup_window no longer than the retention, or change the retention with dlsm_alter_queue().")));
+}
+
+/*
  * dlsm_enqueue(queue regclass, entity text, kind text, payload jsonb,
  *				run_at timestamptz, group_key text, dedup_key text,
  *				dedup_window interval) RETURNS bigint
@@ -480,6 +520,7 @@ dlsm_enqueue(PG_FUNCTION_ARGS)
 	DlsmRequest request;
 	DlsmQueue  *queue;
 	int64		id;
+	bool		deduplicated;
 
 	require_arg(fcinfo, ARG_ENTITY, "entity");
 	require_arg(fcinfo, ARG_KIND, "kind");
@@ -498,17 +539,35 @@ dlsm_enqueue(PG_FUNCTION_ARGS)
 	request.has_dedup_window = !PG_ARGISNULL(ARG_DEDUP_WINDOW);
 	request.dedup_window = request.has_dedup_window ?
 		PG_GETARG_DATUM(ARG_DEDUP_WINDOW) : 0;
-	if (request.has_dedup_key || request.has_dedup_window)
+	if (request.has_dedup_window && !request.has_dedup_key)
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("dedup_key and dedup_window are not supported yet")));
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("dedup_window applies only with a dedup_key")));
+	if (request.has_dedup_window)
+		(void) duration_arg(fcinfo, ARG_DEDUP_WINDOW, "dedup_window", true);
 	queue = begin_queue_call(fcinfo, "dlsm_enqueue()",
 							 ACL_SELECT | ACL_INSERT, 0);
 	if (request.has_group_key)
 		require_group_column(queue);
-	id = dlsm_state_enqueue(queue, &request);
+	if (request.has_dedup_key)
+		check_dedup(queue, &request);
+	id = dlsm_state_enqueue(queue, &request, &deduplicated);
 	end_queue_call(queue);
+	last_enqueue_deduplicated = deduplicated ? 1 : 0;
 	PG_RETURN_INT64(id);
+}
+
+/*
+ * dlsm_enqueue_deduplicated() RETURNS boolean: whether this session's last
+ * dlsm_enqueue returned the id of an existing request, adding nothing
+ * (NULL before the session's first), as lastval() does for sequences.
+ */
+Datum
+dlsm_enqueue_deduplicated(PG_FUNCTION_ARGS)
+{
+	if (last_enqueue_deduplicated < 0)
+		PG_RETURN_NULL();
+	PG_RETURN_BOOL(last_enqueue_deduplicated == 1);
 }
 
 /*

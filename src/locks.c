@@ -44,6 +44,20 @@
  * waited for without a bound, and it is never held while waiting for
  * another lock, so it cannot deadlock either.
  *
+ * Deduplication keys (dlsm_enqueue's dedup_key) use a fourth key space:
+ * field4 is 0x1000 plus 12 bits of a hash of the key, field3 32 more bits
+ * of it (seeded with the queue's OID, as for entities), field2 the queue.
+ * A producer takes its key's lock for its transaction, waiting in the lock
+ * manager's queue, before it looks the key up and inserts: producers of
+ * one key serialise, each sees what the one before it committed.  One
+ * that finds the key held by a committed row adds nothing and gives the
+ * lock back at once (unless its transaction held it before).  The wait
+ * is covered by the deadlock detector and bounded by lock_timeout if the
+ * caller set one; it can deadlock only with a transaction that holds
+ * another key (or a row) the waiter holds and waits for in turn, as
+ * inserts into a unique index can.  Two keys with equal hashes merely
+ * serialise their producers.
+ *
  * Calls subxact.c.
  *
  * Copyright (c) 2026, dlsm developers
@@ -71,6 +85,7 @@
 #define DLSM_LOCKTAG_NAMED		0x4000	/* field4 of named locks */
 #define DLSM_LOCKTAG_FENCE		0x2000	/* field4 of the fence floor */
 #define DLSM_LOCKTAG_SLOT		0x0800	/* field4 mark of group slots */
+#define DLSM_LOCKTAG_DEDUP		0x1000	/* field4 mark of dedup keys */
 
 static void
 entity_tag(LOCKTAG *tag, Oid queue, const char *entity)
@@ -261,4 +276,56 @@ dlsm_lock_fence_floor(bool release)
 		LockRelease(&tag, ExclusiveLock, true);
 	else
 		(void) LockAcquire(&tag, ExclusiveLock, true, false);
+}
+
+static void
+dedup_tag(LOCKTAG *tag, Oid queue, const char *key)
+{
+	uint64		h = hash_bytes_extended((const unsigned char *) key,
+										strlen(key), queue);
+
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, queue, (uint32) h,
+						 (uint16) (DLSM_LOCKTAG_DEDUP | ((h >> 32) & 0x0FFF)));
+}
+
+/*
+ * Take the lock of dedup key key of queue for this transaction, waiting
+ * for the transaction that holds it to end (the caller's lock_timeout
+ * bounds the wait).  Released when the (sub)transaction ends, or by
+ * dlsm_lock_dedup_key_release.  True when this transaction did not hold
+ * it already.
+ */
+bool
+dlsm_lock_dedup_key(Oid queue, const char *key)
+{
+	LOCKTAG		tag;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	LockAcquireResult result;
+
+	dedup_tag(&tag, queue, key);
+	/* held by the (sub)transaction, not by the calling portal */
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	PG_TRY();
+	{
+		result = LockAcquire(&tag, ExclusiveLock, false, false);
+	}
+	PG_FINALLY();
+	{
+		CurrentResourceOwner = oldowner;
+	}
+	PG_END_TRY();
+	return result != LOCKACQUIRE_ALREADY_HELD;
+}
+
+/* Give back a dlsm_lock_dedup_key of this (sub)transaction at once. */
+void
+dlsm_lock_dedup_key_release(Oid queue, const char *key)
+{
+	LOCKTAG		tag;
+	ResourceOwner oldowner = CurrentResourceOwner;
+
+	dedup_tag(&tag, queue, key);
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	LockRelease(&tag, ExclusiveLock, false);
+	CurrentResourceOwner = oldowner;
 }

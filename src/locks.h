@@ -33,5 +33,7 @@ extern void dlsm_lock_entity_release(Oid queue, const char *entity);
 extern bool dlsm_lock_named_acquire(const char *name, long wait_ms);
 extern bool dlsm_lock_named_release(const char *name, ResourceOwner owner);
 extern void dlsm_lock_fence_floor(bool release);
+extern bool dlsm_lock_dedup_key(Oid queue, const char *key);
+extern void dlsm_lock_dedup_key_release(Oid queue, const char *key);
 
 #endif							/* DLSM_LOCKS_H */

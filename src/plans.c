@@ -26,10 +26,12 @@
  * always travel as parameters.
  *
  * Placeholders: {q} queue, {id} {status} {kind} {entity} {pid} mapped
- * columns, {pidin} {pidarr} {pidout} the casts between a process id
- * column of type text (an adopted table) and uuid values (empty for uuid),
- * {fence_seq} the fence sequence's OID, {queues} {captures} {leases}
- * dlsm's tables, and the operators {=} {<>} {<} {<=} {>} {>=} {+} {-} {*}.
+ * columns, {dedup} the dedup key column (statements that use it are run
+ * only on queues that have one), {pidin} {pidarr} {pidout} the casts
+ * between a process id column of type text (an adopted table) and uuid
+ * values (empty for uuid), {fence_seq} the fence sequence's OID, {queues}
+ * {captures} {leases} dlsm's tables, and the operators {=} {<>} {<} {<=}
+ * {>} {>=} {+} {-} {*}.
  * Fences are taken in C (fence.c), which keeps them in the timeline's
  * space, and travel as parameters.
  *
@@ -146,6 +148,7 @@ typedef struct DlsmQueryDef
 	int			expected;		/* SPI result code */
 	int			end;			/* its result columns' N_ value, or 0 */
 	const char *what;			/* the statement, in an error */
+	bool		no_seqscan;		/* planned with enable_seqscan off */
 } DlsmQueryDef;
 
 static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
@@ -527,13 +530,39 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		N_DEAD_PARAMS, {INT8ARRAYOID, TEXTOID},
 		SPI_OK_UPDATE_RETURNING, N_DEAD, "a cancel"
 	},
+	[DLSM_Q_DEDUP_LOOKUP] = {
+		/*
+		 * The newest request holding the key $1: new or in progress, or
+		 * settled less than $2 ago (NULL: no window).  Run under the key's
+		 * lock with the latest snapshot (state.c).  Planned without
+		 * sequential scans: a plan made while the queue was analyzed empty
+		 * would read the whole table at every enqueue until the next
+		 * analyze.
+		 */
+		"SELECT {id}::pg_catalog.int8 FROM {q} WHERE {dedup} {=} $1"
+		" AND ({status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])"
+		"  OR ({status} {=} ANY ('{complete,error}'::pg_catalog.text[])"
+		"   AND settled_at {>} (pg_catalog.clock_timestamp() {-} $2)))"
+		" ORDER BY {id} DESC LIMIT 1",
+		N_DEDUP_LOOKUP_PARAMS, {TEXTOID, INTERVALOID},
+		SPI_OK_SELECT, N_DEDUP_LOOKUP, "a dedup key lookup", true
+	},
+	[DLSM_Q_ENQUEUE_DEDUP] = {
+		/* ENQUEUE with the key, $6 */
+		"INSERT INTO {q} ({entity}, {kind}, payload, run_at{groupcol}, {dedup})"
+		" VALUES ($1, $2, $3, COALESCE($4, pg_catalog.now()){groupval}, $6)"
+		" RETURNING {id}",
+		N_ENQUEUE_DEDUP_PARAMS, {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
+		TEXTOID, TEXTOID},
+		SPI_OK_INSERT_RETURNING, N_ENQUEUE, "an enqueue"
+	},
 };
 
 static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 	[DLSM_C_LOOKUP] = {
 		"SELECT channel, max_attempts, id_column, status_column, kind_column,"
 		" entity_column, process_id_column, retention, handler,"
-		" handler_timeout, group_column, updates_wait_for_create"
+		" handler_timeout, group_column, updates_wait_for_create, dedup_column"
 		" FROM {queues} WHERE queue {=} $1",
 		N_LOOKUP_PARAMS, {REGCLASSOID},
 		SPI_OK_SELECT, N_LOOKUP, "the dlsm registry lookup"
@@ -542,10 +571,10 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		"INSERT INTO {queues}"
 		" (queue, channel, max_attempts, retention, registered_by,"
 		"  id_column, status_column, kind_column, entity_column,"
-		"  process_id_column)"
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+		"  process_id_column, dedup_column)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
 		N_REGISTER_PARAMS, {REGCLASSOID, TEXTOID, INT4OID, INTERVALOID,
-		REGROLEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID},
+		REGROLEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID},
 		SPI_OK_INSERT, 0, "registering a queue"
 	},
 	[DLSM_C_UNREGISTER] = {
@@ -698,7 +727,10 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 
 /*
  * DDL of a created queue: {q} the new table, {ready} {creates} {open}
- * {held} index names, {ext} the extension's schema.  Run once, not kept.
+ * {held} {dedupidx} index names, {ext} the extension's schema.  Run once,
+ * not kept.  The dedup index serves DEDUP_LOOKUP: the newest rows of a
+ * key first, without a sort, and by an index-only scan where the
+ * visibility map allows.
  */
 static const char *const create_table_text =
 "CREATE TABLE {q} ("
@@ -717,7 +749,8 @@ static const char *const create_table_text =
 " lease_until pg_catalog.timestamptz,"
 " settled_at pg_catalog.timestamptz,"
 " detail pg_catalog.text,"
-" group_key pg_catalog.text"
+" group_key pg_catalog.text,"
+" dedup_key pg_catalog.text"
 ") WITH (fillfactor = 70,"
 " autovacuum_vacuum_scale_factor = 0.01,"
 " autovacuum_vacuum_threshold = 1000,"
@@ -731,6 +764,8 @@ static const char *const create_table_text =
 "CREATE INDEX {held} ON {q} (process_id) WHERE status {=} 'in-progress';"
 "CREATE INDEX ON {q} (group_key) WHERE status {=} 'in-progress'"
 " AND group_key IS NOT NULL;"
+"CREATE INDEX {dedupidx} ON {q} (dedup_key, id) INCLUDE (status, settled_at)"
+" WHERE dedup_key IS NOT NULL;"
 "CREATE TRIGGER dlsm_wake AFTER INSERT ON {q}"
 " FOR EACH STATEMENT EXECUTE FUNCTION {ext}.dlsm_wake();";
 
@@ -738,7 +773,8 @@ static const char *const create_table_text =
  * Adopting a table: {q} the table, {id} {status} {entity} {pid} its mapped
  * columns, {ready} {open} {held} {creates} index names, {ext} the
  * extension's schema.  Adds only what is missing; {creates_index} is empty
- * when the table has an index led by its entity column already.
+ * when the table has an index led by its entity column already, and
+ * {dedup_index} when no dedup key column is named.
  */
 static const char *const register_table_text =
 "ALTER TABLE {q}"
@@ -759,12 +795,18 @@ static const char *const register_table_text =
 " WHERE {status} {=} ANY ('{new,in-progress}'::pg_catalog.text[]);"
 "CREATE INDEX {held} ON {q} ({pid}) WHERE {status} {=} 'in-progress';"
 "{creates_index}"
+"{dedup_index}"
 "CREATE TRIGGER dlsm_wake AFTER INSERT ON {q}"
 " FOR EACH STATEMENT EXECUTE FUNCTION {ext}.dlsm_wake();"
 "{drop_duplicates}";
 
 static const char *const creates_index_text =
 "CREATE INDEX {creates} ON {q} ({entity}) WHERE {kind} {=} 'create';";
+
+/* The index of an adopted table's dedup key column {dedup}. */
+static const char *const dedup_index_text =
+"CREATE INDEX {dedupidx} ON {q} ({dedup}, {id}) INCLUDE ({status}, settled_at)"
+" WHERE {dedup} IS NOT NULL;";
 
 /*
  * Re-registering a table that was a queue before (dlsm_create_queue, or an
@@ -930,7 +972,7 @@ execute_utility(const char *template, const Subst *subst, int n)
  */
 
 /* The placeholders of a queue's names, filled into the first entries. */
-#define NUM_NAME_SUBSTS 12
+#define NUM_NAME_SUBSTS 13
 
 static void
 name_substs(const DlsmQueueNames *names, Subst *subst)
@@ -948,6 +990,7 @@ name_substs(const DlsmQueueNames *names, Subst *subst)
 		{"group", names->group ? names->group : "NULL::pg_catalog.text"},
 		{"groupcol", names->group ? psprintf(", %s", names->group) : ""},
 		{"groupval", names->group ? ", $5" : ""},
+		{"dedup", names->dedup},	/* NULL: left as it is, never run */
 	};
 
 	memcpy(subst, fill, sizeof(fill));
@@ -988,6 +1031,40 @@ dlsm_plan_run(DlsmPlanSet *set, DlsmQueryId query, Datum *values,
 
 	return check(SPI_execute_plan(plan, values, nulls, false, count),
 				 &queue_queries[query]);
+}
+
+/*
+ * dlsm_plan_run with the latest snapshot, whatever the transaction's
+ * isolation: a statement run after a lock was granted sees what the
+ * lock's previous holder committed (as ri_triggers.c does).
+ */
+uint64
+dlsm_plan_run_latest(DlsmPlanSet *set, DlsmQueryId query, Datum *values,
+					 const char *nulls, long count)
+{
+	const DlsmQueryDef *def = &queue_queries[query];
+	int			nest_level = 0;
+	SPIPlanPtr	plan;
+	int			rc;
+
+	/*
+	 * the plan is made (or made again, after an invalidation) when it
+	 * runs: the setting holds for both; an error undoes it with the
+	 * (sub)transaction
+	 */
+	if (def->no_seqscan)
+	{
+		nest_level = NewGUCNestLevel();
+		(void) set_config_option("enable_seqscan", "off", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+								 false);
+	}
+	plan = queue_plan(set, query);
+	rc = SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(),
+							  InvalidSnapshot, false, true, count);
+	if (def->no_seqscan)
+		AtEOXact_GUC(true, nest_level);
+	return check(rc, def);
 }
 
 /* Free a queue's kept plans; none of them may be running. */
@@ -1177,6 +1254,7 @@ dlsm_plan_create_table(const char *relname, const char *const *index_names)
 		{"open", index_names[DLSM_INDEX_OPEN]},
 		{"held", index_names[DLSM_INDEX_HELD]},
 		{"ext", quote_identifier(dlsm_extension_schema())},
+		{"dedupidx", index_names[DLSM_INDEX_DEDUP]},
 	};
 
 	execute_utility(create_table_text, subst, lengthof(subst));
@@ -1185,7 +1263,7 @@ dlsm_plan_create_table(const char *relname, const char *const *index_names)
 /* A regclass[] literal of the index names just made, in schema. */
 static char *
 new_indexes_literal(const char *schema, const char *const *index_names,
-					bool creates_index)
+					bool creates_index, bool dedup_index)
 {
 	StringInfoData buf;
 	bool		first = true;
@@ -1194,7 +1272,8 @@ new_indexes_literal(const char *schema, const char *const *index_names,
 	appendStringInfoString(&buf, "ARRAY[");
 	for (int i = 0; i < DLSM_NUM_INDEXES; i++)
 	{
-		if (i == DLSM_INDEX_CREATES && !creates_index)
+		if ((i == DLSM_INDEX_CREATES && !creates_index) ||
+			(i == DLSM_INDEX_DEDUP && !dedup_index))
 			continue;
 		appendStringInfo(&buf, "%s%s", first ? "" : ", ",
 						 quote_literal_cstr(psprintf("%s.%s", schema,
@@ -1209,8 +1288,8 @@ new_indexes_literal(const char *schema, const char *const *index_names,
  * Add to an adopted table what dlsm needs and it lacks: names are its
  * quoted names, schema its quoted schema, index_names the quoted index
  * names (DLSM_INDEX_*), and creates_index whether to build the creates
- * index.  Indexes that repeat ones the table has are dropped again.  Runs
- * as the caller.
+ * index; the dedup index is built when names->dedup is set.  Indexes that
+ * repeat ones the table has are dropped again.  Runs as the caller.
  */
 void
 dlsm_plan_adopt_table(const DlsmQueueNames *names, const char *schema,
@@ -1219,7 +1298,8 @@ dlsm_plan_adopt_table(const DlsmQueueNames *names, const char *schema,
 	enum
 	{
 		S_READY = NUM_NAME_SUBSTS, S_OPEN, S_HELD, S_CREATES, S_EXT,
-		S_NEW_INDEXES, S_CREATES_INDEX, S_DROP_DUPLICATES, NUM_SUBSTS
+		S_DEDUPIDX, S_NEW_INDEXES, S_CREATES_INDEX, S_DEDUP_INDEX,
+		S_DROP_DUPLICATES, NUM_SUBSTS
 	};
 	Subst		subst[NUM_SUBSTS] = {
 		[S_READY] = {"ready", index_names[DLSM_INDEX_READY]},
@@ -1227,17 +1307,22 @@ dlsm_plan_adopt_table(const DlsmQueueNames *names, const char *schema,
 		[S_HELD] = {"held", index_names[DLSM_INDEX_HELD]},
 		[S_CREATES] = {"creates", index_names[DLSM_INDEX_CREATES]},
 		[S_EXT] = {"ext", quote_identifier(dlsm_extension_schema())},
+		[S_DEDUPIDX] = {"dedupidx", index_names[DLSM_INDEX_DEDUP]},
 		[S_NEW_INDEXES] = {"new_indexes", new_indexes_literal(schema, index_names,
-															  creates_index)},
+															  creates_index,
+															  names->dedup != NULL)},
 		[S_CREATES_INDEX] = {"creates_index", ""},
+		[S_DEDUP_INDEX] = {"dedup_index", ""},
 		[S_DROP_DUPLICATES] = {"drop_duplicates", ""},
 	};
 	int			nest_level;
 
-	/* the last two are built from the template with the others */
+	/* the last three are built from the template with the others */
 	name_substs(names, subst);
 	subst[S_CREATES_INDEX].value = creates_index ?
 		expand(creates_index_text, subst, S_CREATES_INDEX) : "";
+	subst[S_DEDUP_INDEX].value = names->dedup != NULL ?
+		expand(dedup_index_text, subst, S_CREATES_INDEX) : "";
 	subst[S_DROP_DUPLICATES].value =
 		expand(drop_duplicates_text, subst, S_CREATES_INDEX);
 

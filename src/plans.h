@@ -54,6 +54,8 @@ typedef enum DlsmQueryId
 	DLSM_Q_REQUEUE,				/* error rows back to new */
 	DLSM_Q_CANCEL_LOCK,			/* lock the open rows a cancel names */
 	DLSM_Q_CANCEL,				/* new rows to error */
+	DLSM_Q_DEDUP_LOOKUP,		/* the request holding a dedup key */
+	DLSM_Q_ENQUEUE_DEDUP,		/* insert a request with a dedup key */
 	DLSM_NUM_QUERIES
 } DlsmQueryId;
 
@@ -247,6 +249,20 @@ enum
 	A_DEAD_ID = 1, A_DEAD_ENTITY, A_DEAD_STATUS, N_DEAD
 };
 
+/* ENQUEUE_DEDUP: ENQUEUE's parameters, then the key; ENQUEUE's result */
+enum
+{
+	P_ENQUEUE_DEDUP_KEY = N_ENQUEUE_PARAMS, N_ENQUEUE_DEDUP_PARAMS
+};
+enum
+{
+	P_DEDUP_LOOKUP_KEY, P_DEDUP_LOOKUP_WINDOW, N_DEDUP_LOOKUP_PARAMS
+};
+enum
+{
+	A_DEDUP_LOOKUP_ID = 1, N_DEDUP_LOOKUP
+};
+
 /* The names a queue's statements are written with, all quoted. */
 typedef struct DlsmQueueNames
 {
@@ -258,6 +274,7 @@ typedef struct DlsmQueueNames
 	char	   *process_id;
 	char	   *group;			/* the group column, or NULL: none */
 	bool		pid_is_text;	/* process id column is text, not uuid */
+	char	   *dedup;			/* the dedup key column, or NULL: none */
 } DlsmQueueNames;
 
 /* A queue's statements, prepared on first use and kept. */
@@ -269,6 +286,9 @@ typedef struct DlsmPlanSet
 
 extern uint64 dlsm_plan_run(DlsmPlanSet *set, DlsmQueryId query,
 							 Datum *values, const char *nulls, long count);
+extern uint64 dlsm_plan_run_latest(DlsmPlanSet *set, DlsmQueryId query,
+									Datum *values, const char *nulls,
+									long count);
 extern void dlsm_plan_free(DlsmPlanSet *set);
 
 /* ---- statements on dlsm's own tables ---- */
@@ -310,7 +330,7 @@ enum
 	A_LOOKUP_STATUS_COLUMN, A_LOOKUP_KIND_COLUMN, A_LOOKUP_ENTITY_COLUMN,
 	A_LOOKUP_PROCESS_ID_COLUMN, A_LOOKUP_RETENTION, A_LOOKUP_HANDLER,
 	A_LOOKUP_HANDLER_TIMEOUT, A_LOOKUP_GROUP_COLUMN,
-	A_LOOKUP_UPDATES_WAIT_FOR_CREATE, N_LOOKUP
+	A_LOOKUP_UPDATES_WAIT_FOR_CREATE, A_LOOKUP_DEDUP_COLUMN, N_LOOKUP
 };
 enum
 {
@@ -318,7 +338,7 @@ enum
 	P_REGISTER_RETENTION, P_REGISTER_BY, P_REGISTER_ID_COLUMN,
 	P_REGISTER_STATUS_COLUMN, P_REGISTER_KIND_COLUMN,
 	P_REGISTER_ENTITY_COLUMN, P_REGISTER_PROCESS_ID_COLUMN,
-	N_REGISTER_PARAMS
+	P_REGISTER_DEDUP_COLUMN, N_REGISTER_PARAMS
 };
 enum
 {
@@ -457,7 +477,7 @@ extern void dlsm_plan_capture_trigger(Oid source, const char *trigger);
 enum
 {
 	DLSM_INDEX_READY, DLSM_INDEX_CREATES, DLSM_INDEX_OPEN, DLSM_INDEX_HELD,
-	DLSM_NUM_INDEXES
+	DLSM_INDEX_DEDUP, DLSM_NUM_INDEXES
 };
 
 #endif							/* DLSM_PLANS_H */

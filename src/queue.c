@@ -362,6 +362,8 @@ fill_from_row(DlsmQueue *queue, Form_pg_class form)
 		names->group = column_name(A_LOOKUP_GROUP_COLUMN);
 	names->pid_is_text = !column_is_uuid(queue->relid,
 										 A_LOOKUP_PROCESS_ID_COLUMN);
+	(void) dlsm_plan_value(0, A_LOOKUP_DEDUP_COLUMN, &isnull);
+	names->dedup = isnull ? NULL : column_name(A_LOOKUP_DEDUP_COLUMN);
 	queue->owner = form->relowner;
 	queue->channel = dlsm_plan_text(0, A_LOOKUP_CHANNEL);
 	queue->max_attempts = DatumGetInt32(dlsm_plan_value(0, A_LOOKUP_MAX_ATTEMPTS,
@@ -395,6 +397,9 @@ same_description(DlsmQueue *a, DlsmQueue *b)
 		  strcmp(x->group, y->group) == 0)) &&
 
 		x->pid_is_text == y->pid_is_text &&
+		((x->dedup == NULL && y->dedup == NULL) ||
+		 (x->dedup != NULL && y->dedup != NULL &&
+		  strcmp(x->dedup, y->dedup) == 0)) &&
 		a->owner == b->owner && strcmp(a->channel, b->channel) == 0 &&
 		a->max_attempts == b->max_attempts &&
 		a->has_retention == b->has_retention &&
@@ -624,10 +629,13 @@ write_registry(DlsmCatalogQueryId query, Oid relid, Datum *values,
 	CacheInvalidateRelcacheByRelid(relid);
 }
 
-/* Write a queue's registry row; columns name the mapped columns. */
+/*
+ * Write a queue's registry row; columns name the mapped columns, dedup the
+ * dedup key column (or NULL).
+ */
 static void
-register_queue(Oid relid, const char *const *columns, const char *channel,
-			   DlsmQueueOptions *opts)
+register_queue(Oid relid, const char *const *columns, const char *dedup,
+			   const char *channel, DlsmQueueOptions *opts)
 {
 	Datum		values[N_REGISTER_PARAMS];
 	char		nulls[N_REGISTER_PARAMS];
@@ -650,6 +658,9 @@ register_queue(Oid relid, const char *const *columns, const char *channel,
 	for (int i = 0; i < DLSM_NUM_COLUMNS; i++)
 		values[column_params[i]] = DirectFunctionCall1(namein,
 													   CStringGetDatum(columns[i]));
+	values[P_REGISTER_DEDUP_COLUMN] = dedup == NULL ? (Datum) 0 :
+		DirectFunctionCall1(namein, CStringGetDatum(dedup));
+	nulls[P_REGISTER_DEDUP_COLUMN] = dedup == NULL ? 'n' : ' ';
 	write_registry(DLSM_C_REGISTER, relid, values, nulls);
 	if (opts->group_column != NULL)
 	{
@@ -684,6 +695,7 @@ choose_index_names(const char *relname, Oid nspid, const char *prefix,
 		[DLSM_INDEX_CREATES] = "creates",
 		[DLSM_INDEX_OPEN] = "open",
 		[DLSM_INDEX_HELD] = "held",
+		[DLSM_INDEX_DEDUP] = "dedup",
 	};
 
 	for (int i = 0; i < DLSM_NUM_INDEXES; i++)
@@ -718,7 +730,8 @@ dlsm_queue_create(const char *name, DlsmQueueOptions *opts)
 	if (!OidIsValid(relid))
 		elog(ERROR, "queue table \"%s\" was not created", rv->relname);
 	opts->group_column = "group_key";
-	register_queue(relid, dlsm_queue_columns, rv->relname, opts);
+	register_queue(relid, dlsm_queue_columns, DLSM_DEDUP_COLUMN, rv->relname,
+				   opts);
 	set_wait_for_create(relid, opts);
 	return relid;
 }
@@ -871,14 +884,16 @@ check_adoptable(Oid relid)
 
 /*
  * Adopt the existing table relid as a queue, through the column map
- * columns (DLSM_COL_*): add the columns, indexes and trigger dlsm needs
- * and the table lacks, and register it.  The caller must own the table and
- * holds an SPI connection.
+ * columns (DLSM_COL_*) and its dedup key column dedup (NULL: none): add
+ * the columns, indexes and trigger dlsm needs and the table lacks, and
+ * register it.  The caller must own the table and holds an SPI connection.
  */
 void
-dlsm_queue_register(Oid relid, const char *const *columns,
+dlsm_queue_register(Oid relid, const char *const *columns, const char *dedup,
 					DlsmQueueOptions *opts)
 {
+	static const Oid texts[] = {TEXTOID, VARCHAROID, InvalidOid};
+
 	char	   *relname = dlsm_rel_name(relid);
 	Oid			nspid = get_rel_namespace(relid);
 	char	   *schema = dlsm_schema_name(nspid);
@@ -887,6 +902,8 @@ dlsm_queue_register(Oid relid, const char *const *columns,
 
 	check_adoptable(relid);
 	check_adopted_columns(relid, columns, opts->group_column);
+	if (dedup != NULL)
+		check_column(relid, dedup, texts, true);
 	names.relname = quote_qualified_identifier(schema, relname);
 	names.id = (char *) quote_identifier(columns[DLSM_COL_ID]);
 	names.status = (char *) quote_identifier(columns[DLSM_COL_STATUS]);
@@ -894,11 +911,12 @@ dlsm_queue_register(Oid relid, const char *const *columns,
 	names.entity = (char *) quote_identifier(columns[DLSM_COL_ENTITY]);
 	names.process_id = (char *) quote_identifier(columns[DLSM_COL_PROCESS_ID]);
 	names.group = NULL;
+	names.dedup = dedup == NULL ? NULL : (char *) quote_identifier(dedup);
 	choose_index_names(relname, nspid, "dlsm_", index_names);
 	dlsm_plan_adopt_table(&names, quote_identifier(schema), index_names,
 						  !has_index_led_by(relid,
 											get_attnum(relid, columns[DLSM_COL_ENTITY])));
-	register_queue(relid, columns, relname, opts);
+	register_queue(relid, columns, dedup, relname, opts);
 }
 
 /*

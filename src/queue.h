@@ -76,6 +76,9 @@ enum
 
 extern const char *const dlsm_queue_columns[DLSM_NUM_COLUMNS];
 
+/* The dedup key column of a queue dlsm_create_queue made. */
+#define DLSM_DEDUP_COLUMN "dedup_key"
+
 extern void dlsm_queue_init(void);
 /* Flags of dlsm_queue_open. */
 #define DLSM_QUEUE_MISSING_OK	0x01	/* NULL when not a queue */
@@ -87,7 +90,7 @@ extern void dlsm_queue_close(DlsmQueue *queue);
 extern void dlsm_queue_check_unused(Oid relid, const char *action);
 extern Oid	dlsm_queue_create(const char *name, DlsmQueueOptions *opts);
 extern void dlsm_queue_register(Oid relid, const char *const *columns,
-								DlsmQueueOptions *opts);
+								const char *dedup, DlsmQueueOptions *opts);
 extern void dlsm_queue_alter(Oid relid, DlsmQueueOptions *opts);
 extern void dlsm_queue_drop(Oid relid, bool drop_table);
 extern void dlsm_queue_set_handler(Oid relid, Oid handler);

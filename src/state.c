@@ -33,7 +33,19 @@
  * (the caller switches, identity.c).  The caller holds an SPI connection
  * and a pin on the queue.
  *
- * Calls plans.c, queue.c, pending.c and wake.c.
+ * Deduplication (dlsm_enqueue's dedup_key): the producers of one key take
+ * its lock-manager lock (locks.c) for their transaction, one after the
+ * other, and each looks the key up only once it holds the lock, with the
+ * latest snapshot, so that it sees the row of the holder before it if that
+ * one committed, in any isolation level; a holder that rolled back left no
+ * row, and the next producer inserts.  A producer that inserts holds the
+ * lock until its transaction ends, so no two producers' rows of one key
+ * are ever both uncommitted: at most one request of a key is added while
+ * another is new or in progress (or settled within the window), by
+ * producers using dlsm_enqueue.  One that finds the key taken by a
+ * committed row adds nothing and gives the lock back at once.
+ *
+ * Calls plans.c, queue.c, pending.c, wake.c and locks.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -52,6 +64,7 @@
 #include "utils/timestamp.h"
 
 #include "grouplimit.h"
+#include "locks.h"
 #include "names.h"
 #include "pending.h"
 #include "state.h"
@@ -399,8 +412,8 @@ dlsm_state_stats(DlsmQueue *queue, Datum *values, bool *nulls)
  * the failed transaction.
  */
 static void
-insert_create(DlsmQueue *queue, const char *creates_index, Datum *values,
-			  char *nulls)
+insert_create(DlsmQueue *queue, DlsmQueryId query, const char *creates_index,
+			  Datum *values, char *nulls)
 {
 	MemoryContext context = CurrentMemoryContext;
 	char	   *entity = TextDatumGetCString(values[P_ENQUEUE_ENTITY]);
@@ -408,7 +421,7 @@ insert_create(DlsmQueue *queue, const char *creates_index, Datum *values,
 
 	PG_TRY();
 	{
-		dlsm_plan_run(&queue->plans, DLSM_Q_ENQUEUE, values, nulls, 0);
+		dlsm_plan_run(&queue->plans, query, values, nulls, 0);
 	}
 	PG_CATCH();
 	{
@@ -432,16 +445,71 @@ insert_create(DlsmQueue *queue, const char *creates_index, Datum *values,
 	PG_END_TRY();
 }
 
-/* dlsm_enqueue: insert one request; returns its id. */
-int64
-dlsm_state_enqueue(DlsmQueue *queue, DlsmRequest *request)
+/*
+ * Take the lock of request's dedup key, then look for the request of queue
+ * that holds the key (new, in progress, or settled within the request's
+ * window); true, with its id, when there is one.  When there is none, the
+ * lock is kept until the transaction ends (the caller inserts); when there
+ * is one, it is given back at once, unless the transaction held it before
+ * (the row may be its own, not committed yet): a row found under a lock
+ * taken now is committed, and the transaction adds nothing that a later
+ * producer of the key would have to wait for.
+ */
+static bool
+find_dedup(DlsmQueue *queue, DlsmRequest *request, int64 *id)
 {
-	Datum		values[N_ENQUEUE_PARAMS];
-	char		nulls[N_ENQUEUE_PARAMS];
+	Datum		values[N_DEDUP_LOOKUP_PARAMS];
+	char		nulls[N_DEDUP_LOOKUP_PARAMS];
+	char	   *key = TextDatumGetCString(request->dedup_key);
+	bool		isnull;
+	bool		found;
+	bool		taken_now;
+
+	taken_now = dlsm_lock_dedup_key(queue->relid, key);
+	memset(nulls, ' ', sizeof(nulls));
+	values[P_DEDUP_LOOKUP_KEY] = request->dedup_key;
+	values[P_DEDUP_LOOKUP_WINDOW] = request->dedup_window;
+	nulls[P_DEDUP_LOOKUP_WINDOW] = request->has_dedup_window ? ' ' : 'n';
+	/* the latest snapshot: REPEATABLE READ sees the lock's last holder too */
+	found = dlsm_plan_run_latest(&queue->plans, DLSM_Q_DEDUP_LOOKUP, values,
+								 nulls, 1) > 0;
+	if (found)
+		*id = DatumGetInt64(dlsm_plan_value(0, A_DEDUP_LOOKUP_ID, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	if (found && taken_now)
+		dlsm_lock_dedup_key_release(queue->relid, key);
+	return found;
+}
+
+/*
+ * dlsm_enqueue: insert one request; returns its id.  With a dedup key
+ * (the queue has a dedup column: the caller checked), the key is looked
+ * up first: when a request holds it, nothing is inserted, its id is
+ * returned and *deduplicated is set.  So an entity's second create with
+ * the key of its first returns the first's id, not 23505.
+ */
+int64
+dlsm_state_enqueue(DlsmQueue *queue, DlsmRequest *request, bool *deduplicated)
+{
+	Datum		values[N_ENQUEUE_DEDUP_PARAMS];
+	char		nulls[N_ENQUEUE_DEDUP_PARAMS];
+	DlsmQueryId query = DLSM_Q_ENQUEUE;
 	bool		isnull;
 	int64		id;
 	const char *creates_index = NULL;
 
+	*deduplicated = false;
+	if (request->has_dedup_key)
+	{
+		Assert(queue->plans.names.dedup != NULL);
+		if (find_dedup(queue, request, &id))
+		{
+			*deduplicated = true;
+			return id;
+		}
+		query = DLSM_Q_ENQUEUE_DEDUP;
+		values[P_ENQUEUE_DEDUP_KEY] = request->dedup_key;
+	}
 	memset(nulls, ' ', sizeof(nulls));
 	values[P_ENQUEUE_ENTITY] = request->entity;
 	values[P_ENQUEUE_KIND] = request->kind;
@@ -454,9 +522,9 @@ dlsm_state_enqueue(DlsmQueue *queue, DlsmRequest *request)
 	if (strcmp(TextDatumGetCString(request->kind), "create") == 0)
 		creates_index = dlsm_queue_creates_index(queue);
 	if (creates_index != NULL)
-		insert_create(queue, creates_index, values, nulls);
+		insert_create(queue, query, creates_index, values, nulls);
 	else
-		dlsm_plan_run(&queue->plans, DLSM_Q_ENQUEUE, values, nulls, 0);
+		dlsm_plan_run(&queue->plans, query, values, nulls, 0);
 	id = DatumGetInt64(dlsm_plan_value(0, A_ENQUEUE_ID, &isnull));
 	SPI_freetuptable(SPI_tuptable);
 	return id;

@@ -69,7 +69,8 @@ extern TimestampTz dlsm_state_heartbeat(DlsmQueue *queue,
 extern int64 dlsm_state_reap(DlsmQueue *queue);
 extern int64 dlsm_state_purge(DlsmQueue *queue, int batch);
 extern void dlsm_state_stats(DlsmQueue *queue, Datum *values, bool *nulls);
-extern int64 dlsm_state_enqueue(DlsmQueue *queue, DlsmRequest *request);
+extern int64 dlsm_state_enqueue(DlsmQueue *queue, DlsmRequest *request,
+								bool *deduplicated);
 extern void dlsm_state_enqueued(DlsmQueue *queue);
 
 #endif							/* DLSM_STATE_H */

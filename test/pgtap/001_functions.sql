@@ -18,7 +18,7 @@ CREATE EXTENSION dlsm;
 -- pg_get_function_arguments prints interval defaults in IntervalStyle
 SET LOCAL intervalstyle = postgres;
 
-SELECT plan(168);
+SELECT plan(175);
 
 -- The API as README documents it: one row per SQL-callable function.
 --   args       argument types, as regtype prints them (pgTAP compares those)
@@ -88,12 +88,12 @@ INSERT INTO api VALUES
 (20, 'dlsm_cancel', '{regclass,bigint[]}', 'bigint',
  'queue regclass, ids bigint[]');
 INSERT INTO api VALUES
-(10, 'dlsm_register_queue', '{regclass,name,name,name,name,name,text,integer,interval,name}', 'regclass',
+(10, 'dlsm_register_queue', '{regclass,name,name,name,name,name,text,integer,interval,name,name}', 'regclass',
  'queue regclass, id name DEFAULT ''id''::name, status name DEFAULT ''status''::name, '
  'kind name DEFAULT ''kind''::name, entity name DEFAULT ''entity''::name, '
  'process_id name DEFAULT ''process_id''::name, channel text DEFAULT NULL::text, '
  'max_attempts integer DEFAULT 5, retention interval DEFAULT NULL::interval, '
- 'group_key name DEFAULT NULL::name');
+ 'group_key name DEFAULT NULL::name, dedup_key name DEFAULT NULL::name');
 INSERT INTO api VALUES
 (21, 'dlsm_set_limit', '{regclass,text,integer,integer,interval}', 'void',
  'queue regclass, group_key text DEFAULT NULL::text, '
@@ -101,7 +101,8 @@ INSERT INTO api VALUES
  'per interval DEFAULT ''00:00:01''::interval'),
 (22, 'dlsm_group_state', '{regclass,text}', 'record',
  'queue regclass, group_key text, OUT in_progress bigint, '
- 'OUT next_claim_at timestamp with time zone');
+ 'OUT next_claim_at timestamp with time zone'),
+(23, 'dlsm_enqueue_deduplicated', '{}', 'boolean', '');
 
 -- The function a row names, or NULL when there is none.
 CREATE FUNCTION pg_temp.api_oid(name, name[]) RETURNS regprocedure
@@ -113,7 +114,7 @@ SELECT has_extension('public', 'dlsm', 'dlsm is installed in the default schema,
 SELECT is((SELECT extrelocatable FROM pg_extension WHERE extname = 'dlsm'), false,
 	'dlsm is not relocatable');
 
--- 20 API functions x 7 checks = 140 tests
+-- 23 API functions x 7 checks = 161 tests
 SELECT has_function('public', name, args) FROM api ORDER BY ord;
 SELECT function_returns('public', name, args, returns) FROM api ORDER BY ord;
 SELECT is(pg_get_function_arguments(pg_temp.api_oid(name, args)), arguments,

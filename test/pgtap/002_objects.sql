@@ -13,7 +13,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE SCHEMA dlsm_ext;
 CREATE EXTENSION dlsm WITH SCHEMA dlsm_ext;
 
-SELECT plan(29);
+SELECT plan(30);
 
 -- The extension's members (pg_depend deptype 'e'), as pg_describe_object
 -- prints them.
@@ -37,6 +37,7 @@ SELECT set_has('SELECT member FROM members', $$ VALUES
 	('function dlsm_ext.dlsm_create_queue(text,text,integer,interval,boolean)'),
 	('function dlsm_ext.dlsm_drop_queue(regclass,boolean)'),
 	('function dlsm_ext.dlsm_enqueue(regclass,text,text,jsonb,timestamp with time zone,text,text,interval)'),
+	('function dlsm_ext.dlsm_enqueue_deduplicated()'),
 	('function dlsm_ext.dlsm_claim(regclass,interval,uuid,bigint,interval,integer)'),
 	('function dlsm_ext.dlsm_group_updates(regclass,text,uuid)'),
 	('function dlsm_ext.dlsm_settle(regclass,uuid,text,text,interval)'),
@@ -73,7 +74,7 @@ SELECT columns_are('dlsm_ext', 'dlsm_queues', ARRAY[
 	'queue', 'channel', 'max_attempts', 'retention',
 	'id_column', 'status_column', 'kind_column', 'entity_column', 'process_id_column',
 	'registered_by', 'registered_at', 'handler', 'handler_timeout',
-	'group_column', 'updates_wait_for_create']);
+	'group_column', 'dedup_column', 'updates_wait_for_create']);
 SELECT col_type_is('dlsm_ext', 'dlsm_queues', c::name, t,
 				   'dlsm_queues.' || c || ' is ' || t)
   FROM (VALUES (1, 'queue', 'regclass'),
@@ -90,7 +91,8 @@ SELECT col_type_is('dlsm_ext', 'dlsm_queues', c::name, t,
 			   (12, 'handler', 'text'),
 			   (13, 'handler_timeout', 'interval'),
 			   (14, 'group_column', 'name'),
-			   (15, 'updates_wait_for_create', 'boolean')) AS v(n, c, t)
+			   (15, 'dedup_column', 'name'),
+			   (16, 'updates_wait_for_create', 'boolean')) AS v(n, c, t)
  ORDER BY n;
 SELECT col_is_pk('dlsm_ext', 'dlsm_queues', '{queue}'::name[],
 				 'dlsm_queues is keyed by queue');

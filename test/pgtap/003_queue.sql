@@ -16,7 +16,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE SCHEMA dlsm_ext;
 CREATE EXTENSION dlsm WITH SCHEMA dlsm_ext;
 
-SELECT plan(53);
+SELECT plan(56);
 
 -- (PERFORM: a plain SELECT would print the result among the TAP lines)
 DO $$ BEGIN PERFORM dlsm_ext.dlsm_create_queue('q'); END $$;
@@ -27,7 +27,7 @@ SELECT has_table('public', 'q', 'dlsm_create_queue(''q'') made the table public.
 SELECT columns_are('public', 'q', ARRAY[
 	'id', 'status', 'kind', 'entity', 'payload', 'process_id', 'fence', 'attempts',
 	'run_at', 'enqueued_at', 'claimed_at', 'lease_until', 'settled_at', 'detail',
-	'group_key']);
+	'group_key', 'dedup_key']);
 
 SELECT col_type_is('public', 'q', c::name, t, 'q.' || c || ' is ' || t)
   FROM (VALUES (1, 'id', 'bigint'),
@@ -44,7 +44,8 @@ SELECT col_type_is('public', 'q', c::name, t, 'q.' || c || ' is ' || t)
 			   (12, 'lease_until', 'timestamp with time zone'),
 			   (13, 'settled_at', 'timestamp with time zone'),
 			   (14, 'detail', 'text'),
-			   (15, 'group_key', 'text')) AS v(n, c, t)
+			   (15, 'group_key', 'text'),
+			   (16, 'dedup_key', 'text')) AS v(n, c, t)
  ORDER BY n;
 
 -- A plain INSERT naming only the entity must make a claimable request:
@@ -56,7 +57,7 @@ SELECT col_not_null('public', 'q', c::name, 'q.' || c || ' is NOT NULL')
  ORDER BY n;
 -- Everything a new request does not have yet may be NULL
 SELECT col_is_null('public', 'q', c::name, 'q.' || c || ' allows NULL')
-  FROM unnest('{payload,process_id,fence,claimed_at,lease_until,settled_at,detail,group_key}'::text[])
+  FROM unnest('{payload,process_id,fence,claimed_at,lease_until,settled_at,detail,group_key,dedup_key}'::text[])
 	   WITH ORDINALITY AS u(c, n)
  ORDER BY n;
 SELECT col_default_is('public', 'q', c::name, d, 'q.' || c || ' defaults to ' || d)
@@ -81,9 +82,10 @@ SELECT results_eq($$
 -- Indexes: the primary key and four partial indexes.  Ready rows by id
 -- (the claim's scan), one create per entity (the article's sparse unique
 -- index), open rows by entity, and held rows by process id (settle,
--- heartbeat).
+-- heartbeat), and rows with a dedup key by key and id (dlsm_enqueue's
+-- look-up).
 SELECT indexes_are('public', 'q', ARRAY['q_pkey', 'q_ready', 'q_creates', 'q_open', 'q_held',
-						   'q_group_key_idx']);
+										'q_group_key_idx', 'q_dedup']);
 SELECT is((SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' AND indexname = i),
 		  def, i || ' is ' || what)
   FROM (VALUES
@@ -96,7 +98,10 @@ SELECT is((SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' AND index
 	 'WHERE (status = ANY (''{new,in-progress}''::text[]))'),
 	(4, 'q_held', 'a partial index of in-progress rows by process id',
 	 'CREATE INDEX q_held ON public.q USING btree (process_id) '
-	 'WHERE (status = ''in-progress''::text)')) AS v(n, i, what, def)
+	 'WHERE (status = ''in-progress''::text)'),
+	(5, 'q_dedup', 'a partial index of rows with a dedup key by key and id',
+	 'CREATE INDEX q_dedup ON public.q USING btree (dedup_key, id) '
+	 'INCLUDE (status, settled_at) WHERE (dedup_key IS NOT NULL)')) AS v(n, i, what, def)
  ORDER BY n;
 SELECT is_empty($$
 	SELECT indexrelid::regclass FROM pg_index

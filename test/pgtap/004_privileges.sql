@@ -39,7 +39,7 @@ SELECT function_privs_are('public', f::name, a::name[], 'public', p::name[],
  ORDER BY n;
 
 SELECT function_privs_are('public', 'dlsm_register_queue',
-						  '{regclass,name,name,name,name,name,text,integer,interval,name}',
+						  '{regclass,name,name,name,name,name,text,integer,interval,name,name}',
 						  'public', '{EXECUTE}',
 						  'dlsm_register_queue is executable by PUBLIC');
 
