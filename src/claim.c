@@ -124,6 +124,14 @@ typedef struct FloorWalk
 	DlsmParked	parked[DLSM_MAX_PARKED];
 } FloorWalk;
 
+/* A group a pass found at its limit, or parked at the floor. */
+typedef struct FullGroup
+{
+	uint64		key;			/* dlsm_shmem_group_key of the group */
+	bool		parkable;		/* at its concurrency limit: its rows wait
+								 * for a unit of it to end (not for time) */
+} FullGroup;
+
 typedef struct SeenEntity
 {
 	uint64		key;			/* hash of the entity */
@@ -335,18 +343,22 @@ admit(ClaimPass *pass, Candidate *c)
 {
 	DlsmQueue  *queue = pass->args->queue;
 	uint64		key;
+	DlsmAdmit	why;
+	FullGroup  *full;
 
 	c->admission.group = NULL;
 	if (pass->full == NULL || c->group == NULL)
 		return true;
 	if (c->blocked && !seen_entity(pass, c)->changed)
 		return false;
-	key = dlsm_shmem_entity_key(c->group);
+	key = dlsm_shmem_group_key(c->group);
 	if (hash_search(pass->full, &key, HASH_FIND, NULL) != NULL)
 		return false;
-	if (dlsm_limits_admit(queue, c->group, &c->admission))
+	why = dlsm_limits_admit(queue, c->group, &c->admission);
+	if (why == DLSM_ADMITTED)
 		return true;
-	(void) hash_search(pass->full, &key, HASH_ENTER, NULL);
+	full = hash_search(pass->full, &key, HASH_ENTER, NULL);
+	full->parkable = why == DLSM_AT_CONCURRENCY;
 	return false;
 }
 
@@ -581,7 +593,33 @@ read_floor(ClaimPass *pass)
 		seen->waits_from = walk->seen.parked[i].lowest;
 		if (!found)
 			seen->changed = false;
+		/* or a group at its limit, all of whose rows wait */
+		if (pass->full != NULL)
+		{
+			FullGroup  *full = hash_search(pass->full,
+										   &walk->seen.parked[i].entity,
+										   HASH_ENTER, NULL);
+
+			full->parkable = true;
+		}
 	}
+}
+
+/*
+ * Does candidate c wait for its group, at its concurrency limit?  (Rows
+ * of a group at its rate limit wait for time, which unparks nothing.)
+ */
+static bool
+group_parks(ClaimPass *pass, Candidate *c)
+{
+	uint64		key;
+	FullGroup  *full;
+
+	if (pass->full == NULL || c->group == NULL)
+		return false;
+	key = dlsm_shmem_group_key(c->group);
+	full = hash_search(pass->full, &key, HASH_FIND, NULL);
+	return full != NULL && full->parkable;
 }
 
 /*
@@ -602,10 +640,18 @@ walk_past(ClaimPass *pass, Candidate *c)
 		return;
 	seen = c->due ? seen_entity(pass, c) : NULL;
 	key = dlsm_shmem_entity_key(c->entity);
-	if (walk->seen.may_park && seen != NULL &&
-		(seen->state == ENTITY_HELD_BY_CREATE ||
-		 (seen->state == ENTITY_WAITS_FOR_CREATE &&
-		  strcmp(c->kind, "update") == 0)))
+	if (walk->seen.may_park && seen != NULL && group_parks(pass, c))
+	{
+		/* its group is at its limit: park the group, not the entity */
+		key = dlsm_shmem_group_key(c->group);
+		seen = NULL;
+	}
+	if (walk->seen.may_park &&
+		(seen == NULL ? c->due && c->group != NULL &&
+		 key == dlsm_shmem_group_key(c->group) :
+		 (seen->state == ENTITY_HELD_BY_CREATE ||
+		  (seen->state == ENTITY_WAITS_FOR_CREATE &&
+		   strcmp(c->kind, "update") == 0))))
 	{
 		for (int i = 0; i < walk->seen.nparked && !parked; i++)
 			parked = walk->seen.parked[i].entity == key;
@@ -660,7 +706,7 @@ claim_pass(ClaimPass *pass, MemoryContext pass_context)
 	pass->full = NULL;
 	if (dlsm_limits_get(args->queue) != NULL)
 	{
-		ctl.entrysize = sizeof(uint64);
+		ctl.entrysize = sizeof(FullGroup);
 		pass->full = hash_create("dlsm claim full groups", 16, &ctl,
 								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
@@ -800,7 +846,8 @@ admit_group_updates(DlsmQueue *queue, const char *entity,
 	group = dlsm_plan_text(0, A_UPDATES_GROUP_GROUP);
 	held = DatumGetBool(dlsm_plan_value(0, A_UPDATES_GROUP_HELD, &isnull));
 	SPI_freetuptable(SPI_tuptable);
-	if (group != NULL && !held && !dlsm_limits_admit(queue, group, admission))
+	if (group != NULL && !held &&
+		dlsm_limits_admit(queue, group, admission) != DLSM_ADMITTED)
 		ereport(ERROR,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 				 errmsg("entity \"%s\" of queue \"%s\" is busy",

@@ -53,6 +53,7 @@
 #include "locks.h"
 #include "plans.h"
 #include "queue.h"
+#include "wake.h"
 
 /*
  * A slot this transaction holds: taken by an admission, kept by the unit
@@ -269,7 +270,7 @@ take_slot(DlsmQueue *queue, const char *group, int n,
  * slot is held until the transaction ends otherwise.  The caller holds an
  * SPI connection.
  */
-bool
+DlsmAdmit
 dlsm_limits_admit(DlsmQueue *queue, const char *group,
 				  DlsmAdmission *admission)
 {
@@ -279,25 +280,25 @@ dlsm_limits_admit(DlsmQueue *queue, const char *group,
 	admission->slot = -1;
 	admission->rate_taken = false;
 	if (limit == NULL)
-		return true;
+		return DLSM_ADMITTED;
 	if (limit->concurrency > 0 &&
 		!take_slot(queue, group, limit->concurrency, admission))
-		return false;
+		return DLSM_AT_CONCURRENCY;
 	if (limit->rate > 0)
 	{
-		if (!dlsm_shmem_rate_take(queue->relid, dlsm_shmem_entity_key(group),
+		if (!dlsm_shmem_rate_take(queue->relid, dlsm_shmem_group_key(group),
 								  limit->per_us / limit->rate,
 								  &admission->rate))
 		{
 			if (admission->slot >= 0)
 				release_slot(queue->relid, group, admission->slot);
 			admission->slot = -1;
-			return false;
+			return DLSM_AT_RATE;
 		}
 		admission->rate_taken = true;
 	}
 	admission->group = group;
-	return true;
+	return DLSM_ADMITTED;
 }
 
 /* The unit admitted was not claimed: give back what its admission took. */
@@ -310,7 +311,7 @@ dlsm_limits_give_back(DlsmQueue *queue, DlsmAdmission *admission)
 		release_slot(queue->relid, admission->group, admission->slot);
 	if (admission->rate_taken)
 		dlsm_shmem_rate_give_back(queue->relid,
-								  dlsm_shmem_entity_key(admission->group),
+								  dlsm_shmem_group_key(admission->group),
 								  &admission->rate);
 	admission->group = NULL;
 }
@@ -345,6 +346,8 @@ dlsm_limits_set(DlsmQueue *queue, const char *group, const DlsmLimit *limit,
 		dlsm_plan_run_catalog(DLSM_C_LIMIT_SET, values, nulls, 0);
 	}
 	CacheInvalidateRelcacheByRelid(queue->relid);
+	/* groups passed over may have room now: claims look at every row */
+	dlsm_wake_queue_changed_at_commit(queue->relid);
 }
 
 /* When group's rate limit lets its next claim go (now, if it does). */
@@ -353,7 +356,7 @@ dlsm_limits_next_claim(DlsmQueue *queue, const char *group)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz next_at = dlsm_shmem_rate_next(queue->relid,
-											   dlsm_shmem_entity_key(group));
+											   dlsm_shmem_group_key(group));
 
 	return Max(next_at, now);
 }
@@ -417,6 +420,8 @@ hold_slot(Oid relid, const char *group, int slot)
 	held->subid = GetCurrentSubTransactionId();
 	held_slots = lappend(held_slots, held);
 	MemoryContextSwitchTo(old);
+	/* claims passing over the group look again when this one ends */
+	dlsm_wake_group_freed_at_end(relid, group);
 }
 
 /* Give back slot of group of queue relid, which this transaction holds. */

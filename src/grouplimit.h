@@ -46,13 +46,22 @@ typedef struct DlsmAdmission
 	DlsmRateTaken rate;
 } DlsmAdmission;
 
+/* What dlsm_limits_admit says. */
+typedef enum DlsmAdmit
+{
+	DLSM_ADMITTED,				/* the unit may be claimed */
+	DLSM_AT_CONCURRENCY,		/* its group has as many units in progress
+								 * as its limit */
+	DLSM_AT_RATE				/* its group's rate lets no claim go now */
+} DlsmAdmit;
+
 struct DlsmQueue;
 
 extern DlsmLimits *dlsm_limits_get(struct DlsmQueue *queue);
 extern const DlsmLimit *dlsm_limits_of(const DlsmLimits *limits,
 									   const char *group);
-extern bool dlsm_limits_admit(struct DlsmQueue *queue, const char *group,
-							  DlsmAdmission *admission);
+extern DlsmAdmit dlsm_limits_admit(struct DlsmQueue *queue, const char *group,
+								   DlsmAdmission *admission);
 extern void dlsm_limits_give_back(struct DlsmQueue *queue,
 								  DlsmAdmission *admission);
 extern void dlsm_limits_claimed(struct DlsmQueue *queue,

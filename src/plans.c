@@ -253,7 +253,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"UPDATE {q} t SET {status} = $6," CLAIMED_SET_SETTLED ","
 		" settled_at = pg_catalog.clock_timestamp(), detail = $7"
 		CLAIMED_ROWS CLAIMED_WHERE
-		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}",
+		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}, {tgroup}",
 		N_SETTLE_CLAIMED_FINAL_PARAMS, {INT8ARRAYOID, UUIDARRAYOID,
 		INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, TEXTOID,
 		TEXTOID},
@@ -265,7 +265,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		CLAIMED_SET_AS("$2", "$3", "$4", "NULL") ","
 		" settled_at = pg_catalog.clock_timestamp(), detail = $7"
 		" WHERE t.{id} {=} $1 AND t.{status} {=} 'new'"
-		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}",
+		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}, {tgroup}",
 		N_SETTLE_CLAIMED_FINAL_PARAMS, {INT8OID, UUIDOID, INT8OID,
 		TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID},
 		SPI_OK_UPDATE_RETURNING, N_SETTLE, "a settle"
@@ -280,7 +280,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" detail = CASE WHEN t.attempts {+} 1 {>=} $8"
 		"  THEN" EXHAUSTED_DETAIL("(t.attempts {+} 1)", "$6") " ELSE $6 END"
 		CLAIMED_ROWS ", u" CLAIMED_WHERE
-		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}",
+		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}, {tgroup}",
 		N_SETTLE_CLAIMED_RETRY_PARAMS, {INT8ARRAYOID, UUIDARRAYOID,
 		INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, TEXTOID,
 		INTERVALOID, INT4OID},
@@ -336,7 +336,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"UPDATE {q} t SET {status} = $2, lease_until = NULL,"
 		" settled_at = pg_catalog.clock_timestamp(), detail = $3"
 		" WHERE {pid} {=} ANY ($1{pidarr}) AND {status} {=} 'in-progress'"
-		" RETURNING {pid}{pidout}, {id}, {entity}",
+		" RETURNING {pid}{pidout}, {id}, {entity}, {group}",
 		N_SETTLE_FINAL_PARAMS, {UUIDARRAYOID, TEXTOID, TEXTOID},
 		SPI_OK_UPDATE_RETURNING, N_SETTLE, "a settle"
 	},
@@ -351,7 +351,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  THEN" EXHAUSTED_DETAIL("t.attempts", "$2") " ELSE $2 END"
 		" FROM u"
 		" WHERE {pid} {=} ANY ($1{pidarr}) AND {status} {=} 'in-progress'"
-		" RETURNING {pid}{pidout}, {id}, {entity}",
+		" RETURNING {pid}{pidout}, {id}, {entity}, {group}",
 		N_SETTLE_RETRY_PARAMS, {UUIDARRAYOID, TEXTOID, INTERVALOID, INT4OID},
 		SPI_OK_UPDATE_RETURNING, N_SETTLE, "a settle"
 	},
@@ -393,7 +393,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" FROM u"
 		" WHERE t.{id} {=} ANY (SELECT {id} FROM expired"
 		"  WHERE {pid} {=} ANY (SELECT {pid} FROM whole))"
-		" RETURNING t.{status}, t.{id}, t.{entity}",
+		" RETURNING t.{status}, t.{id}, t.{entity}, {tgroup}",
 		N_REAP_PARAMS, {INT4OID},
 		SPI_OK_UPDATE_RETURNING, N_REAP, "the reaper"
 	},
@@ -972,7 +972,7 @@ execute_utility(const char *template, const Subst *subst, int n)
  */
 
 /* The placeholders of a queue's names, filled into the first entries. */
-#define NUM_NAME_SUBSTS 13
+#define NUM_NAME_SUBSTS 14
 
 static void
 name_substs(const DlsmQueueNames *names, Subst *subst)
@@ -990,6 +990,7 @@ name_substs(const DlsmQueueNames *names, Subst *subst)
 		{"group", names->group ? names->group : "NULL::pg_catalog.text"},
 		{"groupcol", names->group ? psprintf(", %s", names->group) : ""},
 		{"groupval", names->group ? ", $5" : ""},
+		{"tgroup", names->group ? psprintf("t.%s", names->group) : "NULL::pg_catalog.text"},
 		{"dedup", names->dedup},	/* NULL: left as it is, never run */
 	};
 

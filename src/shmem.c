@@ -864,6 +864,17 @@ dlsm_shmem_entity_key(const char *entity)
 							   strlen(entity), entity_seed);
 }
 
+/*
+ * The key of a group (grouplimit.c) in the floors and claim passes: as an
+ * entity's, with another seed, so that a group and an entity of one name
+ * have different keys.
+ */
+uint64
+dlsm_shmem_group_key(const char *group)
+{
+	return dlsm_shmem_entity_key(group) ^ UINT64CONST(0x9e3779b97f4a7c15);
+}
+
 /* The floor of relid in this database, or NULL.  floor_lock held. */
 static DlsmFloor *
 find_floor(Oid relid)

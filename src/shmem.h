@@ -109,6 +109,7 @@ typedef struct DlsmFloorSeen
 
 extern void dlsm_shmem_init(void);
 extern uint64 dlsm_shmem_entity_key(const char *entity);
+extern uint64 dlsm_shmem_group_key(const char *group);
 extern bool dlsm_shmem_available(void);
 
 /* waiting claims */

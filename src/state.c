@@ -141,6 +141,17 @@ settle_params(DlsmQueue *queue, DlsmSettle *settle, bool claimed,
 }
 
 /*
+ * A unit of group (NULL: none) of queue left 'in-progress': claims passing
+ * over the group's rows look again when this transaction ends.
+ */
+static void
+group_changed(DlsmQueue *queue, const char *group)
+{
+	if (group != NULL && dlsm_limits_get(queue) != NULL)
+		dlsm_wake_group_freed_at_end(queue->relid, group);
+}
+
+/*
  * Count the rows the last settle statement returned into counts, by
  * process id (pids, n of them, contiguous); a process id given twice gets
  * its count twice.  The floor of the queue learns, at commit, of the
@@ -167,6 +178,7 @@ count_settled(DlsmQueue *queue, DlsmSettle *settle, const pg_uuid_t *pids,
 														   &isnull)));
 		dlsm_wake_entity_changed_at_commit(queue->relid,
 										   dlsm_plan_text(r, A_SETTLE_ENTITY));
+		group_changed(queue, dlsm_plan_text(r, A_SETTLE_GROUP));
 	}
 	/* a retry makes its rows ready again (or error: no harm) */
 	if (settle->outcome == DLSM_OUTCOME_RETRY && SPI_processed > 0)
@@ -325,6 +337,7 @@ dlsm_state_reap(DlsmQueue *queue)
 
 		dlsm_wake_entity_changed_at_commit(queue->relid,
 										   dlsm_plan_text(i, A_REAP_ENTITY));
+		group_changed(queue, dlsm_plan_text(i, A_REAP_GROUP));
 		if (strcmp(dlsm_plan_text(i, A_REAP_STATUS), "new") != 0)
 			continue;
 		released++;

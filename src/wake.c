@@ -50,6 +50,9 @@ typedef struct QueueChanges
 	int			nentities;		/* entities whose rows it changed */
 	int			maxentities;
 	uint64	   *entities;		/* their keys (dlsm_shmem_entity_key) */
+	int			ngroups;		/* groups that may have room when it ends */
+	int			maxgroups;
+	uint64	   *groups;			/* their keys (dlsm_shmem_group_key) */
 } QueueChanges;
 
 /* What the transaction did that may make work claimable when it ends. */
@@ -72,7 +75,6 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 		dlsm_shmem_wake_worker(MyDatabaseId);
 	if (isCommit && wake_launcher)
 		dlsm_shmem_wake_launcher();
-	if (isCommit)
 	{
 		ListCell   *lc;
 
@@ -80,6 +82,10 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 		{
 			QueueChanges *q = lfirst(lc);
 
+			/* a group's slots come free whichever way the transaction ends */
+			dlsm_shmem_floor_entities(q->relid, q->groups, q->ngroups);
+			if (!isCommit)
+				continue;
 			if (q->reset)
 				dlsm_shmem_floor_reset(q->relid);
 			if (q->lowest != PG_INT64_MAX)
@@ -219,6 +225,39 @@ dlsm_wake_entity_changed_at_commit(Oid relid, const char *entity)
 	}
 	q->entities[q->nentities++] = key;
 	MemoryContextSwitchTo(old);
+}
+
+/* Add key to the n keys of *keys (room for *max), unless it is there. */
+static void
+add_key(uint64 **keys, int *n, int *max, uint64 key)
+{
+	for (int i = 0; i < *n; i++)
+		if ((*keys)[i] == key)
+			return;
+	if (*n == *max)
+	{
+		*max = Max(8, *max * 2);
+		*keys = *keys == NULL ? palloc(sizeof(uint64) * *max) :
+			repalloc(*keys, sizeof(uint64) * *max);
+	}
+	(*keys)[(*n)++] = key;
+}
+
+/*
+ * This transaction took a slot of group in queue relid, or changed a
+ * unit of the group: when it ends, however it ends, the group may have
+ * room, and claims passing over its rows (parked: shmem.c) look again.
+ */
+void
+dlsm_wake_group_freed_at_end(Oid relid, const char *group)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	QueueChanges *q = queue_changes(relid);
+
+	add_key(&q->groups, &q->ngroups, &q->maxgroups,
+			dlsm_shmem_group_key(group));
+	MemoryContextSwitchTo(old);
+	wake_at_abort = true;
 }
 
 /*

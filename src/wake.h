@@ -22,5 +22,6 @@ extern void dlsm_wake_channel_at_commit(const char *channel);
 extern void dlsm_wake_rows_ready_at_commit(Oid relid, int64 lowest);
 extern void dlsm_wake_queue_changed_at_commit(Oid relid);
 extern void dlsm_wake_entity_changed_at_commit(Oid relid, const char *entity);
+extern void dlsm_wake_group_freed_at_end(Oid relid, const char *group);
 
 #endif							/* DLSM_WAKE_H */
