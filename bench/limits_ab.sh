@@ -22,6 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
 clients=${1:-8}; rounds=${2:-3}; seconds=${3:-5}
+BACKLOG=${BACKLOG:-1000000}   # held-back rows of the backlog variant
 PGBIN=${BENCH_PGBIN:-${PGBIN:-/usr/lib/postgresql/15/bin}}
 . test/lib/cluster.sh
 work=${BENCH_DIR:-/tmp/dlsm-limits-bench}

@@ -149,6 +149,7 @@ typedef struct ClaimPass
 	void	   *arg;
 	HTAB	   *seen;			/* SeenEntity by hash of the entity */
 	HTAB	   *full;			/* groups found at their limit, or NULL */
+	List	   *full_names;		/* their names, as text Datums */
 	FloorWalk	floor;
 	bool		wrote;			/* wrote rows (failed updates) */
 	int			units;			/* claimed so far */
@@ -359,6 +360,9 @@ admit(ClaimPass *pass, Candidate *c)
 		return true;
 	full = hash_search(pass->full, &key, HASH_ENTER, NULL);
 	full->parkable = why == DLSM_AT_CONCURRENCY;
+	/* later scans of the pass leave its rows out: see scan() */
+	pass->full_names = lappend(pass->full_names,
+							   DatumGetPointer(CStringGetTextDatum(c->group)));
 	return false;
 }
 
@@ -525,19 +529,47 @@ look_at(ClaimPass *pass, Candidate *c)
 	}
 }
 
+/*
+ * The groups the pass found at their limit, for its next scans to leave
+ * out (*isnull when none).  Each was met in a row the walk from the floor
+ * looked at first (walk_past): it parked the group, whose rows from there
+ * up wait, or ended the walk.  So the rows a scan leaves out never move
+ * the floor past a row that might be claimable.
+ */
+static Datum
+full_groups_param(ClaimPass *pass, char *isnull)
+{
+	int			n = list_length(pass->full_names);
+	Datum	   *names;
+	ListCell   *lc;
+	int			i = 0;
+
+	*isnull = n == 0 ? 'n' : ' ';
+	if (n == 0)
+		return (Datum) 0;
+	names = palloc(sizeof(Datum) * n);
+	foreach(lc, pass->full_names)
+		names[i++] = PointerGetDatum(lfirst(lc));
+	return PointerGetDatum(construct_array(names, n, TEXTOID, -1, false,
+										   TYPALIGN_INT));
+}
+
 /* Read up to limit candidates after line into batch; returns how many. */
 static int
 scan(ClaimPass *pass, int64 line, int limit, Candidate *batch)
 {
 	Datum		values[N_SCAN_LIMITED_PARAMS];
+	char		nulls[N_SCAN_LIMITED_PARAMS];
 	int			n;
 
+	memset(nulls, ' ', sizeof(nulls));
 	values[P_SCAN_AFTER] = Int64GetDatum(line);
 	values[P_SCAN_LIMIT] = Int64GetDatum(limit);
 	values[P_SCAN_WAIT_FOR_CREATE] =
 		BoolGetDatum(pass->args->queue->updates_wait_for_create);
+	values[P_SCAN_FULL_GROUPS] = full_groups_param(pass, &nulls[P_SCAN_FULL_GROUPS]);
 	dlsm_plan_run(&pass->args->queue->plans,
-				  pass->full ? DLSM_Q_SCAN_LIMITED : DLSM_Q_SCAN, values, NULL, 0);
+				  pass->full ? DLSM_Q_SCAN_LIMITED : DLSM_Q_SCAN, values, nulls, 0);
 	n = (int) SPI_processed;
 	for (int i = 0; i < n; i++)
 	{
@@ -704,6 +736,7 @@ claim_pass(ClaimPass *pass, MemoryContext pass_context)
 	pass->seen = hash_create("dlsm claim entities", 64, &ctl,
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	pass->full = NULL;
+	pass->full_names = NIL;
 	if (dlsm_limits_get(args->queue) != NULL)
 	{
 		ctl.entrysize = sizeof(FullGroup);

@@ -177,8 +177,10 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" OR (c.{kind} {=} 'update' AND $3 AND NOT EXISTS (SELECT 1 FROM {q} k"
 		"  WHERE k.{entity} {=} c.{entity} AND k.{kind} {=} 'create'))"
 		" FROM {q} c WHERE c.{status} {=} 'new' AND c.{id} {>} $1"
+		/* groups this pass found at their limit ($4) are left out */
+		" AND ($4 IS NULL OR {group} IS NULL OR {group} {<>} ALL ($4))"
 		" ORDER BY c.{id} LIMIT $2",
-		N_SCAN_LIMITED_PARAMS, {INT8OID, INT8OID, BOOLOID},
+		N_SCAN_LIMITED_PARAMS, {INT8OID, INT8OID, BOOLOID, TEXTARRAYOID},
 		SPI_OK_SELECT, N_SCAN_LIMITED, "the candidate scan"
 	},
 	[DLSM_Q_ENTITY_STATE] = {

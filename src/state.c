@@ -142,12 +142,13 @@ settle_params(DlsmQueue *queue, DlsmSettle *settle, bool claimed,
 
 /*
  * A unit of group (NULL: none) of queue left 'in-progress': claims passing
- * over the group's rows look again when this transaction ends.
+ * over the group's rows look again when this transaction ends.  (Runs no
+ * statement: the caller reads the result of its own.)
  */
 static void
 group_changed(DlsmQueue *queue, const char *group)
 {
-	if (group != NULL && dlsm_limits_get(queue) != NULL)
+	if (group != NULL)
 		dlsm_wake_group_freed_at_end(queue->relid, group);
 }
 
