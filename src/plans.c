@@ -149,6 +149,7 @@ typedef struct DlsmQueryDef
 	int			end;			/* its result columns' N_ value, or 0 */
 	const char *what;			/* the statement, in an error */
 	bool		no_seqscan;		/* planned with enable_seqscan off */
+	bool		no_jit;			/* planned with jit off */
 } DlsmQueryDef;
 
 static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
@@ -181,7 +182,11 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" AND ($4 IS NULL OR {group} IS NULL OR {group} {<>} ALL ($4))"
 		" ORDER BY c.{id} LIMIT $2",
 		N_SCAN_LIMITED_PARAMS, {INT8OID, INT8OID, BOOLOID, TEXTARRAYOID},
-		SPI_OK_SELECT, N_SCAN_LIMITED, "the candidate scan"
+		/*
+		 * its generic plan's cost, with LIMIT $2 unknown, passes
+		 * jit_above_cost: compiling it would cost more than the scan
+		 */
+		SPI_OK_SELECT, N_SCAN_LIMITED, "the candidate scan", false, true
 	},
 	[DLSM_Q_ENTITY_STATE] = {
 		"SELECT c.st, c.cid, EXISTS (SELECT 1 FROM {q} o"
@@ -1030,10 +1035,22 @@ uint64
 dlsm_plan_run(DlsmPlanSet *set, DlsmQueryId query, Datum *values,
 			  const char *nulls, long count)
 {
+	const DlsmQueryDef *def = &queue_queries[query];
 	SPIPlanPtr	plan = queue_plan(set, query);
+	int			nest_level = 0;
+	int			rc;
 
-	return check(SPI_execute_plan(plan, values, nulls, false, count),
-				 &queue_queries[query]);
+	/* plans are made as the statement runs: the setting holds for both */
+	if (def->no_jit)
+	{
+		nest_level = NewGUCNestLevel();
+		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
+	rc = SPI_execute_plan(plan, values, nulls, false, count);
+	if (def->no_jit)
+		AtEOXact_GUC(true, nest_level);
+	return check(rc, def);
 }
 
 /*
