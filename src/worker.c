@@ -78,6 +78,9 @@ static bool reap_requested = false;
 static bool registry_changed = false;
 static char *my_dbname = NULL;
 
+/* When the workers take turns: the end of this worker's visit. */
+static TimestampTz visit_end = 0;
+
 /* What the worker said once and need not repeat at every pass. */
 static List *refused_reported = NIL;	/* queues, in TopMemoryContext */
 static List *shunned_reported = NIL;	/* queues, in TopMemoryContext */
@@ -453,6 +456,9 @@ handle_queue(WorkerQueue *wq)
 													dlsm_reap_interval);
 	int			units = 0;
 
+	if (dlsm_shmem_worker_visiting())
+		until = Min(until, visit_end);
+
 	while (units < dlsm_handler_batch && GetCurrentTimestamp() < until)
 	{
 		DlsmWorkerCounts delta = {0};
@@ -481,6 +487,7 @@ handler_pass(List *queues)
 	bool		more = false;
 	ListCell   *lc;
 
+	(void) dlsm_shmem_worker_take_pending();	/* this pass serves it */
 	foreach(lc, queues)
 	{
 		WorkerQueue *wq = lfirst(lc);
@@ -564,6 +571,25 @@ worker_start(Oid dboid)
 	CommitTransactionCommand();
 }
 
+/*
+ * When the workers take turns, leave after a reaping pass once the
+ * handlers found no more work or the visit's time (one dlsm.reap_interval)
+ * is up; the launcher then sends a worker to the next database, and back
+ * here first if the handlers had more.
+ */
+static void
+leave_if_visit_over(bool passed, bool more)
+{
+	if (!passed || !dlsm_shmem_worker_visiting() ||
+		(more && GetCurrentTimestamp() < visit_end))
+		return;
+	dlsm_shmem_worker_leave(more);
+	ereport(DEBUG1,
+			(errmsg_internal("dlsm worker leaves database \"%s\" after its visit",
+							 my_dbname)));
+	proc_exit(0);
+}
+
 /* Sleep until the next reaping pass, or at once when there is more to do. */
 static bool
 worker_sleep(TimestampTz next_reap, bool more)
@@ -587,15 +613,19 @@ dlsm_worker_main(Datum main_arg)
 	List	   *queues;
 	TimestampTz next_reap = 0;
 	bool		more = false;
+	bool		passed = false;
 
 	worker_start(DatumGetObjectId(main_arg));
+	visit_end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											dlsm_reap_interval);
 	loop_context = AllocSetContextCreate(TopMemoryContext, "dlsm worker loop",
 										 ALLOCSET_DEFAULT_SIZES);
 	queues_context = AllocSetContextCreate(TopMemoryContext, "dlsm worker queues",
 										   ALLOCSET_SMALL_SIZES);
 	/* said once the database turns out to have dlsm */
 	queues = registry_pass(queues_context);
-	ereport(LOG,
+	/* a visit, when the workers take turns, is not worth a line each */
+	ereport(dlsm_shmem_worker_visiting() ? DEBUG1 : LOG,
 			(errmsg("dlsm worker started for database \"%s\"", my_dbname)));
 	for (;;)
 	{
@@ -620,12 +650,14 @@ dlsm_worker_main(Datum main_arg)
 		{
 			reap_requested = false;
 			reaping_pass(queues);
+			passed = true;
 			next_reap = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													dlsm_reap_interval);
 		}
 		if (more)
 			more = handler_pass(queues);
 		MemoryContextReset(loop_context);
+		leave_if_visit_over(passed, more);
 		more |= worker_sleep(next_reap, more);
 		if (ConfigReloadPending)
 		{
