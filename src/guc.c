@@ -181,7 +181,7 @@ dlsm_guc_init(void)
 
 	DefineCustomIntVariable("dlsm.max_workers",
 							"Sets the most dlsm workers that run at once.",
-							"With at least as many as databases with dlsm, each database has a worker of its own; with fewer, the workers take turns: each visits a database, does its work there for at most one dlsm.reap_interval, and leaves.",
+							"With at least as many as databases with dlsm, each database has a worker of its own; with fewer, the workers take turns: each visits a database, runs its handlers there for at most half a dlsm.reap_interval, and leaves.",
 							&dlsm_max_workers,
 							3,
 							1,

@@ -15,14 +15,14 @@
  * own, started when it has none.  With more, the workers take turns, as
  * autovacuum's do: the launcher starts a worker for the database whose
  * turn it is, the worker makes one pass there (registry, reaping, handlers
- * for at most one dlsm.reap_interval) and exits, and the launcher, told of
+ * for at most half a dlsm.reap_interval) and exits, and the launcher, told of
  * the exit, starts one for the next.  A database's turn comes when its
  * handler queues got work, or its last pass is one dlsm.reap_interval old;
  * one that waited half its bound goes first, then those with handler work,
  * then the one that waited longest (shmem.c).  So every database is
  * visited at least every dlsm.reap_interval times the number of databases
- * over dlsm.max_workers (rounded up), while visits are not longer than a
- * dlsm.reap_interval.  A database past that bound, or for which no worker
+ * over dlsm.max_workers (rounded up), while visits, with their process
+ * start, are not longer than a dlsm.reap_interval.  A database past that bound, or for which no worker
  * could start (no free background worker process), is said once in the
  * log and shown waiting in dlsm_worker_status.
  *
@@ -328,8 +328,8 @@ start_turns(List *databases, const Oid *dbs, int n)
 			ereport(LOG,
 					(errmsg("database \"%s\" waited %ld ms for a dlsm worker, longer than its bound",
 							db->name, waited_ms),
-					 errdetail("%d workers take turns among %d databases: each should be visited at least every %d ms.",
-							   dlsm_max_workers, n, dlsm_shmem_bound()),
+					 errdetail("The %d workers that take turns should visit each database at least every %d ms.",
+							   dlsm_max_workers, dlsm_shmem_bound()),
 					 errhint("You may need to increase \"dlsm.max_workers\" and \"max_worker_processes\", or \"dlsm.reap_interval\".")));
 	}
 	nap = next_due == 0 ? LAUNCHER_NAP_MS :

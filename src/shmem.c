@@ -30,6 +30,7 @@
  *									late), the slot's worker (attach)
  *	slot pending					any backend (an enqueue for a handler),
  *									the slot's worker (its handler pass)
+ *	slot outdated_said				the slot's worker
  *	slot counts, last_reap_at,
  *	slot last_error					the slot's worker
  *	slot shunned[], shunned_until[]	the slot's worker (at its exit, when a
@@ -95,6 +96,8 @@ typedef struct DlsmSlot
 	bool		late_said;		/* the launcher logged it past its bound */
 	bool		pending;		/* a handler queue got work since its last
 								 * handler pass */
+	bool		outdated_said;	/* a worker logged that the extension awaits
+								 * its UPDATE */
 } DlsmSlot;
 
 /*
@@ -719,6 +722,7 @@ dlsm_shmem_worker_attach(Oid dboid)
 		memset(&slot->info.counts, 0, sizeof(DlsmWorkerCounts));
 		slot->info.last_reap_at = 0;
 		slot->info.last_error[0] = '\0';
+		slot->outdated_said = false;
 	}
 	if (ok)
 	{
@@ -904,6 +908,23 @@ dlsm_shmem_wake_worker(Oid dboid)
 			SetLatch(shared->launcher_latch);
 	}
 	LWLockRelease(shared->lock);
+}
+
+/*
+ * This worker found the extension's SQL objects outdated (or not): true
+ * when it should say so, the first time since they were not, so that
+ * visits do not repeat it.
+ */
+bool
+dlsm_shmem_worker_outdated(bool outdated)
+{
+	bool		say;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	say = outdated && !my_slot->outdated_said;
+	my_slot->outdated_said = outdated;
+	LWLockRelease(shared->lock);
+	return say;
 }
 
 /* Do the workers take turns (and this one leave after its visit)? */

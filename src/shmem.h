@@ -159,6 +159,7 @@ extern pid_t dlsm_shmem_worker_pause(Oid dboid, int pause_ms);
 extern bool dlsm_shmem_worker_gone(Oid dboid, pid_t pid);
 extern void dlsm_shmem_wake_worker(Oid dboid);
 extern bool dlsm_shmem_worker_visiting(void);
+extern bool dlsm_shmem_worker_outdated(bool outdated);
 extern bool dlsm_shmem_worker_take_pending(void);
 extern void dlsm_shmem_worker_leave(bool more);
 

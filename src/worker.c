@@ -26,6 +26,12 @@
  * queue is shunned, and the next worker leaves it alone for a while.
  * test/t/048_stall_matrix.pl holds every step named here and in handler.c.
  *
+ * When the workers take turns (fewer dlsm.max_workers than databases,
+ * launcher.c), a worker visits: it makes the passes above once, runs the
+ * handlers for at most half a dlsm.reap_interval from its start (the
+ * other half is for the process start and the passes), and exits;
+ * handler work left, or an enqueue meanwhile, brings the next visit first.
+ *
  * Calls handler.c, state.c, queue.c, namedlock.c, notify.c, identity.c,
  * extension.c, bound.c and shmem.c.
  *
@@ -84,7 +90,6 @@ static TimestampTz visit_end = 0;
 /* What the worker said once and need not repeat at every pass. */
 static List *refused_reported = NIL;	/* queues, in TopMemoryContext */
 static List *shunned_reported = NIL;	/* queues, in TopMemoryContext */
-static bool outdated_reported = false;	/* the SQL objects await UPDATE */
 
 /* One queue as the worker's last look at the registry found it. */
 typedef struct WorkerQueue
@@ -351,12 +356,12 @@ registry_pass(MemoryContext context)
 						my_dbname)));
 		proc_exit(0);
 	}
-	if (pass.outdated && !outdated_reported)
+	/* said once per worker of its own, or per stretch of visits */
+	if (dlsm_shmem_worker_outdated(pass.outdated))
 		ereport(LOG,
 				(errmsg("dlsm worker for database \"%s\" waits: the extension's SQL objects are not at the version of its library",
 						my_dbname),
 				 errhint("Run ALTER EXTENSION dlsm UPDATE in that database.")));
-	outdated_reported = pass.outdated;
 	return pass.queues;
 }
 
@@ -573,8 +578,8 @@ worker_start(Oid dboid)
 
 /*
  * When the workers take turns, leave after a reaping pass once the
- * handlers found no more work or the visit's time (one dlsm.reap_interval)
- * is up; the launcher then sends a worker to the next database, and back
+ * handlers found no more work or the visit's time (half a
+ * dlsm.reap_interval) is up; the launcher then sends a worker to the next database, and back
  * here first if the handlers had more.
  */
 static void
@@ -617,7 +622,7 @@ dlsm_worker_main(Datum main_arg)
 
 	worker_start(DatumGetObjectId(main_arg));
 	visit_end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-											dlsm_reap_interval);
+											dlsm_reap_interval / 2);
 	loop_context = AllocSetContextCreate(TopMemoryContext, "dlsm worker loop",
 										 ALLOCSET_DEFAULT_SIZES);
 	queues_context = AllocSetContextCreate(TopMemoryContext, "dlsm worker queues",

@@ -60,6 +60,11 @@ BEGIN
 	INSERT INTO reaps (entity, lease_until) VALUES (OLD.entity, OLD.lease_until);
 	RETURN NULL;
 END $$;
+-- continuous handler work: 20 ms a unit
+SELECT dlsm_create_queue('bq');
+CREATE FUNCTION busy(entity text, kind text, ids bigint[], payloads jsonb[])
+RETURNS void LANGUAGE sql AS $$ SELECT pg_sleep(0.02) $$;
+SELECT dlsm_set_handler('bq', 'busy');
 CREATE TRIGGER note_reap AFTER UPDATE ON lq FOR EACH ROW
 	WHEN (OLD.status <> NEW.status AND NEW.status = 'new')
 	EXECUTE FUNCTION note_reap();
@@ -165,6 +170,28 @@ is( sql('d1', q{SELECT count(*) FROM dlsm_worker_status
 				 WHERE database ~ '^d[0-9]+$'
 				   AND state NOT IN ('serving', 'between visits')}),
 	'0', 'each is serving or between visits');
+
+# ---------------------------------------------------------------------
+# 29 databases with continuous handler work do not starve the 30th
+# ---------------------------------------------------------------------
+# 150 units of 20 ms each in d1 .. d29: 3 s of handling each, 29 s for the
+# pool, each visit a full dlsm.reap_interval; d30 has only a lease.
+sql($_, q{SELECT count(dlsm_enqueue('bq', 'b' || g)) FROM generate_series(1, 150) g})
+  for @dbs[0 .. 28];
+sql('d30', q{
+SELECT dlsm_enqueue('lq', 'lstarve') AS id \gset
+SELECT count(*) FROM dlsm_claim('lq', lease => '1 s', after => :id - 1);
+});
+my $starved = poll_within($node, 'd30',
+	q{SELECT count(*) = 1 FROM reaps WHERE entity = 'lstarve'}, 60);
+ok(defined $starved, 'with 29 busy databases, the lease of the 30th is reaped');
+my $starve_wait = sql('d30',
+	q{SELECT extract(epoch FROM reaped_at - lease_until) FROM reaps WHERE entity = 'lstarve'});
+cmp_ok($starve_wait, '<=', $bound,
+	"within the bound of $bound s ($starve_wait s after the lease ended)");
+cmp_ok(sql('d1', q{SELECT count(*) FROM bq WHERE status = 'new'}), '>', 0,
+	'while the busy databases still had work');
+sql($_, q{SELECT dlsm_set_handler('bq', NULL)}) for @dbs[0 .. 28];
 
 # ---------------------------------------------------------------------
 # Databases dropped and created while the pool runs
