@@ -28,8 +28,9 @@
  *
  * When the workers take turns (fewer dlsm.max_workers than databases,
  * launcher.c), a worker visits: it makes the passes above once, runs the
- * handlers for at most half a dlsm.reap_interval from its start (the
- * other half is for the process start and the passes), and exits;
+ * handlers for at most half a dlsm.reap_interval (the other half is for
+ * the process start and the passes; a slow pass makes the visit longer,
+ * never the handlers' time shorter), and exits;
  * handler work left, or an enqueue meanwhile, brings the next visit first.
  *
  * Calls handler.c, state.c, queue.c, namedlock.c, notify.c, identity.c,
@@ -84,7 +85,11 @@ static bool reap_requested = false;
 static bool registry_changed = false;
 static char *my_dbname = NULL;
 
-/* When the workers take turns: the end of this worker's visit. */
+/*
+ * When the workers take turns: the end of this worker's visit, half a
+ * dlsm.reap_interval after its first handler pass began (0: none yet), so
+ * that handlers get their time however long the reaping took.
+ */
 static TimestampTz visit_end = 0;
 
 /* What the worker said once and need not repeat at every pass. */
@@ -461,7 +466,7 @@ handle_queue(WorkerQueue *wq)
 													dlsm_reap_interval);
 	int			units = 0;
 
-	if (dlsm_shmem_worker_visiting())
+	if (visit_end != 0)
 		until = Min(until, visit_end);
 
 	while (units < dlsm_handler_batch && GetCurrentTimestamp() < until)
@@ -493,6 +498,9 @@ handler_pass(List *queues)
 	ListCell   *lc;
 
 	(void) dlsm_shmem_worker_take_pending();	/* this pass serves it */
+	if (visit_end == 0 && dlsm_shmem_worker_visiting())
+		visit_end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												dlsm_reap_interval / 2);
 	foreach(lc, queues)
 	{
 		WorkerQueue *wq = lfirst(lc);
@@ -586,7 +594,7 @@ static void
 leave_if_visit_over(bool passed, bool more)
 {
 	if (!passed || !dlsm_shmem_worker_visiting() ||
-		(more && GetCurrentTimestamp() < visit_end))
+		(more && (visit_end == 0 || GetCurrentTimestamp() < visit_end)))
 		return;
 	dlsm_shmem_worker_leave(more);
 	ereport(DEBUG1,
@@ -621,8 +629,6 @@ dlsm_worker_main(Datum main_arg)
 	bool		passed = false;
 
 	worker_start(DatumGetObjectId(main_arg));
-	visit_end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-											dlsm_reap_interval / 2);
 	loop_context = AllocSetContextCreate(TopMemoryContext, "dlsm worker loop",
 										 ALLOCSET_DEFAULT_SIZES);
 	queues_context = AllocSetContextCreate(TopMemoryContext, "dlsm worker queues",
