@@ -23,8 +23,9 @@
  * visited at least every dlsm.reap_interval times the number of databases
  * over dlsm.max_workers (rounded up), while visits, with their process
  * start, are not longer than a dlsm.reap_interval.  A database past that bound, or for which no worker
- * could start (no free background worker process), is said once in the
- * log and shown waiting in dlsm_worker_status.
+ * could start (no free background worker process), is shown waiting in
+ * dlsm_worker_status and said in the log: once until a worker is in it,
+ * for want of a process; at most every LATE_REPEAT_MS, past its bound.
  *
  * Whether a database's worker may start now is shmem.c's decision: a
  * worker that found no dlsm in its database keeps the launcher away from
@@ -68,6 +69,7 @@
 #define LAUNCHER_NAP_MS			5000	/* launcher looks at databases */
 #define RESTART_PAUSE_MS		1000	/* between starts of one worker */
 #define MIN_NAP_MS				10		/* the launcher's shortest nap */
+#define LATE_REPEAT_MS			600000	/* a late database said again */
 
 typedef struct LauncherDb
 {
@@ -302,9 +304,12 @@ start_turns(List *databases, const Oid *dbs, int n)
 
 	while (running < dlsm_max_workers)
 	{
+		/* a turn may come every dlsm.reap_interval: pause no longer */
 		Oid			dboid = dlsm_shmem_next_visit(dbs, n, busy, nbusy,
 												  dlsm_reap_interval,
-												  RESTART_PAUSE_MS, &next_due);
+												  Min(RESTART_PAUSE_MS,
+													  dlsm_reap_interval),
+												  &next_due);
 		LauncherDb *db = find_database(databases, dboid);
 
 		if (db == NULL)
@@ -324,7 +329,7 @@ start_turns(List *databases, const Oid *dbs, int n)
 		LauncherDb *db = lfirst(lc);
 		long		waited_ms;
 
-		if (dlsm_shmem_note_late(db->dboid, &waited_ms))
+		if (dlsm_shmem_note_late(db->dboid, LATE_REPEAT_MS, &waited_ms))
 			ereport(LOG,
 					(errmsg("database \"%s\" waited %ld ms for a dlsm worker, longer than its bound",
 							db->name, waited_ms),

@@ -23,11 +23,13 @@
  *	slot dboid						the launcher (forget) and a worker (attach)
  *	slot pid, latch, started_at		the slot's worker (attach and its exit)
  *	slot paused_until, no_extension	the launcher (a start), the worker (no
- *									extension), any backend (a poke)
+ *									extension; a pass), a backend of the
+ *									database (a poke)
  *	slot stopped_until				any backend (a stop)
  *	slot listed_at					the launcher (when it takes the slot)
- *	slot no_worker, late_said		the launcher (a start failed, a database
- *									late), the slot's worker (attach)
+ *	slot no_worker					the launcher (a start failed), the slot's
+ *									worker (attach)
+ *	slot late_said_at				the launcher (a database late)
  *	slot pending					any backend (an enqueue for a handler),
  *									the slot's worker (its handler pass)
  *	slot outdated_said				the slot's worker
@@ -93,7 +95,7 @@ typedef struct DlsmSlot
 	Oid			shunned[DLSM_MAX_SHUNNED];	/* queues left alone ... */
 	TimestampTz shunned_until[DLSM_MAX_SHUNNED];	/* ... until then */
 	bool		no_worker;		/* its last start found no free process */
-	bool		late_said;		/* the launcher logged it past its bound */
+	TimestampTz late_said_at;	/* the launcher logged it past its bound */
 	bool		pending;		/* a handler queue got work since its last
 								 * handler pass */
 	bool		outdated_said;	/* a worker logged that the extension awaits
@@ -371,8 +373,10 @@ dlsm_shmem_launcher_attach(void)
 }
 
 /*
- * Ask the launcher to look at every database again, now: a database that
- * had no dlsm may have it (CREATE EXTENSION), so its pause ends.
+ * Ask the launcher to look at every database again, now: this database,
+ * which had no dlsm, has it (CREATE EXTENSION), so its pause ends.  The
+ * others stay as their last worker found them, so that the count of
+ * databases that may have dlsm does not jump (launcher.c).
  */
 void
 dlsm_shmem_wake_launcher(void)
@@ -385,6 +389,8 @@ dlsm_shmem_wake_launcher(void)
 	{
 		DlsmSlot   *slot = &shared->slots[i];
 
+		if (slot->info.dboid != MyDatabaseId)
+			continue;
 		if (slot->no_extension)
 			slot->paused_until = 0;
 		slot->no_extension = false;
@@ -663,11 +669,12 @@ dlsm_shmem_set_no_worker(Oid dboid)
 
 /*
  * Has dboid waited for a pass longer than its bound, while the workers
- * take turns?  True the first time since its last worker, when the
- * launcher says so; *waited_ms: how long.
+ * take turns?  True when the launcher should say so: not within repeat_ms
+ * of the last time, so that a database late at every turn is not said at
+ * every turn; *waited_ms: how long.
  */
 bool
-dlsm_shmem_note_late(Oid dboid, long *waited_ms)
+dlsm_shmem_note_late(Oid dboid, int repeat_ms, long *waited_ms)
 {
 	DlsmSlot   *slot;
 	bool		first = false;
@@ -675,11 +682,13 @@ dlsm_shmem_note_late(Oid dboid, long *waited_ms)
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	slot = slot_for(dboid, false);
-	if (slot != NULL && !slot->no_extension && !slot->late_said &&
-		!slot->no_worker && shared->rotating &&
-		served_state(slot, now) == DLSM_SERVED_WAITING)
+	if (slot != NULL && !slot->no_extension && !slot->no_worker &&
+		shared->rotating && served_state(slot, now) == DLSM_SERVED_WAITING &&
+		(slot->late_said_at == 0 ||
+		 TimestampDifferenceExceeds(slot->late_said_at, now, repeat_ms)))
 	{
-		first = slot->late_said = true;
+		first = true;
+		slot->late_said_at = now;
 		*waited_ms = TimestampDifferenceMilliseconds(waiting_since(slot), now);
 	}
 	LWLockRelease(shared->lock);
@@ -729,9 +738,7 @@ dlsm_shmem_worker_attach(Oid dboid)
 		slot->info.pid = MyProcPid;
 		slot->info.started_at = GetCurrentTimestamp();
 		slot->latch = MyLatch;
-		slot->no_extension = false;
 		slot->no_worker = false;
-		slot->late_said = false;
 		my_slot = slot;
 	}
 	return attached(ok, worker_detach);
@@ -836,11 +843,15 @@ dlsm_shmem_worker_shunned(Oid relid)
 	return until;
 }
 
-/* This worker finished a reaping pass. */
+/*
+ * This worker finished a reaping pass: its database has dlsm (found
+ * without it before, it counts again from now on).
+ */
 void
 dlsm_shmem_worker_passed(void)
 {
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	my_slot->no_extension = false;
 	my_slot->info.last_reap_at = GetCurrentTimestamp();
 	LWLockRelease(shared->lock);
 }

@@ -144,7 +144,8 @@ extern Oid	dlsm_shmem_next_visit(const Oid *dbs, int n, const Oid *busy,
 extern int	dlsm_shmem_workers_attached(void);
 extern int	dlsm_shmem_bound(void);
 extern bool dlsm_shmem_set_no_worker(Oid dboid);
-extern bool dlsm_shmem_note_late(Oid dboid, long *waited_ms);
+extern bool dlsm_shmem_note_late(Oid dboid, int repeat_ms,
+								 long *waited_ms);
 
 /* the workers */
 extern bool dlsm_shmem_worker_attach(Oid dboid);
