@@ -15,17 +15,18 @@
  * own, started when it has none.  With more, the workers take turns, as
  * autovacuum's do: the launcher starts a worker for the database whose
  * turn it is, the worker makes one pass there (registry, reaping, handlers
- * for at most half a dlsm.reap_interval) and exits, and the launcher, told of
- * the exit, starts one for the next.  A database's turn comes when its
+ * for at most half a dlsm.reap_interval) and exits, and the launcher, told
+ * of the exit, starts one for the next.  A database's turn comes when its
  * handler queues got work, or its last pass is one dlsm.reap_interval old;
  * one that waited half its bound goes first, then those with handler work,
  * then the one that waited longest (shmem.c).  So every database is
  * visited at least every dlsm.reap_interval times the number of databases
  * over dlsm.max_workers (rounded up), while visits, with their process
- * start, are not longer than a dlsm.reap_interval.  A database past that bound, or for which no worker
- * could start (no free background worker process), is shown waiting in
- * dlsm_worker_status and said in the log: once until a worker is in it,
- * for want of a process; at most every LATE_REPEAT_MS, past its bound.
+ * start, are not longer than a dlsm.reap_interval.  A database past that
+ * bound, or for which no worker could start (no free background worker
+ * process), is shown waiting in dlsm_worker_status and said in the log:
+ * once until a worker is in it, for want of a process; at most every
+ * LATE_REPEAT_MS, past its bound.
  *
  * Whether a database's worker may start now is shmem.c's decision: a
  * worker that found no dlsm in its database keeps the launcher away from

@@ -587,8 +587,8 @@ worker_start(Oid dboid)
 /*
  * When the workers take turns, leave after a reaping pass once the
  * handlers found no more work or the visit's time (half a
- * dlsm.reap_interval) is up; the launcher then sends a worker to the next database, and back
- * here first if the handlers had more.
+ * dlsm.reap_interval) is up; the launcher then sends a worker to the next
+ * database, and back here first if the handlers had more.
  */
 static void
 leave_if_visit_over(bool passed, bool more)
