@@ -199,6 +199,18 @@ sql($_, q{SELECT dlsm_set_handler('bq', NULL)}) for @dbs[0 .. 28];
 my @dropped = qw(d28 d29 d30);
 my @created = qw(d31 d32 d33);
 give_work($_, 'b') for @dbs[0 .. 26];
+# a worker is in d28, in a handler that sleeps: DROP DATABASE sends it away
+sql('d28', q{
+SELECT dlsm_create_queue('slowq');
+CREATE FUNCTION sleepy(entity text, kind text, ids bigint[], payloads jsonb[])
+RETURNS void LANGUAGE sql AS $$ SELECT pg_sleep(60) $$;
+SELECT dlsm_set_handler('slowq', 'sleepy');
+SELECT dlsm_enqueue('slowq', 's');
+});
+ok( defined poll_within($node, 'postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE backend_type = 'dlsm worker' AND datname = 'd28' AND wait_event = 'PgSleep'}, 30),
+	'a worker is in d28, in a handler that sleeps');
 for my $db (@dropped)
 {
 	my $t0 = [gettimeofday];
