@@ -334,8 +334,8 @@ start_turns(List *databases, const Oid *dbs, int n)
 			ereport(LOG,
 					(errmsg("database \"%s\" waited %ld ms for a dlsm worker, longer than its bound",
 							db->name, waited_ms),
-					 errdetail("The %d workers that take turns should visit each database at least every %d ms.",
-							   dlsm_max_workers, dlsm_shmem_bound()),
+					 errdetail("Each database should be visited at least every %d ms, with \"dlsm.max_workers\" at %d.",
+							   dlsm_shmem_bound(), dlsm_max_workers),
 					 errhint("You may need to increase \"dlsm.max_workers\" and \"max_worker_processes\", or \"dlsm.reap_interval\".")));
 	}
 	nap = next_due == 0 ? LAUNCHER_NAP_MS :
