@@ -19,6 +19,8 @@
  *   dlsm_enqueue_deduplicated() tells whether a row was added.  Queues
  *   created before keep their table and have no dedup column (README,
  *   "Deduplication", says how to give them one).
+ * - dlsm_worker_status gains state and last_pass_age (a pool of workers
+ *   that take turns).
  */
 
 DROP FUNCTION @extschema@.dlsm_enqueue(pg_catalog.regclass, pg_catalog.text,
@@ -214,3 +216,34 @@ AS 'MODULE_PATHNAME', 'dlsm_enqueue_deduplicated'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.dlsm_enqueue_deduplicated() IS
 'whether this session''s last dlsm_enqueue returned an existing request (NULL before the first)';
+
+-- dlsm_worker_status gains state and last_pass_age.
+DROP VIEW @extschema@.dlsm_worker_status;
+DROP FUNCTION @extschema@.dlsm_worker_status();
+CREATE FUNCTION @extschema@.dlsm_worker_status(
+	OUT database pg_catalog.name,
+	OUT pid pg_catalog.int4,
+	OUT started_at pg_catalog.timestamptz,
+	OUT last_reap_at pg_catalog.timestamptz,
+	OUT reaped pg_catalog.int8,
+	OUT handled pg_catalog.int8,
+	OUT errors pg_catalog.int8,
+	OUT last_error pg_catalog.text,
+	OUT deleted pg_catalog.int8,
+	OUT wakeups pg_catalog.int8,
+	OUT skipped pg_catalog.int8,
+	OUT state pg_catalog.text,
+	OUT last_pass_age pg_catalog.interval)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'dlsm_worker_status'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_worker_status() IS
+'the state of dlsm''s background workers';
+CREATE VIEW @extschema@.dlsm_worker_status AS
+	SELECT * FROM @extschema@.dlsm_worker_status();
+COMMENT ON VIEW @extschema@.dlsm_worker_status IS
+'one row per database a dlsm worker serves';
+REVOKE ALL ON @extschema@.dlsm_worker_status FROM PUBLIC;
+GRANT SELECT ON @extschema@.dlsm_worker_status TO pg_monitor;
+REVOKE ALL ON FUNCTION @extschema@.dlsm_worker_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.dlsm_worker_status() TO pg_monitor;

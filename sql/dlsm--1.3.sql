@@ -268,7 +268,9 @@ CREATE FUNCTION @extschema@.dlsm_worker_status(
 	OUT last_error pg_catalog.text,
 	OUT deleted pg_catalog.int8,
 	OUT wakeups pg_catalog.int8,
-	OUT skipped pg_catalog.int8)
+	OUT skipped pg_catalog.int8,
+	OUT state pg_catalog.text,
+	OUT last_pass_age pg_catalog.interval)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'dlsm_worker_status'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;

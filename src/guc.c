@@ -54,6 +54,9 @@ int			dlsm_step_timeout = 10000;
 /* This server's number, in the last byte of the process ids it makes. */
 int			dlsm_node_id = 0;
 
+/* The most dlsm workers running at once; fewer than databases: turns. */
+int			dlsm_max_workers = 3;
+
 static bool
 check_databases(char **newval, void **extra, GucSource source)
 {
@@ -175,6 +178,17 @@ dlsm_guc_init(void)
 							NULL, NULL, NULL);
 
 	define_bounds();
+
+	DefineCustomIntVariable("dlsm.max_workers",
+							"Sets the most dlsm workers that run at once.",
+							"With at least as many as databases with dlsm, each database has a worker of its own; with fewer, the workers take turns: each visits a database, runs its handlers there for at most half a dlsm.reap_interval, and leaves.",
+							&dlsm_max_workers,
+							3,
+							1,
+							1024,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("dlsm.node_id",
 							"Sets the number of this server in a sharded layout.",

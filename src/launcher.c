@@ -6,13 +6,32 @@
  * The launcher (registered while preloading, started once recovery has
  * finished, restarted by the postmaster) connects to no database.  Every
  * LAUNCHER_NAP_MS, and whenever poked (CREATE EXTENSION, a worker that
- * stopped), it lists the databases that allow connections, keeps those
- * named in dlsm.databases (all when empty), and starts a dynamic worker for
- * each that has none (worker.c).  Whether one may start now is shmem.c's
- * decision: a worker that found no dlsm in its database keeps the launcher
- * away from it for a while unless poked, a database being dropped keeps it
- * away for good, and starts of one database are at least RESTART_PAUSE_MS
- * apart.
+ * started or stopped), it lists the databases that allow connections,
+ * keeps those named in dlsm.databases (all when empty), and serves them
+ * with at most dlsm.max_workers dynamic workers (worker.c).
+ *
+ * When there are no more databases that may have dlsm (all but those whose
+ * last worker found none) than dlsm.max_workers, each has a worker of its
+ * own, started when it has none.  With more, the workers take turns, as
+ * autovacuum's do: the launcher starts a worker for the database whose
+ * turn it is, the worker makes one pass there (registry, reaping, handlers
+ * for at most half a dlsm.reap_interval) and exits, and the launcher, told
+ * of the exit, starts one for the next.  A database's turn comes when its
+ * handler queues got work, or its last pass is one dlsm.reap_interval old;
+ * one that waited half its bound goes first, then those with handler work,
+ * then the one that waited longest (shmem.c).  So every database is
+ * visited at least every dlsm.reap_interval times the number of databases
+ * over dlsm.max_workers (rounded up), while visits, with their process
+ * start, are not longer than a dlsm.reap_interval.  A database past that
+ * bound, or for which no worker could start (no free background worker
+ * process), is shown waiting in dlsm_worker_status and said in the log:
+ * once until a worker is in it, for want of a process; at most every
+ * LATE_REPEAT_MS, past its bound.
+ *
+ * Whether a database's worker may start now is shmem.c's decision: a
+ * worker that found no dlsm in its database keeps the launcher away from
+ * it for a while unless poked, a database being dropped keeps it away for
+ * good, and starts of one database are at least RESTART_PAUSE_MS apart.
  *
  * Calls shmem.c.
  *
@@ -40,6 +59,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 #include "utils/varlena.h"
 
 #include "compat.h"
@@ -49,12 +69,25 @@
 
 #define LAUNCHER_NAP_MS			5000	/* launcher looks at databases */
 #define RESTART_PAUSE_MS		1000	/* between starts of one worker */
+#define MIN_NAP_MS				10		/* the launcher's shortest nap */
+#define LATE_REPEAT_MS			600000	/* a late database said again */
 
 typedef struct LauncherDb
 {
 	Oid			dboid;
 	char		name[NAMEDATALEN];
 } LauncherDb;
+
+/* A worker the launcher started, until it stops. */
+typedef struct LauncherWorker
+{
+	Oid			dboid;
+	BackgroundWorkerHandle *handle;
+} LauncherWorker;
+
+static List *started = NIL;		/* of LauncherWorker, in TopMemoryContext */
+static int	rotation_said = 0;	/* the log says this many workers take
+								 * turns (0: one worker each) */
 
 /* Fill bgw for one of dlsm's background workers. */
 static void
@@ -136,11 +169,17 @@ eligible_databases(void)
 	return result;
 }
 
-static void
+/*
+ * Start a worker for db; false when no background worker process is free.
+ * The launcher keeps its handle, to count it until it stops.
+ */
+static bool
 start_worker(LauncherDb *db)
 {
 	BackgroundWorker bgw;
 	BackgroundWorkerHandle *handle;
+	LauncherWorker *worker;
+	MemoryContext old;
 
 	worker_fill(&bgw, "dlsm_worker_main", "dlsm worker");
 	snprintf(bgw.bgw_name, BGW_MAXLEN, "dlsm worker for database %s",
@@ -148,30 +187,83 @@ start_worker(LauncherDb *db)
 	bgw.bgw_restart_time = BGW_NEVER_RESTART;
 	bgw.bgw_main_arg = ObjectIdGetDatum(db->dboid);
 	bgw.bgw_notify_pid = MyProcPid;
+	old = MemoryContextSwitchTo(TopMemoryContext);
 	if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
 	{
+		MemoryContextSwitchTo(old);
+		return false;
+	}
+	worker = palloc(sizeof(LauncherWorker));
+	worker->dboid = db->dboid;
+	worker->handle = handle;
+	started = lappend(started, worker);
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+/*
+ * No worker could start for db: it waits for one.  Said once, until a
+ * worker is in it again.
+ */
+static void
+say_no_worker(LauncherDb *db)
+{
+	if (dlsm_shmem_set_no_worker(db->dboid))
 		ereport(LOG,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("could not start dlsm worker for database \"%s\"",
 						db->name),
+				 errdetail("The database waits for a worker: expired leases are not reaped and handlers do not run there until one starts."),
 				 errhint("You may need to increase \"max_worker_processes\".")));
-		return;
-	}
-	pfree(handle);
 }
 
-/* One look at the databases: start the workers that are missing. */
-static void
-launcher_pass(void)
+/*
+ * Forget the workers that stopped; fill busy (room for all) with the
+ * databases of those that start or run, and return how many.
+ */
+static int
+workers_started(Oid *busy)
 {
-	List	   *databases = eligible_databases();
-	Oid		   *keep = palloc(sizeof(Oid) * Max(list_length(databases), 1));
-	int			nkeep = 0;
+	ListCell   *lc;
+	int			n = 0;
+
+	foreach(lc, started)
+	{
+		LauncherWorker *worker = lfirst(lc);
+		pid_t		pid;
+
+		if (GetBackgroundWorkerPid(worker->handle, &pid) == BGWH_STOPPED)
+		{
+			pfree(worker->handle);
+			pfree(worker);
+			started = foreach_delete_current(started, lc);
+			continue;
+		}
+		busy[n++] = worker->dboid;
+	}
+	return n;
+}
+
+/* The database dboid of databases. */
+static LauncherDb *
+find_database(List *databases, Oid dboid)
+{
 	ListCell   *lc;
 
 	foreach(lc, databases)
-		keep[nkeep++] = ((LauncherDb *) lfirst(lc))->dboid;
-	dlsm_shmem_forget_databases(keep, nkeep);
+		if (((LauncherDb *) lfirst(lc))->dboid == dboid)
+			return lfirst(lc);
+	return NULL;
+}
+
+/* One database each: start the workers that are missing. */
+static void
+start_missing(List *databases)
+{
+	ListCell   *lc;
+	Oid		   *busy = palloc(sizeof(Oid) * (list_length(started) + 1));
+
+	(void) workers_started(busy);	/* forget the stopped ones */
 	foreach(lc, databases)
 	{
 		LauncherDb *db = lfirst(lc);
@@ -179,7 +271,8 @@ launcher_pass(void)
 		switch (dlsm_shmem_may_start(db->dboid, RESTART_PAUSE_MS))
 		{
 			case DLSM_START_NOW:
-				start_worker(db);
+				if (!start_worker(db))
+					say_no_worker(db);
 				break;
 			case DLSM_START_LATER:
 				break;
@@ -193,6 +286,108 @@ launcher_pass(void)
 				break;
 		}
 	}
+}
+
+/*
+ * The workers take turns: start workers, up to dlsm.max_workers, for the
+ * databases whose turn it is; say once each database past its bound.
+ * Returns how long to nap before the next turn is due.
+ */
+static long
+start_turns(List *databases, const Oid *dbs, int n)
+{
+	Oid		   *busy = palloc(sizeof(Oid) * (list_length(started) + n + 1));
+	int			nbusy = workers_started(busy);
+	int			running = Max(nbusy, dlsm_shmem_workers_attached());
+	TimestampTz next_due = 0;
+	long		nap;
+	ListCell   *lc;
+
+	while (running < dlsm_max_workers)
+	{
+		/* a turn may come every dlsm.reap_interval: pause no longer */
+		Oid			dboid = dlsm_shmem_next_visit(dbs, n, busy, nbusy,
+												  dlsm_reap_interval,
+												  Min(RESTART_PAUSE_MS,
+													  dlsm_reap_interval),
+												  &next_due);
+		LauncherDb *db = find_database(databases, dboid);
+
+		if (db == NULL)
+			break;
+		if (!start_worker(db))
+		{
+			/* no process is free: every database waiting waits for one */
+			foreach(lc, databases)
+				say_no_worker(lfirst(lc));
+			return RESTART_PAUSE_MS;
+		}
+		busy[nbusy++] = dboid;
+		running++;
+	}
+	foreach(lc, databases)
+	{
+		LauncherDb *db = lfirst(lc);
+		long		waited_ms;
+
+		if (dlsm_shmem_note_late(db->dboid, LATE_REPEAT_MS, &waited_ms))
+			ereport(LOG,
+					(errmsg("database \"%s\" waited %ld ms for a dlsm worker, longer than its bound",
+							db->name, waited_ms),
+					 errdetail("Each database should be visited at least every %d ms, with \"dlsm.max_workers\" at %d.",
+							   dlsm_shmem_bound(), dlsm_max_workers),
+					 errhint("You may need to increase \"dlsm.max_workers\" and \"max_worker_processes\", or \"dlsm.reap_interval\".")));
+	}
+	nap = next_due == 0 ? LAUNCHER_NAP_MS :
+		TimestampDifferenceMilliseconds(GetCurrentTimestamp(), next_due);
+	return Max(Min(nap, LAUNCHER_NAP_MS), MIN_NAP_MS);
+}
+
+/*
+ * Turns or one worker each: decide, tell shmem.c, and say in the log when
+ * it changes (or dlsm.max_workers does).  Returns whether the workers take
+ * turns.
+ */
+static bool
+choose_rotation(int known)
+{
+	int64		rounds = (known + dlsm_max_workers - 1) / dlsm_max_workers;
+	bool		rotating = known > dlsm_max_workers;
+	int			bound_ms = (int) Min(rounds * dlsm_reap_interval, INT_MAX);
+
+	dlsm_shmem_set_rotation(rotating, bound_ms);
+	if (rotating && rotation_said != dlsm_max_workers)
+		ereport(LOG,
+				(errmsg("dlsm workers take turns: %d databases may have dlsm, and \"dlsm.max_workers\" is %d",
+						known, dlsm_max_workers),
+				 errdetail("Each database is visited at least every %d ms.",
+						   bound_ms)));
+	else if (!rotating && rotation_said != 0)
+		ereport(LOG,
+				(errmsg("each database with dlsm has a dlsm worker of its own again")));
+	rotation_said = rotating ? dlsm_max_workers : 0;
+	return rotating;
+}
+
+/*
+ * One look at the databases: start the workers that are missing, or
+ * those whose turn it is.  Returns how long to nap.
+ */
+static long
+launcher_pass(void)
+{
+	List	   *databases = eligible_databases();
+	Oid		   *keep = palloc(sizeof(Oid) * Max(list_length(databases), 1));
+	int			nkeep = 0;
+	ListCell   *lc;
+
+	foreach(lc, databases)
+		keep[nkeep++] = ((LauncherDb *) lfirst(lc))->dboid;
+	dlsm_shmem_forget_databases(keep, nkeep);
+	if (choose_rotation(dlsm_shmem_count_known(keep, nkeep)))
+		return start_turns(databases, keep, nkeep);
+	start_missing(databases);
+	return LAUNCHER_NAP_MS;
 }
 
 void
@@ -215,12 +410,14 @@ dlsm_launcher_main(Datum main_arg)
 										 ALLOCSET_DEFAULT_SIZES);
 	for (;;)
 	{
+		long		nap;
+
 		MemoryContextSwitchTo(loop_context);
-		launcher_pass();
+		nap = launcher_pass();
 		MemoryContextReset(loop_context);
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 LAUNCHER_NAP_MS, PG_WAIT_EXTENSION);
+						 nap, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)

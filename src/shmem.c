@@ -19,11 +19,20 @@
  * what:
  *	launcher_pid, launcher_latch	the launcher (attach and its exit)
  *	rescan, pokes					any backend (dlsm_shmem_wake_launcher)
+ *	rotating, bound_ms				the launcher (each look at the databases)
  *	slot dboid						the launcher (forget) and a worker (attach)
  *	slot pid, latch, started_at		the slot's worker (attach and its exit)
  *	slot paused_until, no_extension	the launcher (a start), the worker (no
- *									extension), any backend (a poke)
+ *									extension; a pass), a backend of the
+ *									database (a poke)
  *	slot stopped_until				any backend (a stop)
+ *	slot listed_at					the launcher (when it takes the slot)
+ *	slot no_worker					the launcher (a start failed), the slot's
+ *									worker (attach)
+ *	slot late_said_at				the launcher (a database late)
+ *	slot pending					any backend (an enqueue for a handler),
+ *									the slot's worker (its handler pass)
+ *	slot outdated_said				the slot's worker
  *	slot counts, last_reap_at,
  *	slot last_error					the slot's worker
  *	slot shunned[], shunned_until[]	the slot's worker (at its exit, when a
@@ -95,6 +104,12 @@ typedef struct DlsmSlot
 	TimestampTz stopped_until;	/* no worker runs before (DROP DATABASE) */
 	Oid			shunned[DLSM_MAX_SHUNNED];	/* queues left alone ... */
 	TimestampTz shunned_until[DLSM_MAX_SHUNNED];	/* ... until then */
+	bool		no_worker;		/* its last start found no free process */
+	TimestampTz late_said_at;	/* the launcher logged it past its bound */
+	bool		pending;		/* a handler queue got work since its last
+								 * handler pass */
+	bool		outdated_said;	/* a worker logged that the extension awaits
+								 * its UPDATE */
 } DlsmSlot;
 
 /*
@@ -146,6 +161,8 @@ typedef struct DlsmShared
 	Latch	   *launcher_latch; /* set to make it look at databases now */
 	bool		rescan;			/* launcher: look at every database again */
 	uint64		pokes;			/* times the launcher was asked to look */
+	bool		rotating;		/* fewer workers than databases: turns */
+	int			bound_ms;		/* then: most time between two passes */
 	DlsmSlot	slots[DLSM_MAX_DATABASES];
 	DlsmNamedEntry named[DLSM_MAX_NAMED];	/* in no order */
 	Oid			listen_db[DLSM_MAX_DATABASES];	/* databases with... */
@@ -381,8 +398,10 @@ dlsm_shmem_launcher_attach(void)
 }
 
 /*
- * Ask the launcher to look at every database again, now: a database that
- * had no dlsm may have it (CREATE EXTENSION), so its pause ends.
+ * Ask the launcher to look at every database again, now: this database,
+ * which had no dlsm, has it (CREATE EXTENSION), so its pause ends.  The
+ * others stay as their last worker found them, so that the count of
+ * databases that may have dlsm does not jump (launcher.c).
  */
 void
 dlsm_shmem_wake_launcher(void)
@@ -395,6 +414,8 @@ dlsm_shmem_wake_launcher(void)
 	{
 		DlsmSlot   *slot = &shared->slots[i];
 
+		if (slot->info.dboid != MyDatabaseId)
+			continue;
 		if (slot->no_extension)
 			slot->paused_until = 0;
 		slot->no_extension = false;
@@ -456,6 +477,7 @@ slot_for(Oid dboid, bool add)
 	{
 		memset(free_slot, 0, sizeof(DlsmSlot));
 		free_slot->info.dboid = dboid;
+		free_slot->info.listed_at = GetCurrentTimestamp();
 		return free_slot;
 	}
 	return NULL;
@@ -484,6 +506,218 @@ dlsm_shmem_may_start(Oid dboid, int pause_ms)
 	}
 	LWLockRelease(shared->lock);
 	return decision;
+}
+
+/*
+ * Since when slot's database waits for a pass: its last pass, or, before
+ * the first, when the launcher listed it.  Lock held.
+ */
+static TimestampTz
+waiting_since(DlsmSlot *slot)
+{
+	return slot->info.last_reap_at != 0 ?
+		slot->info.last_reap_at : slot->info.listed_at;
+}
+
+/* Where slot's database stands with the workers at now.  Lock held. */
+static DlsmServedState
+served_state(DlsmSlot *slot, TimestampTz now)
+{
+	if (slot->info.pid != 0)
+		return DLSM_SERVED_SERVING;
+	if (slot->no_worker)
+		return DLSM_SERVED_WAITING;
+	if (!shared->rotating)
+		return DLSM_SERVED_STARTING;
+	if (TimestampDifferenceExceeds(waiting_since(slot), now,
+								   shared->bound_ms))
+		return DLSM_SERVED_WAITING;
+	return DLSM_SERVED_BETWEEN;
+}
+
+/* ---------------------------------------------------------------------
+ * The pool: fewer workers than databases, which take turns
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * How many of the n databases dbs may have dlsm: all but those whose last
+ * worker found none.  Each gets a slot (if one is free), so that its wait
+ * counts from now.
+ */
+int
+dlsm_shmem_count_known(const Oid *dbs, int n)
+{
+	int			count = 0;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < n; i++)
+	{
+		DlsmSlot   *slot = slot_for(dbs[i], true);
+
+		if (slot == NULL || !slot->no_extension)
+			count++;
+	}
+	LWLockRelease(shared->lock);
+	return count;
+}
+
+/*
+ * The launcher's choice: the workers take turns (rotating), each database
+ * visited at least every bound_ms; or each database has its own.
+ */
+void
+dlsm_shmem_set_rotation(bool rotating, int bound_ms)
+{
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	shared->rotating = rotating;
+	shared->bound_ms = rotating ? bound_ms : 0;
+	LWLockRelease(shared->lock);
+}
+
+/*
+ * Which turn comes first, for a database due for a visit that has waited
+ * age_ms: one that waited half its bound, then one whose handler queues
+ * got work, then the others; lower first.  Lock held.
+ */
+static int
+turn_class(DlsmSlot *slot, long age_ms)
+{
+	if (age_ms >= shared->bound_ms / 2)
+		return 0;
+	return slot->pending ? 1 : 2;
+}
+
+/*
+ * The next database of the n in dbs to visit: none of the nbusy in busy
+ * (their workers start), nor one a worker is in, nor one paused; one due:
+ * its handler queues got work, or its last pass was reap_ms ago, or it
+ * never had one.  Of those, the first by turn_class, then the one that
+ * waited longest.  Its start is recorded (the next waits pause_ms).
+ * InvalidOid when none is due; *next_due is then when the next one is
+ * (or 0: none).
+ */
+Oid
+dlsm_shmem_next_visit(const Oid *dbs, int n, const Oid *busy, int nbusy,
+					  int reap_ms, int pause_ms, TimestampTz *next_due)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	DlsmSlot   *best = NULL;
+	int			best_class = 0;
+	long		best_age = 0;
+
+	*next_due = 0;
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < n; i++)
+	{
+		DlsmSlot   *slot = slot_for(dbs[i], true);
+		TimestampTz due;
+		long		age;
+		int			class;
+		bool		is_busy = false;
+
+		for (int k = 0; k < nbusy && !is_busy; k++)
+			is_busy = busy[k] == dbs[i];
+		if (slot == NULL || is_busy || slot->info.pid != 0)
+			continue;
+		due = slot->pending || slot->info.last_reap_at == 0 ? now :
+			TimestampTzPlusMilliseconds(slot->info.last_reap_at, reap_ms);
+		due = Max(due, Max(slot->paused_until, slot->stopped_until));
+		if (due > now)
+		{
+			if (*next_due == 0 || due < *next_due)
+				*next_due = due;
+			continue;
+		}
+		age = TimestampDifferenceMilliseconds(waiting_since(slot), now);
+		class = turn_class(slot, age);
+		if (best == NULL || class < best_class ||
+			(class == best_class && age > best_age))
+		{
+			best = slot;
+			best_class = class;
+			best_age = age;
+		}
+	}
+	if (best != NULL)
+		best->paused_until = TimestampTzPlusMilliseconds(now, pause_ms);
+	LWLockRelease(shared->lock);
+	return best != NULL ? best->info.dboid : InvalidOid;
+}
+
+/* The bound on the time between two passes while workers take turns. */
+int
+dlsm_shmem_bound(void)
+{
+	int			bound_ms;
+
+	LWLockAcquire(shared->lock, LW_SHARED);
+	bound_ms = shared->bound_ms;
+	LWLockRelease(shared->lock);
+	return bound_ms;
+}
+
+/* How many workers are in their databases now. */
+int
+dlsm_shmem_workers_attached(void)
+{
+	int			count = 0;
+
+	LWLockAcquire(shared->lock, LW_SHARED);
+	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+		count += shared->slots[i].info.pid != 0;
+	LWLockRelease(shared->lock);
+	return count;
+}
+
+/*
+ * No worker could start for dboid (no free background worker process):
+ * it waits for one.  True the first time since its last worker, when the
+ * launcher says so.
+ */
+bool
+dlsm_shmem_set_no_worker(Oid dboid)
+{
+	DlsmSlot   *slot;
+	bool		first = false;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	slot = slot_for(dboid, false);
+	if (slot != NULL && slot->info.pid == 0 && !slot->no_extension)
+	{
+		first = !slot->no_worker;
+		slot->no_worker = true;
+	}
+	LWLockRelease(shared->lock);
+	return first;
+}
+
+/*
+ * Has dboid waited for a pass longer than its bound, while the workers
+ * take turns?  True when the launcher should say so: not within repeat_ms
+ * of the last time, so that a database late at every turn is not said at
+ * every turn; *waited_ms: how long.
+ */
+bool
+dlsm_shmem_note_late(Oid dboid, int repeat_ms, long *waited_ms)
+{
+	DlsmSlot   *slot;
+	bool		first = false;
+	TimestampTz now = GetCurrentTimestamp();
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	slot = slot_for(dboid, false);
+	if (slot != NULL && !slot->no_extension && !slot->no_worker &&
+		shared->rotating && served_state(slot, now) == DLSM_SERVED_WAITING &&
+		(slot->late_said_at == 0 ||
+		 TimestampDifferenceExceeds(slot->late_said_at, now, repeat_ms)))
+	{
+		first = true;
+		slot->late_said_at = now;
+		*waited_ms = TimestampDifferenceMilliseconds(waiting_since(slot), now);
+	}
+	LWLockRelease(shared->lock);
+	return first;
 }
 
 /* ---------------------------------------------------------------------
@@ -516,15 +750,20 @@ dlsm_shmem_worker_attach(Oid dboid)
 	ok = slot != NULL &&
 		(slot->info.pid == 0 || kill(slot->info.pid, 0) != 0) &&
 		GetCurrentTimestamp() >= slot->stopped_until;
-	if (ok)
+	if (ok && !shared->rotating)
 	{
+		/* a worker of its own: its counts start again */
 		memset(&slot->info.counts, 0, sizeof(DlsmWorkerCounts));
-		slot->info.pid = MyProcPid;
-		slot->info.started_at = GetCurrentTimestamp();
 		slot->info.last_reap_at = 0;
 		slot->info.last_error[0] = '\0';
+		slot->outdated_said = false;
+	}
+	if (ok)
+	{
+		slot->info.pid = MyProcPid;
+		slot->info.started_at = GetCurrentTimestamp();
 		slot->latch = MyLatch;
-		slot->no_extension = false;
+		slot->no_worker = false;
 		my_slot = slot;
 	}
 	return attached(ok, worker_detach);
@@ -629,11 +868,15 @@ dlsm_shmem_worker_shunned(Oid relid)
 	return until;
 }
 
-/* This worker finished a reaping pass. */
+/*
+ * This worker finished a reaping pass: its database has dlsm (found
+ * without it before, it counts again from now on).
+ */
 void
 dlsm_shmem_worker_passed(void)
 {
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	my_slot->no_extension = false;
 	my_slot->info.last_reap_at = GetCurrentTimestamp();
 	LWLockRelease(shared->lock);
 }
@@ -676,19 +919,84 @@ dlsm_shmem_worker_gone(Oid dboid, pid_t pid)
 	return gone;
 }
 
-/* Set the latch of the worker serving database dboid, if it runs. */
+/*
+ * A handler queue of database dboid got work: set the latch of the worker
+ * serving it, if one runs; when the workers take turns and none is there,
+ * the launcher's, so that the database's turn comes first.
+ */
 void
 dlsm_shmem_wake_worker(Oid dboid)
 {
-	if (!lock_state(LW_SHARED))
+	if (!lock_state(LW_EXCLUSIVE))
 		return;
 	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
 	{
 		DlsmSlot   *slot = &shared->slots[i];
+		bool		was_pending = slot->pending;
 
-		if (slot->info.dboid == dboid && slot->latch != NULL)
+		if (slot->info.dboid != dboid)
+			continue;
+		slot->pending = true;
+		if (slot->latch != NULL)
 			SetLatch(slot->latch);
+		else if (shared->rotating && !was_pending &&
+				 shared->launcher_latch != NULL)
+			SetLatch(shared->launcher_latch);
 	}
+	LWLockRelease(shared->lock);
+}
+
+/*
+ * This worker found the extension's SQL objects outdated (or not): true
+ * when it should say so, the first time since they were not, so that
+ * visits do not repeat it.
+ */
+bool
+dlsm_shmem_worker_outdated(bool outdated)
+{
+	bool		say;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	say = outdated && !my_slot->outdated_said;
+	my_slot->outdated_said = outdated;
+	LWLockRelease(shared->lock);
+	return say;
+}
+
+/* Do the workers take turns (and this one leave after its visit)? */
+bool
+dlsm_shmem_worker_visiting(void)
+{
+	bool		rotating;
+
+	LWLockAcquire(shared->lock, LW_SHARED);
+	rotating = shared->rotating;
+	LWLockRelease(shared->lock);
+	return rotating;
+}
+
+/* Did a handler queue get work since the last call?  Clears the mark. */
+bool
+dlsm_shmem_worker_take_pending(void)
+{
+	bool		pending;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	pending = my_slot->pending;
+	my_slot->pending = false;
+	LWLockRelease(shared->lock);
+	return pending;
+}
+
+/*
+ * This worker leaves its database at the end of its visit; more: its
+ * handlers may have work left, so that the database's turn comes first.
+ */
+void
+dlsm_shmem_worker_leave(bool more)
+{
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	my_slot->pending |= more;
 	LWLockRelease(shared->lock);
 }
 
@@ -701,12 +1009,19 @@ dlsm_shmem_copy_workers(DlsmWorkerInfo *out)
 {
 	int			n = 0;
 
+	TimestampTz now = GetCurrentTimestamp();
+
 	if (!lock_state(LW_SHARED))
 		return 0;
 	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
-		if (shared->slots[i].info.dboid != InvalidOid &&
-			!shared->slots[i].no_extension)
-			out[n++] = shared->slots[i].info;
+	{
+		DlsmSlot   *slot = &shared->slots[i];
+
+		if (slot->info.dboid == InvalidOid || slot->no_extension)
+			continue;
+		out[n] = slot->info;
+		out[n++].state = served_state(slot, now);
+	}
 	LWLockRelease(shared->lock);
 	return n;
 }

@@ -39,6 +39,16 @@ typedef struct DlsmWorkerCounts
 	int64		wakeups;		/* notifications and latch wake-ups seen */
 } DlsmWorkerCounts;
 
+/* Where a database stands with the workers (dlsm_worker_status.state). */
+typedef enum DlsmServedState
+{
+	DLSM_SERVED_SERVING,		/* a worker is in it */
+	DLSM_SERVED_STARTING,		/* one worker each: its worker is starting */
+	DLSM_SERVED_BETWEEN,		/* workers take turns: within its bound */
+	DLSM_SERVED_WAITING,		/* past its bound, or no worker could start */
+	DLSM_SERVED_NOT_PRELOADED	/* no shared state: no worker ever runs */
+} DlsmServedState;
+
 /* One database's worker, as dlsm_worker_status shows it. */
 typedef struct DlsmWorkerInfo
 {
@@ -48,6 +58,8 @@ typedef struct DlsmWorkerInfo
 	TimestampTz last_reap_at;	/* end of its last reaping pass */
 	DlsmWorkerCounts counts;
 	char		last_error[DLSM_ERROR_LEN]; /* message of its last error */
+	TimestampTz listed_at;		/* when the launcher first listed it */
+	DlsmServedState state;		/* computed when copied */
 } DlsmWorkerInfo;
 
 /* A transaction holding or waiting for a named lock, for dlsm_locks. */
@@ -124,6 +136,18 @@ extern void dlsm_shmem_wake_launcher(void);
 extern void dlsm_shmem_forget_databases(const Oid *keep, int nkeep);
 extern DlsmStartDecision dlsm_shmem_may_start(Oid dboid, int pause_ms);
 
+/* the pool of workers that take turns (launcher.c) */
+extern int	dlsm_shmem_count_known(const Oid *dbs, int n);
+extern void dlsm_shmem_set_rotation(bool rotating, int bound_ms);
+extern Oid	dlsm_shmem_next_visit(const Oid *dbs, int n, const Oid *busy,
+								  int nbusy, int reap_ms, int pause_ms,
+								  TimestampTz *next_due);
+extern int	dlsm_shmem_workers_attached(void);
+extern int	dlsm_shmem_bound(void);
+extern bool dlsm_shmem_set_no_worker(Oid dboid);
+extern bool dlsm_shmem_note_late(Oid dboid, int repeat_ms,
+								 long *waited_ms);
+
 /* the workers */
 extern bool dlsm_shmem_worker_attach(Oid dboid);
 extern uint64 dlsm_shmem_pokes(void);
@@ -136,6 +160,10 @@ extern TimestampTz dlsm_shmem_worker_shunned(Oid relid);
 extern pid_t dlsm_shmem_worker_pause(Oid dboid, int pause_ms);
 extern bool dlsm_shmem_worker_gone(Oid dboid, pid_t pid);
 extern void dlsm_shmem_wake_worker(Oid dboid);
+extern bool dlsm_shmem_worker_visiting(void);
+extern bool dlsm_shmem_worker_outdated(bool outdated);
+extern bool dlsm_shmem_worker_take_pending(void);
+extern void dlsm_shmem_worker_leave(bool more);
 
 /* What does not work without preloading (dlsm_shmem_warn_no_worker). */
 typedef enum DlsmNoWorker

@@ -48,7 +48,16 @@ enum
 {
 	WS_DATABASE, WS_PID, WS_STARTED_AT, WS_LAST_REAP_AT, WS_REAPED,
 	WS_HANDLED, WS_ERRORS, WS_LAST_ERROR, WS_DELETED, WS_WAKEUPS,
-	WS_SKIPPED, WS_NCOLS
+	WS_SKIPPED, WS_STATE, WS_LAST_PASS_AGE, WS_NCOLS
+};
+
+/* dlsm_worker_status.state, by DlsmServedState. */
+static const char *const served_names[] = {
+	[DLSM_SERVED_SERVING] = "serving",
+	[DLSM_SERVED_STARTING] = "starting",
+	[DLSM_SERVED_BETWEEN] = "between visits",
+	[DLSM_SERVED_WAITING] = "waiting for a worker",
+	[DLSM_SERVED_NOT_PRELOADED] = "not preloaded"
 };
 
 /* The columns of dlsm_queue_stats: the queue, then A_STATS_* - 1 + 1. */
@@ -94,11 +103,12 @@ put_row(FunctionCallInfo fcinfo, Datum *values, bool *nulls)
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
-/* One row of dlsm_worker_status from a worker's slot. */
+/* One row of dlsm_worker_status from a worker's slot, at now. */
 static void
-worker_row(DlsmWorkerInfo *w, Datum *values, bool *nulls)
+worker_row(DlsmWorkerInfo *w, TimestampTz now, Datum *values, bool *nulls)
 {
 	char	   *dbname = get_database_name(w->dboid);
+	TimestampTz since = w->last_reap_at != 0 ? w->last_reap_at : w->listed_at;
 
 	values[WS_DATABASE] = DirectFunctionCall1(namein,
 											  CStringGetDatum(dbname ? dbname : "?"));
@@ -116,22 +126,33 @@ worker_row(DlsmWorkerInfo *w, Datum *values, bool *nulls)
 	values[WS_DELETED] = Int64GetDatum(w->counts.deleted);
 	values[WS_WAKEUPS] = Int64GetDatum(w->counts.wakeups);
 	values[WS_SKIPPED] = Int64GetDatum(w->counts.skipped);
+	values[WS_STATE] = CStringGetTextDatum(served_names[w->state]);
+	values[WS_LAST_PASS_AGE] = DirectFunctionCall2(timestamp_mi,
+												   TimestampTzGetDatum(now),
+												   TimestampTzGetDatum(since));
+	nulls[WS_LAST_PASS_AGE] = since == 0;
 }
 
 /*
- * dlsm_worker_status(): one row per database a worker serves; without
- * preloading, one row for this database saying that no worker runs.
+ * dlsm_worker_status(): one row per database the workers serve, with where
+ * it stands (a worker in it, between two visits, waiting for a worker) and
+ * how long since its last pass; without preloading, one row for this
+ * database saying that no worker runs.  A function of 1.2 declares the
+ * columns up to skipped.
  */
 Datum
 dlsm_worker_status(PG_FUNCTION_ARGS)
 {
 	DlsmWorkerInfo *workers = palloc(sizeof(DlsmWorkerInfo) * DLSM_MAX_DATABASES);
 	int			n = dlsm_shmem_copy_workers(workers);
+	TimestampTz now = GetCurrentTimestamp();
 
 	(void) begin_view(fcinfo, WS_SKIPPED, WS_NCOLS);
 	if (!dlsm_shmem_available())
 	{
 		DlsmWorkerInfo none = {MyDatabaseId};
+
+		none.state = DLSM_SERVED_NOT_PRELOADED;
 
 		strlcpy(none.last_error,
 				"dlsm is not in shared_preload_libraries: no worker runs",
@@ -145,7 +166,7 @@ dlsm_worker_status(PG_FUNCTION_ARGS)
 
 		if (get_database_name(workers[i].dboid) == NULL)
 			continue;
-		worker_row(&workers[i], values, nulls);
+		worker_row(&workers[i], now, values, nulls);
 		put_row(fcinfo, values, nulls);
 	}
 	return (Datum) 0;

@@ -26,6 +26,13 @@
  * queue is shunned, and the next worker leaves it alone for a while.
  * test/t/048_stall_matrix.pl holds every step named here and in handler.c.
  *
+ * When the workers take turns (fewer dlsm.max_workers than databases,
+ * launcher.c), a worker visits: it makes the passes above once, runs the
+ * handlers for at most half a dlsm.reap_interval (the other half is for
+ * the process start and the passes; a slow pass makes the visit longer,
+ * never the handlers' time shorter), and exits;
+ * handler work left, or an enqueue meanwhile, brings the next visit first.
+ *
  * Calls handler.c, state.c, queue.c, namedlock.c, notify.c, identity.c,
  * extension.c, bound.c and shmem.c.
  *
@@ -78,10 +85,16 @@ static bool reap_requested = false;
 static bool registry_changed = false;
 static char *my_dbname = NULL;
 
+/*
+ * When the workers take turns: the end of this worker's visit, half a
+ * dlsm.reap_interval after its first handler pass began (0: none yet), so
+ * that handlers get their time however long the reaping took.
+ */
+static TimestampTz visit_end = 0;
+
 /* What the worker said once and need not repeat at every pass. */
 static List *refused_reported = NIL;	/* queues, in TopMemoryContext */
 static List *shunned_reported = NIL;	/* queues, in TopMemoryContext */
-static bool outdated_reported = false;	/* the SQL objects await UPDATE */
 
 /* One queue as the worker's last look at the registry found it. */
 typedef struct WorkerQueue
@@ -348,12 +361,12 @@ registry_pass(MemoryContext context)
 						my_dbname)));
 		proc_exit(0);
 	}
-	if (pass.outdated && !outdated_reported)
+	/* said once per worker of its own, or per stretch of visits */
+	if (dlsm_shmem_worker_outdated(pass.outdated))
 		ereport(LOG,
 				(errmsg("dlsm worker for database \"%s\" waits: the extension's SQL objects are not at the version of its library",
 						my_dbname),
 				 errhint("Run ALTER EXTENSION dlsm UPDATE in that database.")));
-	outdated_reported = pass.outdated;
 	return pass.queues;
 }
 
@@ -453,6 +466,9 @@ handle_queue(WorkerQueue *wq)
 													dlsm_reap_interval);
 	int			units = 0;
 
+	if (visit_end != 0)
+		until = Min(until, visit_end);
+
 	while (units < dlsm_handler_batch && GetCurrentTimestamp() < until)
 	{
 		DlsmWorkerCounts delta = {0};
@@ -481,6 +497,10 @@ handler_pass(List *queues)
 	bool		more = false;
 	ListCell   *lc;
 
+	(void) dlsm_shmem_worker_take_pending();	/* this pass serves it */
+	if (visit_end == 0 && dlsm_shmem_worker_visiting())
+		visit_end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												dlsm_reap_interval / 2);
 	foreach(lc, queues)
 	{
 		WorkerQueue *wq = lfirst(lc);
@@ -564,6 +584,25 @@ worker_start(Oid dboid)
 	CommitTransactionCommand();
 }
 
+/*
+ * When the workers take turns, leave after a reaping pass once the
+ * handlers found no more work or the visit's time (half a
+ * dlsm.reap_interval) is up; the launcher then sends a worker to the next
+ * database, and back here first if the handlers had more.
+ */
+static void
+leave_if_visit_over(bool passed, bool more)
+{
+	if (!passed || !dlsm_shmem_worker_visiting() ||
+		(more && (visit_end == 0 || GetCurrentTimestamp() < visit_end)))
+		return;
+	dlsm_shmem_worker_leave(more);
+	ereport(DEBUG1,
+			(errmsg_internal("dlsm worker leaves database \"%s\" after its visit",
+							 my_dbname)));
+	proc_exit(0);
+}
+
 /* Sleep until the next reaping pass, or at once when there is more to do. */
 static bool
 worker_sleep(TimestampTz next_reap, bool more)
@@ -587,6 +626,7 @@ dlsm_worker_main(Datum main_arg)
 	List	   *queues;
 	TimestampTz next_reap = 0;
 	bool		more = false;
+	bool		passed = false;
 
 	worker_start(DatumGetObjectId(main_arg));
 	loop_context = AllocSetContextCreate(TopMemoryContext, "dlsm worker loop",
@@ -595,7 +635,8 @@ dlsm_worker_main(Datum main_arg)
 										   ALLOCSET_SMALL_SIZES);
 	/* said once the database turns out to have dlsm */
 	queues = registry_pass(queues_context);
-	ereport(LOG,
+	/* a visit, when the workers take turns, is not worth a line each */
+	ereport(dlsm_shmem_worker_visiting() ? DEBUG1 : LOG,
 			(errmsg("dlsm worker started for database \"%s\"", my_dbname)));
 	for (;;)
 	{
@@ -620,12 +661,14 @@ dlsm_worker_main(Datum main_arg)
 		{
 			reap_requested = false;
 			reaping_pass(queues);
+			passed = true;
 			next_reap = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													dlsm_reap_interval);
 		}
 		if (more)
 			more = handler_pass(queues);
 		MemoryContextReset(loop_context);
+		leave_if_visit_over(passed, more);
 		more |= worker_sleep(next_reap, more);
 		if (ConfigReloadPending)
 		{

@@ -32,6 +32,7 @@ use DlsmTest;
 my $node = dlsm_node('names', qq{
 dlsm.reap_interval = 200
 max_worker_processes = 24
+dlsm.max_workers = 20
 });
 wait_first_look($node);
 

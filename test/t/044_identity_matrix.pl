@@ -86,7 +86,15 @@ use DlsmTest;
 
 # Database idm has the worker (handler and worker contexts); idmnw has
 # none, so that calls by hand (dlsm_reap above all) race with nobody.
-my $node = dlsm_node('idm', qq{
+# With DLSM_IDM_ROTATING set (092_identity_matrix_rotating.pl) one worker
+# (dlsm.max_workers = 1) takes turns between idm and idmx, a database with
+# dlsm and nothing else: every worker path is a visiting worker's.
+my $rotating = $ENV{DLSM_IDM_ROTATING} // 0;
+my $node = dlsm_node('idm', $rotating ? qq{
+dlsm.reap_interval = 300
+dlsm.databases = 'idm,idmx'
+dlsm.max_workers = 1
+} : qq{
 dlsm.reap_interval = 300
 dlsm.databases = 'idm'
 });
@@ -332,6 +340,11 @@ ALTER ROLE mon SET search_path = mon_s, public;
 CREATE DATABASE idm;
 CREATE DATABASE idmnw;
 });
+if ($rotating)
+{
+	$node->safe_psql('postgres', 'CREATE DATABASE idmx');
+	$node->safe_psql('idmx', 'CREATE EXTENSION dlsm');
+}
 
 my $common = q{
 SET application_name = 'setup';
@@ -637,10 +650,22 @@ for my $db (qw(idm idmnw))
 	my ($ret, $out, $err) = $node->psql($db, $sql);
 	is($ret, 0, "$db: the matrix's queues are made, armed and prepared") or diag $err;
 }
-ok( $node->poll_query_until('postgres', q{
+if ($rotating)
+{
+	$node->wait_for_log(
+		qr/dlsm workers take turns: 2 databases may have dlsm, and "dlsm.max_workers" is 1/);
+	ok( $node->poll_query_until('idm', q{
+SELECT count(*) = 2 FROM dlsm.dlsm_worker_status
+ WHERE database IN ('idm', 'idmx') AND last_reap_at IS NOT NULL}),
+		'one worker takes turns between idm and idmx');
+}
+else
+{
+	ok( $node->poll_query_until('postgres', q{
 SELECT count(*) = 1 FROM pg_stat_activity
  WHERE backend_type = 'dlsm worker' AND datname = 'idm'}),
-	'the worker serves database idm');
+		'the worker serves database idm');
+}
 
 # The domain cell of register: dlsm refuses the column type outright.
 {

@@ -26,6 +26,10 @@
 # exactly once.  Steps no owner's code can reach are listed with the reason,
 # and checked where a check is possible.  A step name in src/ that the
 # table below does not list fails the test.
+#
+# 091_stall_matrix_rotating.pl runs the same cells with DLSM_STALL_ROTATING
+# set: one worker (dlsm.max_workers = 1) takes turns between postgres and a
+# second database with dlsm, so that every cell meets a visiting worker.
 use strict;
 use warnings;
 
@@ -43,14 +47,24 @@ my $lease_s = 1;
 my $margin_s = 3;		# for a loaded machine: noted with every measure
 my $limit_s = $lease_s + (2 * $reap_ms + $bound_ms) / 1000;
 
+my $rotating = $ENV{DLSM_STALL_ROTATING} // 0;
+
 my $node = dlsm_node('stall', qq{
 dlsm.reap_interval = $reap_ms
 dlsm.step_timeout = $bound_ms
 dlsm.lock_timeout = $bound_ms
 dlsm.handler_timeout = $bound_ms
 log_error_verbosity = verbose
-});
+} . ($rotating ? "dlsm.max_workers = 1\n" : ''));
 ok(install_dlsm($node), 'the worker runs');
+if ($rotating)
+{
+	$node->safe_psql('postgres', 'CREATE DATABASE other');
+	$node->safe_psql('other', 'CREATE EXTENSION dlsm');
+	$node->wait_for_log(
+		qr/dlsm workers take turns: 2 databases may have dlsm, and "dlsm.max_workers" is 1/);
+	pass('one worker takes turns between postgres and another database');
+}
 
 # Run $sql (as $role); returns (SQLSTATE or '00000', stdout).  Every
 # statement is bounded, so that a stuck worker fails cells, not the run.
@@ -388,7 +402,14 @@ SELECT last_error ~ '$q_re.*$reason'
   FROM dlsm_worker_status WHERE database = current_database()}, 20);
 		ok(defined $shown, "$label: dlsm_worker_status names the queue, the step and the reason")
 		  or diag status();
-		if ($hook eq 'stubborn')
+		if ($hook eq 'stubborn' && $rotating)
+		{
+			# (every visit is a new worker; the counts go on)
+			is(sql('SELECT count(*) FROM pg_stat_activity WHERE pid = ' . ($pid || 0)),
+				'0', "$label: the worker that met the hook is gone");
+			cmp_ok(counter($counted), '>', $before, "$label: counted in $counted");
+		}
+		elsif ($hook eq 'stubborn')
 		{
 			# (a new worker, with counts of its own)
 			isnt(counter('pid'), $pid, "$label: the worker ended itself, and another runs");

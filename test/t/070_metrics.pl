@@ -238,6 +238,7 @@ is(value($m, 'dlsm_queue_ready', %sheets), '2', 'the registered queue: 2 ready')
 # the worker
 my %db = (datname => 'postgres');
 is(value($m, 'dlsm_worker_up', %db), '1', 'dlsm_worker_up: the worker runs');
+is(value($m, 'dlsm_worker_waiting', %db), '0', 'dlsm_worker_waiting: the database does not wait for a worker');
 my $pass = value($m, 'dlsm_worker_last_pass_age_seconds', %db);
 ok(defined $pass && $pass >= 0 && $pass < 600, "dlsm_worker_last_pass_age_seconds ($pass s)");
 is(value($m, 'dlsm_worker_reaped_total', %db), '0', 'dlsm_worker_reaped_total: nothing reaped yet');
