@@ -148,6 +148,7 @@ typedef struct DlsmFloor
 	int64		line;			/* ...up to line are not ready */
 	uint64		gen;			/* from floor_clock, when last lowered */
 	TimestampTz checked_at;		/* last scan from base */
+	int64		check_us;		/* how long the last one took */
 	int			nparked;
 	DlsmParked	parked[DLSM_MAX_PARKED];
 	uint64		bucket_gen[DLSM_ENTITY_BUCKETS];
@@ -1244,6 +1245,13 @@ dlsm_shmem_floor_read(Oid relid, int64 after, int check_ms,
 		}
 	}
 	now = GetCurrentTimestamp();
+	seen->checked_at = now;
+	/*
+	 * A check that took long (a backlog of rows held back) comes at most
+	 * every ten times as long: the checks take a tenth of the claims' time
+	 */
+	if (f != NULL)
+		check_ms = (int) Max(check_ms, Min(f->check_us / 100, INT_MAX));
 	if (!seen->check && TimestampDifferenceExceeds(f->checked_at, now,
 												   check_ms))
 	{
@@ -1336,6 +1344,9 @@ dlsm_shmem_floor_publish(Oid relid, const DlsmFloorSeen *seen, int64 line,
 	f = find_floor(relid);
 	if (f == NULL && seen->gen == shared->floor_clock && n == 0)
 		f = add_floor(relid);
+	/* what the check cost counts, whether its finding is kept or not */
+	if (f != NULL && seen->check)
+		f->check_us = GetCurrentTimestamp() - seen->checked_at;
 	if (f != NULL && f->gen == seen->gen && park(f, seen, parked, n))
 	{
 		if (seen->check)

@@ -116,6 +116,7 @@ typedef struct DlsmFloorSeen
 	/* private to shmem.c */
 	int64		base;
 	uint64		gen;
+	TimestampTz checked_at;		/* when it was read */
 	uint64		bucket_gen[DLSM_ENTITY_BUCKETS];
 } DlsmFloorSeen;
 
