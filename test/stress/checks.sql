@@ -21,7 +21,9 @@ SELECT q.*,
 	   q.status IN ('complete', 'error')
 	   AND coalesce(q.detail, '') NOT LIKE 'lease of process %'
 	   AND coalesce(q.detail, '') NOT LIKE 'create request % ended in error'
-	   AS consumer_settled
+	   AND coalesce(q.detail, '') NOT LIKE 'cancelled by role %'
+	   AS consumer_settled,
+	   EXISTS (SELECT 1 FROM stress_requeue_log r WHERE r.id = q.id) AS requeued
   FROM stress_q q;
 
 CREATE TEMP VIEW audit_rows AS
@@ -64,14 +66,17 @@ SELECT 3, twice = 0 AND mismatched = 0 AND partial = 0 AND lost_tx = 0,
 	   format('no request settled twice: %s settled by two units, %s terminal requests not matching exactly one unit (%s consumer-settled, %s by reaper or failed create), %s units settling fewer rows than claimed or leaving one in progress, %s transactional claims lost',
 			  twice, mismatched, by_consumer, by_dlsm, partial, lost_tx)
   FROM (SELECT count(*) AS twice FROM (
-			SELECT id FROM audit_rows WHERE status IN ('complete', 'error')
-			 GROUP BY id HAVING count(*) > 1) t) a,
-	   (SELECT count(*) FILTER (WHERE CASE WHEN consumer_settled
-											THEN terminal <> 1 OR matching <> 1
-											ELSE terminal <> 0 END) AS mismatched,
+			SELECT x.id FROM audit_rows x
+			 WHERE x.status IN ('complete', 'error')
+			 GROUP BY x.id
+			HAVING count(*) > 1 + (SELECT count(*) FROM stress_requeue_log r
+									WHERE r.id = x.id)) t) a,
+	   -- a requeued request was settled once more before its requeue
+	   (SELECT count(*) FILTER (WHERE terminal <> consumer_settled::int + requeued::int
+								  OR matching <> consumer_settled::int) AS mismatched,
 			   count(*) FILTER (WHERE consumer_settled) AS by_consumer,
 			   count(*) FILTER (WHERE NOT consumer_settled) AS by_dlsm
-		  FROM (SELECT r.consumer_settled,
+		  FROM (SELECT r.consumer_settled, r.requeued,
 					   count(x.id) AS terminal,
 					   count(x.id) FILTER (WHERE x.process_id = r.process_id
 											 AND x.fence = r.fence
@@ -81,7 +86,7 @@ SELECT 3, twice = 0 AND mismatched = 0 AND partial = 0 AND lost_tx = 0,
 				  LEFT JOIN audit_rows x
 					ON x.id = r.id AND x.status IN ('complete', 'error')
 				 WHERE r.status IN ('complete', 'error')
-				 GROUP BY r.id, r.consumer_settled) s) b,
+				 GROUP BY r.id, r.consumer_settled, r.requeued) s) b,
 	   (SELECT count(*) AS partial FROM stress_audit
 		 WHERE settled <> cardinality(ids) OR cardinality(statuses) <> cardinality(ids)
 			OR 'in-progress' = ANY (statuses)) c,
@@ -161,7 +166,9 @@ CREATE TEMP TABLE jumps AS
 SELECT x.unit_id, x.entity, x.id, older.id AS older_id
   FROM audit_rows x
   JOIN stress_q older ON older.entity = x.entity AND older.id < x.id
- WHERE NOT EXISTS (SELECT 1 FROM stress_audit a
+ -- (a requeued request is open again, behind later ones: by design)
+ WHERE NOT EXISTS (SELECT 1 FROM stress_requeue_log r WHERE r.id = older.id)
+   AND NOT EXISTS (SELECT 1 FROM stress_audit a
 					WHERE a.unit_id = x.unit_id AND older.id = ANY (a.ids))
    AND (older.settled_at IS NULL OR older.settled_at > x.started_at);
 
@@ -223,12 +230,14 @@ SELECT 10, requests >= :min_requests AND kills >= :min_kills AND crashes >= 1
 -- 11. never more units of a group in progress than its concurrency
 -- limit: at the start of each unit, the units of its group whose
 -- [claim, settle] interval holds that moment (the audit's interval lies
--- inside the unit's time in progress, so an overlap here is a real one)
+-- inside the unit's time in progress, so an overlap here is a real one;
+-- a unit settled in its claiming transaction is done at its settle, where
+-- its slot comes free, not at the commit)
 CREATE TEMP TABLE group_load AS
 SELECT a.group_key, a.unit_id,
 	   (SELECT count(*) FROM stress_audit b
 		 WHERE b.group_key = a.group_key
-		   AND b.started_at <= a.started_at AND a.started_at < b.ended_at) AS load,
+		   AND b.started_at <= a.started_at AND a.started_at < b.settling_at) AS load,
 	   coalesce((SELECT l.concurrency FROM dlsm_group_limits l
 				  WHERE l.queue = 'stress_q'::regclass AND l.group_key = a.group_key),
 				(SELECT l.concurrency FROM dlsm_group_limits l
@@ -266,6 +275,45 @@ SELECT 12, count(*) FILTER (WHERE in_window > rate) = 0 AND count(*) > 0,
 		  JOIN dlsm_group_limits l
 			ON l.queue = 'stress_q'::regclass AND l.group_key = a.group_key
 		 WHERE l.rate IS NOT NULL) w;
+
+-- 13. deduplication: no request with a dedup key added while another of
+-- the key was live (the call that added b returned before a was settled:
+-- a was new or in progress all along), and every call answered with an
+-- existing id got a request of its key
+INSERT INTO result
+SELECT 13, key_overlaps = 0 AND wrong = 0 AND deduped > 0,
+	   format('no two live requests with one dedup key: %s overlapping pairs, %s calls answered with another key''s id, over %s calls (%s answered with an existing id)',
+			  key_overlaps, wrong, calls, deduped)
+  FROM (SELECT count(*) AS key_overlaps FROM stress_q a
+		  JOIN stress_q b ON b.dedup_key = a.dedup_key AND b.id > a.id
+		  JOIN stress_dedup_log d ON d.id = b.id AND d.added
+		 WHERE d.at < coalesce(a.settled_at, 'infinity')
+		   AND NOT EXISTS (SELECT 1 FROM stress_requeue_log r WHERE r.id = a.id)) o,
+	   (SELECT count(*) FILTER (WHERE q.dedup_key IS DISTINCT FROM d.key) AS wrong,
+			   count(*) AS calls,
+			   count(*) FILTER (WHERE NOT d.added) AS deduped
+		  FROM stress_dedup_log d LEFT JOIN stress_q q ON q.id = d.id) c;
+
+-- 14. dead letters: every requeued request ended terminal again, settled
+-- after its requeue by exactly one consumer's unit (or by the reaper, or a
+-- cancel, as any request may be); cancels never hand a request out
+INSERT INTO result
+SELECT 14, bad = 0 AND requeued > 0 AND handed_out = 0,
+	   format('every requeued request settled again exactly once: %s of %s requeued requests not so; %s cancelled requests handed out after their cancel (%s cancelled)',
+			  bad, requeued, handed_out, cancelled)
+  FROM (SELECT count(*) AS requeued,
+			   count(*) FILTER (WHERE q.status NOT IN ('complete', 'error')
+				 OR (SELECT count(*) FROM audit_rows x
+					  WHERE x.id = r.id AND x.status IN ('complete', 'error')
+						AND x.started_at > r.at)
+					<> (q.detail IS NULL OR q.detail NOT LIKE 'lease of process %'
+						AND q.detail NOT LIKE 'cancelled by role %')::int) AS bad
+		  FROM stress_requeue_log r JOIN stress_q q ON q.id = r.id) a,
+	   (SELECT count(*) AS cancelled,
+			   count(*) FILTER (WHERE EXISTS (SELECT 1 FROM audit_rows x
+											  WHERE x.id = q.id
+												AND x.started_at > q.settled_at)) AS handed_out
+		  FROM stress_q q WHERE q.detail LIKE 'cancelled by role %') c;
 
 SELECT CASE WHEN ok THEN 'ok' ELSE 'not ok' END || ' ' || n || ' - ' || text
   FROM result ORDER BY n;

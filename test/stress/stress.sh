@@ -20,8 +20,10 @@
 # and fence; fences increase within an entity; an entity's requests are
 # handled in id order; nothing claimed before its run_at; the run stressed
 # (counts); never more units of a group in progress than its concurrency
-# limit, nor more claims of a group than its rate in any window; no
-# unexpected SQL error or server fault.
+# limit, nor more claims of a group than its rate in any window; no two
+# live requests with one dedup key (a dedup producer); every request
+# requeued (a dead-letter clerk, which also cancels) settled again exactly
+# once; no unexpected SQL error or server fault.
 #
 # Run as root (the server runs as postgres) or as postgres:
 #   bash test/stress/stress.sh
@@ -181,6 +183,10 @@ actor stress-janitor "CALL stress_janitor()" &
 actors+=($!)
 actor stress-killer "CALL stress_killer()" &
 actors+=($!)
+actor stress-dedup "CALL stress_dedup_produce()" &
+actors+=($!)
+actor stress-clerk "CALL stress_dead_letters()" &
+actors+=($!)
 
 # One crash in the middle of the run.
 nap $((STRESS_SECONDS * 45 / 100))
@@ -220,27 +226,27 @@ spsql 90 stress-drain -c "CALL stress_consume('stress-drain', 'drain')" >"$LOGS/
 say "checking"
 out=$(spsql 120 stress-check -v min_requests="$STRESS_MIN_REQUESTS" \
 	-v min_kills="$STRESS_MIN_KILLS" -f - <"$HERE/checks.sql" 2>"$LOGS/checks.err")
-if [ "$(echo "$out" | grep -cE '^(ok|not ok) ')" -ne 12 ]; then
+if [ "$(echo "$out" | grep -cE '^(ok|not ok) ')" -ne 14 ]; then
 	echo "$out" | sed 's/^/# /' >&2
 	cat "$LOGS/checks.err" >&2
 	bail "checks.sql did not run to the end"
 fi
 
-# 13: nothing failed that should not have: consumers see only connection
+# 15: nothing failed that should not have: consumers see only connection
 # loss (kills, the crash), never an SQL error; the server never crashed
 # by itself
 client_errors=$(cat "$LOGS"/stress-*.log 2>/dev/null | grep -c 'ERROR:')
 server_faults=$(grep -cE 'PANIC|TRAP:|terminated by signal|was terminated by exception' \
 	"$STRESS_DIR/server.log")
 if [ "$client_errors" -eq 0 ] && [ "$server_faults" -eq 0 ]; then ok=ok; else ok="not ok"; fi
-line11="$ok 13 - no unexpected errors: $client_errors SQL errors in the actors' logs, $server_faults server faults in server.log"
+line11="$ok 15 - no unexpected errors: $client_errors SQL errors in the actors' logs, $server_faults server faults in server.log"
 if [ "$ok" != ok ]; then
 	cat "$LOGS"/stress-*.log | grep -A3 'ERROR:' | head -40 | sed 's/^/# /' >&2
 	grep -E 'PANIC|TRAP:|terminated by signal|was terminated by exception' \
 		"$STRESS_DIR/server.log" | head -10 | sed 's/^/# /' >&2
 fi
 
-echo "1..13"
+echo "1..15"
 echo "$out" | grep -v '^stress:'
 echo "$line11"
 echo "$out" | grep '^stress:'

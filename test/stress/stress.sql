@@ -63,12 +63,28 @@ CREATE TABLE stress_audit (
 	run_at		timestamptz NOT NULL,	-- latest run_at of the rows when claimed
 	group_key	text,					-- the group of the unit's entity
 	claimed_at	timestamptz NOT NULL,	-- the claim's time (lease_until - lease)
+	settling_at	timestamptz NOT NULL,	-- just before the settle (the unit's
+										-- slot of its group comes free in it)
 	started_at	timestamptz NOT NULL,	-- right after the claim returned
 	ended_at	timestamptz NOT NULL,	-- just before the settle's commit
 	txid		bigint NOT NULL DEFAULT txid_current()
 );
 CREATE INDEX ON stress_audit (entity, started_at);
 CREATE INDEX ON stress_audit (process_id);
+
+-- Dead letters and deduplication: every dlsm_requeue of a request (at most
+-- once each) and every enqueue with a dedup key, in the same transaction
+CREATE TABLE stress_requeue_log (
+	id			bigint PRIMARY KEY,
+	at			timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE TABLE stress_dedup_log (
+	n			bigserial PRIMARY KEY,
+	key			text NOT NULL,
+	id			bigint NOT NULL,		-- what dlsm_enqueue returned
+	added		boolean NOT NULL,		-- NOT dlsm_enqueue_deduplicated()
+	at			timestamptz NOT NULL DEFAULT clock_timestamp()
+);
 
 CREATE TABLE stress_stats (
 	what		text NOT NULL,
@@ -136,18 +152,18 @@ $$;
 -- Record a settled unit; call in the settle's transaction, after it.
 CREATE FUNCTION stress_record(me text, v_mode text, u stress_unit,
 							  v_outcome text, v_settled bigint,
-							  v_start timestamptz)
+							  v_start timestamptz, v_settling timestamptz)
 RETURNS void
 LANGUAGE sql AS $$
 	INSERT INTO stress_audit (consumer, mode, process_id, fence, fences,
 							  entity, entities, kind, kinds, ids, outcome,
 							  settled, statuses, run_at, group_key,
-							  claimed_at, started_at, ended_at)
+							  claimed_at, settling_at, started_at, ended_at)
 	SELECT me, v_mode, (u).pid, (u).fence, (u).fences, (u).entity,
 		   (u).entities, (u).kind, (u).kinds, (u).ids, v_outcome, v_settled,
 		   (SELECT array_agg(q.status ORDER BY q.id) FROM stress_q q
 			 WHERE q.id = ANY ((u).ids)),
-		   (u).run_at, (u).group_key, (u).claimed_at, v_start,
+		   (u).run_at, (u).group_key, (u).claimed_at, v_settling, v_start,
 		   clock_timestamp()
 $$;
 
@@ -238,6 +254,7 @@ DECLARE
 	n		bigint;
 	lost	int := 0;
 	retry	interval;
+	settling timestamptz := clock_timestamp();
 BEGIN
 	IF v_outcome = 'retry' THEN
 		retry := make_interval(secs => 0.05 + random() * 0.45);
@@ -245,7 +262,7 @@ BEGIN
 	IF cardinality(us) = 1 THEN
 		u := us[1];
 		n := dlsm_settle('stress_q', u.pid, v_outcome, 'stress ' || me, retry);
-		PERFORM stress_record(me, v_mode, u, v_outcome, n, v_start);
+		PERFORM stress_record(me, v_mode, u, v_outcome, n, v_start, settling);
 	ELSE
 		FOR i, n IN
 			SELECT s.ord, s.settled
@@ -257,7 +274,7 @@ BEGIN
 			IF n = 0 THEN
 				lost := lost + 1;
 			ELSE
-				PERFORM stress_record(me, v_mode, us[i], v_outcome, n, v_start);
+				PERFORM stress_record(me, v_mode, us[i], v_outcome, n, v_start, settling);
 			END IF;
 		END LOOP;
 	END IF;
@@ -418,6 +435,72 @@ END
 $$;
 
 -- The janitor: there is no background worker yet, so reap by hand.
+-- The dedup producer: 'ping' requests of entities dk1..dk20, each with the
+-- dedup key of its entity, so that a key has at most one live request; a
+-- row added is logged like the producer's, a call answered with an
+-- existing id in stress_dedup_log.
+CREATE PROCEDURE stress_dedup_produce()
+LANGUAGE plpgsql AS $$
+DECLARE
+	k		text;
+	rid		bigint;
+BEGIN
+	WHILE stress_running() LOOP
+		k := 'dk' || (1 + floor(random() * 20))::int;
+		rid := dlsm_enqueue('stress_q', k, 'ping', stress_payload(0),
+							dedup_key => k);
+		INSERT INTO stress_dedup_log (key, id, added)
+		VALUES (k, rid, NOT dlsm_enqueue_deduplicated());
+		IF NOT dlsm_enqueue_deduplicated() THEN
+			INSERT INTO stress_producer_log (id, entity, kind) VALUES (rid, k, 'ping');
+		END IF;
+		COMMIT;
+		PERFORM pg_sleep(0.02 + random() * 0.05);
+	END LOOP;
+END
+$$;
+
+-- The dead-letter clerk: now and then requeues a 'ping' a consumer
+-- settled as error (each at most once), and cancels a new 'ping'
+-- (refused, 55000, when it is in progress meanwhile).
+CREATE PROCEDURE stress_dead_letters()
+LANGUAGE plpgsql AS $$
+DECLARE
+	ids		bigint[];
+	n		bigint;
+BEGIN
+	WHILE stress_running() LOOP
+		SELECT array_agg(id) INTO ids FROM (
+			SELECT q.id FROM stress_q q
+			 WHERE q.kind = 'ping' AND q.status = 'error'
+			   AND q.detail LIKE 'stress %'
+			   AND NOT EXISTS (SELECT 1 FROM stress_requeue_log r WHERE r.id = q.id)
+			 ORDER BY random() LIMIT 2) s;
+		IF ids IS NOT NULL THEN
+			n := dlsm_requeue('stress_q', ids);
+			INSERT INTO stress_requeue_log (id)
+			SELECT q.id FROM stress_q q WHERE q.id = ANY (ids) AND q.status = 'new';
+			INSERT INTO stress_stats (what, n, who) VALUES ('requeued', n, 'clerk');
+		END IF;
+		COMMIT;
+		BEGIN
+			SELECT array_agg(id) INTO ids FROM (
+				SELECT q.id FROM stress_q q
+				 WHERE q.kind = 'ping' AND q.status = 'new'
+				 ORDER BY random() LIMIT 1) s;
+			IF ids IS NOT NULL THEN
+				n := dlsm_cancel('stress_q', ids);
+				INSERT INTO stress_stats (what, n, who) VALUES ('cancelled', n, 'clerk');
+			END IF;
+		EXCEPTION WHEN SQLSTATE '55000' THEN
+			INSERT INTO stress_stats (what, n, who) VALUES ('cancel-refused', 1, 'clerk');
+		END;
+		COMMIT;
+		PERFORM pg_sleep(0.3 + random() * 0.4);
+	END LOOP;
+END
+$$;
+
 CREATE PROCEDURE stress_janitor()
 LANGUAGE plpgsql AS $$
 DECLARE
