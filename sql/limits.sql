@@ -83,6 +83,31 @@ ROLLBACK TO SAVEPOINT s;
 SELECT entity FROM dlsm_claim('lq', units => 5) WHERE entity LIKE 'y%';
 ROLLBACK;
 
+-- units that share a process id are units all the same: one call with a
+-- process id of its own takes two of group p (at most 2), and a third is
+-- passed over after their commit
+SET client_min_messages = warning;
+SELECT dlsm_create_queue('lq2') IS NOT NULL;
+RESET client_min_messages;
+SELECT dlsm_set_limit('lq2', 'p', concurrency => 2);
+SELECT dlsm_enqueue('lq2', 'p' || i, 'job', group_key => 'p') > 0 FROM generate_series(1, 3) i;
+SELECT entity FROM dlsm_claim('lq2', units => 3, lease => '1 hour',
+	process_id => '00000000-0000-0000-0000-0000000000b1');
+SELECT count(*) FROM dlsm_claim('lq2', units => 3, lease => '1 hour');
+
+-- a settle rolled back to its savepoint leaves the unit claimed, with its
+-- slot: group s (at most 1) has no room for s2
+SELECT dlsm_set_limit('lq2', 's', concurrency => 1);
+SELECT dlsm_enqueue('lq2', 's' || i, 'job', group_key => 's') > 0 FROM generate_series(1, 2) i;
+BEGIN;
+SELECT process_id AS spid FROM dlsm_claim('lq2', units => 1) \gset
+SAVEPOINT a;
+SELECT dlsm_settle('lq2', :'spid');
+ROLLBACK TO SAVEPOINT a;
+SELECT count(*) FROM dlsm_claim('lq2', units => 5);
+ROLLBACK;
+SELECT dlsm_drop_queue('lq2', drop_table => true);
+
 -- a request its entity holds back takes no slot: with k1 in progress and
 -- group k at most 2, k1's next request waits and k2's is claimed
 SELECT dlsm_set_limit('lq', 'k', concurrency => 2);

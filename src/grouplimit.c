@@ -95,7 +95,9 @@ limit_from_row(uint64 i, DlsmLimit *limit)
 	Datum		d;
 
 	d = dlsm_plan_value(i, A_LIMITS_CONCURRENCY, &isnull);
-	limit->concurrency = isnull ? 0 : DatumGetInt32(d);
+	/* (written by dlsm_set_limit, which checks it; a hand's write is cut) */
+	limit->concurrency = isnull ? 0 :
+		Min(Max(DatumGetInt32(d), 1), DLSM_MAX_SLOTS);
 	d = dlsm_plan_value(i, A_LIMITS_RATE, &isnull);
 	limit->rate = isnull ? 0 : DatumGetInt32(d);
 	d = dlsm_plan_value(i, A_LIMITS_PER, &isnull);
@@ -176,8 +178,12 @@ dlsm_limits_get(DlsmQueue *queue)
 {
 	if (!queue->limits_known)
 	{
-		if (queue->limits != NULL)
-			MemoryContextDelete(queue->limits->context);
+		DlsmLimits *old = queue->limits;
+
+		/* an error in the read leaves none, to be read again */
+		queue->limits = NULL;
+		if (old != NULL)
+			MemoryContextDelete(old->context);
 		queue->limits = limits_read(queue->relid, queue->context);
 		queue->limits_known = true;
 	}
@@ -252,15 +258,32 @@ take_slot(DlsmQueue *queue, const char *group, int n,
 	}
 	if (taken < 0)
 		return false;
+	/*
+	 * Held from here, so that an error (a cancel in the count) gives it
+	 * back with its subtransaction; and whichever way this ends, the
+	 * transaction's end unparks the group (another claim may have parked
+	 * it, counting this slot).
+	 */
+	hold_slot(queue->relid, group, taken);
 	/* read after the slot was taken: see the file's header */
 	if (dlsm_limits_in_progress(queue, group) + held + 1 > n)
 	{
-		dlsm_lock_slot_release(queue->relid, group, taken);
+		release_slot(queue->relid, group, taken);
 		return false;
 	}
 	admission->slot = taken;
-	hold_slot(queue->relid, group, taken);
 	return true;
+}
+
+/*
+ * The least time between two claims of a group under limit's rate: per /
+ * rate rounded up (rounded down, rate + 1 claims would fit in one window),
+ * and at least a microsecond.
+ */
+static int64
+rate_spacing(const DlsmLimit *limit)
+{
+	return Max(1, (limit->per_us + limit->rate - 1) / limit->rate);
 }
 
 /*
@@ -287,8 +310,7 @@ dlsm_limits_admit(DlsmQueue *queue, const char *group,
 	if (limit->rate > 0)
 	{
 		if (!dlsm_shmem_rate_take(queue->relid, dlsm_shmem_group_key(group),
-								  limit->per_us / limit->rate,
-								  &admission->rate))
+								  rate_spacing(limit), &admission->rate))
 		{
 			if (admission->slot >= 0)
 				release_slot(queue->relid, group, admission->slot);
@@ -478,6 +500,12 @@ dlsm_limits_settled(DlsmQueue *queue, const pg_uuid_t *process_id)
 {
 	ListCell   *lc;
 
+	/*
+	 * A settle in a subtransaction may be rolled back, its unit claimed
+	 * again: its slot is kept until the transaction ends.
+	 */
+	if (GetCurrentTransactionNestLevel() > 1)
+		return;
 	foreach(lc, held_slots)
 	{
 		HeldSlot   *held = (HeldSlot *) lfirst(lc);

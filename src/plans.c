@@ -445,7 +445,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"    FROM ROWS FROM (pg_catalog.unnest($3::pg_catalog.text[]),"
 		"     pg_catalog.unnest($4::pg_catalog.int4[])) AS o(g, c)"
 		"    WHERE o.g {=} t.dlsm_group), $2)"
-		"   {<=} (SELECT pg_catalog.count(DISTINCT {pid}) FROM {q}"
+		"   {<=} (SELECT pg_catalog.count(DISTINCT ({pid}, {entity})) FROM {q}"
 		"    WHERE {group} {=} t.dlsm_group AND {status} {=} 'in-progress')),"
 		" pg_catalog.count(*) FILTER (WHERE $5 AND {status} {=} 'new'"
 		"  AND {kind} {=} 'update'"
@@ -471,8 +471,11 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		SPI_OK_INSERT_RETURNING, N_ENQUEUE, "an enqueue"
 	},
 	[DLSM_Q_GROUP_LOAD] = {
-		/* committed units in progress: a unit is one process id */
-		"SELECT pg_catalog.count(DISTINCT {pid}) FROM {q}"
+		/*
+		 * committed units in progress: a unit is a process id's rows of
+		 * one entity (a process id given to several claims holds several)
+		 */
+		"SELECT pg_catalog.count(DISTINCT ({pid}, {entity})) FROM {q}"
 		" WHERE {group} {=} $1 AND {status} {=} 'in-progress'",
 		N_GROUP_LOAD_PARAMS, {TEXTOID},
 		SPI_OK_SELECT, N_GROUP_LOAD, "the group's load"

@@ -69,8 +69,6 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 {
 	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel)
 		return;
-	if (isCommit ? wake_at_commit : (wake_at_commit || wake_at_abort))
-		dlsm_shmem_wake_all();
 	if (isCommit && wake_worker)
 		dlsm_shmem_wake_worker(MyDatabaseId);
 	if (isCommit && wake_launcher)
@@ -93,6 +91,9 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 			dlsm_shmem_floor_entities(q->relid, q->entities, q->nentities);
 		}
 	}
+	/* after the floors learnt of the changes: a woken claim sees them */
+	if (isCommit ? wake_at_commit : (wake_at_commit || wake_at_abort))
+		dlsm_shmem_wake_all();
 	changes = NIL;				/* lived in TopTransactionContext */
 	wake_at_commit = false;
 	wake_at_abort = false;

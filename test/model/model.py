@@ -318,7 +318,7 @@ class Model:
         transaction holds (s's own included: a claim of s written
         already counts twice, see README "Groups and limits")."""
         v = self.view(s) if written else self.visible(s)
-        pids = {r.pid for r in v.values()
+        pids = {(r.pid, r.entity) for r in v.values()
                 if r.status == 'in-progress' and GROUP_OF[r.entity] == g}
         return len(pids) + sum(t.slots.get(g, 0) for t in self.tx if t is not None)
 
