@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/pool_ab.sh: the worker pool (issue 25), side by side in one run on
 # one throwaway cluster: 30 databases, each with a handler queue, served
-# by one worker per database (dlsm.max_workers = 32) and by three workers
+# by one worker per database (dlsm.max_workers = 40) and by three workers
 # that take turns (dlsm.max_workers = 3).  Each side: 1,000 requests
 # enqueued at once in every database (30,000 in all); prints the time
 # until all are handled and the handler throughput, and the longest time
@@ -17,10 +17,10 @@ PGBIN=${BENCH_PGBIN:-${PGBIN:-/usr/lib/postgresql/15/bin}}
 . test/lib/cluster.sh
 work=${BENCH_DIR:-/tmp/dlsm-pool-bench}
 trap cluster_stop EXIT
-cluster_start "$work" "${BENCH_PORT:-5486}" "max_worker_processes = 40" \
-	"max_connections = 100" "dlsm.reap_interval = 1" "dlsm.max_workers = 32" \
+cluster_start "$work" "${BENCH_PORT:-5486}" "max_worker_processes = 48" \
+	"max_connections = 100" "dlsm.reap_interval = 1" "dlsm.max_workers = 40" \
 	"log_min_messages = warning"
-cluster_psql -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION dblink" \
+cluster_psql -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION dblink" -c "CREATE EXTENSION dlsm" \
 	-c "CREATE DATABASE pooltpl" >/dev/null
 as_postgres env PGHOST="$PGHOST" PGPORT="$PGPORT" "$PGBIN/psql" -X -q \
 	-v ON_ERROR_STOP=1 -d pooltpl -c "CREATE EXTENSION dlsm" \
@@ -46,13 +46,13 @@ DECLARE
 	wait_max interval := '0';
 	w interval;
 BEGIN
-	PERFORM dblink_exec(format('dbname=pool%s', i),
+	PERFORM dblink_exec(format('dbname=pool%s host=$PGHOST port=$PGPORT', i),
 		format('TRUNCATE hq; INSERT INTO hq (entity, kind) SELECT ''e'' || g, ''job'' FROM generate_series(1, %s) g', $nreq))
 	  FROM generate_series(1, $ndb) i;
 	t0 := clock_timestamp();
 	LOOP
 		SELECT sum(n) INTO done_n FROM generate_series(1, $ndb) i,
-			LATERAL dblink(format('dbname=pool%s', i),
+			LATERAL dblink(format('dbname=pool%s host=$PGHOST port=$PGPORT', i),
 				'SELECT count(*) FROM hq WHERE status = ''complete''') AS t(n bigint);
 		SELECT max(last_pass_age) INTO w FROM dlsm_worker_status WHERE database LIKE 'pool%';
 		wait_max := greatest(wait_max, coalesce(w, '0'));
@@ -67,9 +67,9 @@ SQL
 
 declare -A secs waits
 for r in $(seq 1 "$rounds"); do
-	order="32 3"; [ $((r % 2)) = 0 ] && order="3 32"
+	order="40 3"; [ $((r % 2)) = 0 ] && order="3 40"
 	for w in $order; do
-		out=$(side "$w" 2>&1 | sed -n 's/.*NOTICE:  result //p')
+		out=$(side "$w" 2>&1 | sed -n "s/.*NOTICE:  result //p")
 		secs[$w]+="${out%% *} "; waits[$w]+="${out##* } "
 		echo "round $r: $w workers: ${out%% *} s, longest wait for a pass ${out##* } ms"
 	done
@@ -77,9 +77,9 @@ done
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 echo
 printf '%-24s %10s %12s %16s\n' workers seconds 'units/s' 'longest wait ms'
-for w in 32 3; do
+for w in 40 3; do
 	s=$(echo "${secs[$w]}" | median); m=$(echo "${waits[$w]}" | tr ' ' '\n' | grep . | sort -n | tail -1)
-	printf '%-24s %10.2f %12.0f %16.0f\n' "$([ "$w" = 32 ] && echo 'one per database' || echo '3, taking turns')" \
+	printf '%-24s %10.2f %12.0f %16.0f\n' "$([ "$w" = 40 ] && echo 'one per database' || echo '3, taking turns')" \
 		"$s" "$(awk -v s="$s" -v n=$((ndb * nreq)) 'BEGIN { print (s > 0 ? n / s : 0) }')" "$m"
 done
 echo "($ndb databases, $nreq requests each, a handler that does nothing; median of $rounds rounds; wait: the most seen)"
