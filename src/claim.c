@@ -881,12 +881,8 @@ admit_group_updates(DlsmQueue *queue, const char *entity,
 	SPI_freetuptable(SPI_tuptable);
 	if (group != NULL && !held &&
 		dlsm_limits_admit(queue, group, admission) != DLSM_ADMITTED)
-		ereport(ERROR,
-				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("entity \"%s\" of queue \"%s\" is busy",
-						entity, dlsm_rel_label(queue->relid)),
-				 errdetail("Group \"%s\" of the entity is at its limit.",
-						   group)));
+		report_busy(queue, entity,
+					psprintf("Group \"%s\" of the entity is at its limit.", group));
 }
 
 /*

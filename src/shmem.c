@@ -1443,12 +1443,12 @@ dlsm_shmem_floor_entities(Oid relid, const uint64 *entities, int n)
  */
 
 /*
- * The entry of (relid, group) in this database, or a free one to take for
- * it, or NULL when every entry it may use holds another group back.
- * rate_lock held exclusively.
+ * The entry of (relid, group) in this database; when there is none and
+ * take, a free one taken for it (NULL when every entry it may use holds
+ * another group back).  rate_lock held, exclusively to take.
  */
 static DlsmRate *
-find_rate(Oid relid, uint64 group, TimestampTz now)
+find_rate(Oid relid, uint64 group, TimestampTz now, bool take)
 {
 	DlsmRate   *free_entry = NULL;
 	uint64		start = (group ^ relid ^ ((uint64) MyDatabaseId << 32)) %
@@ -1464,13 +1464,12 @@ find_rate(Oid relid, uint64 group, TimestampTz now)
 		if (free_entry == NULL && r->next_at <= now)
 			free_entry = r;
 	}
-	if (free_entry != NULL)
-	{
-		free_entry->dboid = MyDatabaseId;
-		free_entry->relid = relid;
-		free_entry->group = group;
-		free_entry->next_at = 0;
-	}
+	if (free_entry == NULL || !take)
+		return NULL;
+	free_entry->dboid = MyDatabaseId;
+	free_entry->relid = relid;
+	free_entry->group = group;
+	free_entry->next_at = 0;
 	return free_entry;
 }
 
@@ -1493,7 +1492,7 @@ dlsm_shmem_rate_take(Oid relid, uint64 group, int64 spacing_us,
 	if (shared == NULL)
 		return false;
 	LWLockAcquire(shared->rate_lock, LW_EXCLUSIVE);
-	r = find_rate(relid, group, now);
+	r = find_rate(relid, group, now, true);
 	if (r != NULL && r->next_at <= now)
 	{
 		taken->before = r->next_at;
@@ -1514,7 +1513,7 @@ dlsm_shmem_rate_give_back(Oid relid, uint64 group, const DlsmRateTaken *taken)
 	if (shared == NULL)
 		return;
 	LWLockAcquire(shared->rate_lock, LW_EXCLUSIVE);
-	r = find_rate(relid, group, GetCurrentTimestamp());
+	r = find_rate(relid, group, GetCurrentTimestamp(), false);
 	if (r != NULL && r->next_at == taken->after)
 		r->next_at = taken->before;
 	LWLockRelease(shared->rate_lock);
@@ -1524,21 +1523,15 @@ dlsm_shmem_rate_give_back(Oid relid, uint64 group, const DlsmRateTaken *taken)
 TimestampTz
 dlsm_shmem_rate_next(Oid relid, uint64 group)
 {
+	DlsmRate   *r;
 	TimestampTz next_at = 0;
-	uint64		start = (group ^ relid ^ ((uint64) MyDatabaseId << 32)) %
-		DLSM_MAX_RATES;
 
 	if (shared == NULL)
 		return 0;
 	LWLockAcquire(shared->rate_lock, LW_SHARED);
-	for (int i = 0; i < DLSM_RATE_PROBES; i++)
-	{
-		DlsmRate   *r = &shared->rates[(start + i) % DLSM_MAX_RATES];
-
-		if (r->group == group && r->relid == relid &&
-			r->dboid == MyDatabaseId)
-			next_at = r->next_at;
-	}
+	r = find_rate(relid, group, GetCurrentTimestamp(), false);
+	if (r != NULL)
+		next_at = r->next_at;
 	LWLockRelease(shared->rate_lock);
 	return next_at;
 }

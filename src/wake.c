@@ -199,35 +199,6 @@ dlsm_wake_rows_ready_at_commit(Oid relid, int64 lowest)
 	MemoryContextSwitchTo(old);
 }
 
-/*
- * This transaction changed rows of entity in queue relid (a settle, a
- * reap, a claim written): when it commits, rows waiting for the entity may
- * be ready.
- */
-void
-dlsm_wake_entity_changed_at_commit(Oid relid, const char *entity)
-{
-	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
-	QueueChanges *q = queue_changes(relid);
-	uint64		key = dlsm_shmem_entity_key(entity);
-
-	for (int i = 0; i < q->nentities; i++)
-		if (q->entities[i] == key)
-		{
-			MemoryContextSwitchTo(old);
-			return;
-		}
-	if (q->nentities == q->maxentities)
-	{
-		q->maxentities = Max(8, q->maxentities * 2);
-		q->entities = q->entities == NULL ?
-			palloc(sizeof(uint64) * q->maxentities) :
-			repalloc(q->entities, sizeof(uint64) * q->maxentities);
-	}
-	q->entities[q->nentities++] = key;
-	MemoryContextSwitchTo(old);
-}
-
 /* Add key to the n keys of *keys (room for *max), unless it is there. */
 static void
 add_key(uint64 **keys, int *n, int *max, uint64 key)
@@ -242,6 +213,22 @@ add_key(uint64 **keys, int *n, int *max, uint64 key)
 			repalloc(*keys, sizeof(uint64) * *max);
 	}
 	(*keys)[(*n)++] = key;
+}
+
+/*
+ * This transaction changed rows of entity in queue relid (a settle, a
+ * reap, a claim written): when it commits, rows waiting for the entity may
+ * be ready.
+ */
+void
+dlsm_wake_entity_changed_at_commit(Oid relid, const char *entity)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	QueueChanges *q = queue_changes(relid);
+
+	add_key(&q->entities, &q->nentities, &q->maxentities,
+			dlsm_shmem_entity_key(entity));
+	MemoryContextSwitchTo(old);
 }
 
 /*
