@@ -83,6 +83,11 @@ sub worker_memory
 {
 	my $pid = $node->safe_psql('postgres',
 		q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'dlsm worker'});
+	# measured at rest, waiting on its latch between passes: inside a
+	# pass its transaction's memory is still there
+	$node->poll_query_until('postgres',
+		"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid")
+	  or die "the dlsm worker never came to rest";
 	my $offset = -s $node->logfile;
 	$node->safe_psql('postgres', "SELECT pg_log_backend_memory_contexts($pid)");
 	$node->wait_for_log(qr/\[$pid\].*Grand total: \d+ bytes/, $offset);
