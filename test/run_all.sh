@@ -64,6 +64,7 @@ total_pass=0
 total_fail=0
 summary=()
 ran=()
+failures=()	# what failed, repeated after the summary's counts
 
 want() {	# want SUITE: run it? (all when none named); starts its log
 	if [ ${#suites[@]} -gt 0 ] && ! printf '%s\n' "${suites[@]}" | grep -qx "$1"; then
@@ -116,7 +117,7 @@ pgr_counts() {
 	if ! grep -qE '^(test|not ok|ok) ' "$2"; then not_run "$1" "$2"; return; fi
 	for n in $3; do
 		line=$(grep -E "^(test|not ok|ok) +[0-9]* *-? *$n +" "$2" | head -1)
-		if echo "$line" | grep -qE '\.\.\. ok|^ok '; then p=$((p + 1)); else f=$((f + 1)); fi
+		if echo "$line" | grep -qE '\.\.\. ok|^ok '; then p=$((p + 1)); else f=$((f + 1)); failures+=("$1: $n"); fi
 	done
 	grep -E '^(test|not ok|ok) |tests (passed|failed)' "$2"
 	record "$1" "$p" "$f"
@@ -161,7 +162,14 @@ if want tap; then
 	grep -E '^t/|^test/t/|^Files=|^Result' "$log"
 	if ! grep -q '^Result: PASS' "$log"; then
 		grep -E '^not ok|^#' "$log" | head -60
-		for f in tmp_check/log/*; do [ -f "$f" ] && { echo "---- $f"; tail -40 "$f"; }; done
+		# the log of each failed file only, and its failures after the summary
+		for t in $(sed -n 's|^\(t/[0-9A-Za-z_]*\)\.pl .*(Wstat.*|\1|p' "$log"); do
+			f=tmp_check/log/regress_log_${t#t/}
+			failures+=("tap: $t.pl")
+			while IFS= read -r l; do failures+=("  $l"); done \
+				< <(grep -E '(^|\) )not ok|#   (Failed test|at |  got|expected)' "$f" 2>/dev/null | head -12)
+			[ -f "$f" ] && { echo "---- $f"; tail -60 "$f"; }
+		done
 	fi
 fi
 
@@ -173,6 +181,7 @@ tap_script() {
 	"$@" >"$out" 2>&1
 	rc=$?
 	grep -E '^(ok|not ok|[a-z]+:) ' "$out" | grep -vE '^ok ' | head -40
+	while IFS= read -r l; do failures+=("$suite: $l"); done < <(grep -E '^not ok ' "$out" | head -10)
 	p=$(grep -cE '^ok ' "$out")
 	f=$(grep -cE '^not ok ' "$out")
 	if [ "$p" = 0 ] && [ "$f" = 0 ]; then not_run "$suite" "$out"; tail -20 "$out"; return; fi
@@ -242,5 +251,6 @@ if [ -n "$copy" ]; then
 	fi
 fi
 printf '%s\n' "${summary[@]}"
+if [ ${#failures[@]} -gt 0 ]; then echo "== what failed"; printf '%s\n' "${failures[@]}"; fi
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" = 0 ]
