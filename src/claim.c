@@ -98,6 +98,7 @@ typedef struct Candidate
 	char	   *group;			/* its group, or NULL */
 	bool		due;			/* its run_at has come */
 	bool		blocked;		/* its entity blocks it (limited queues) */
+	bool		in_flight;		/* claimed by a transaction in flight */
 	DlsmAdmission admission;	/* what it took of its group's limits */
 } Candidate;
 
@@ -512,7 +513,11 @@ look_at(ClaimPass *pass, Candidate *c)
 		/* claimed or not, an entity is looked at once per pass */
 		seen->state = ENTITY_DONE;
 		if (!dlsm_lock_entity_try(pass->args->queue->relid, c->entity))
+		{
+			/* the walk passes over it if another claim of it is in flight */
+			c->in_flight = dlsm_shmem_floor_in_flight(&pass->floor.seen, c->id);
 			return;
+		}
 		if (admit(pass, c))
 			pass->singles[pass->nsingles++] = c;
 		else
@@ -582,6 +587,7 @@ scan(ClaimPass *pass, int64 line, int limit, Candidate *batch)
 		batch[i].group = dlsm_plan_text(i, A_SCAN_GROUP);
 		batch[i].blocked = pass->full &&
 			DatumGetBool(dlsm_plan_value(i, A_SCAN_BLOCKED, &isnull));
+		batch[i].in_flight = false;
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return n;
@@ -601,6 +607,7 @@ read_floor(ClaimPass *pass)
 	walk->seen.line = pass->args->after;
 	walk->seen.publish = false;
 	walk->seen.may_park = false;
+	walk->seen.nin_flight = 0;
 	if (!TransactionIdIsValid(GetTopTransactionIdIfAny()))
 		dlsm_shmem_floor_read(pass->args->queue->relid, pass->args->after,
 							  FLOOR_CHECK_MS, &walk->seen);
@@ -656,8 +663,9 @@ group_parks(ClaimPass *pass, Candidate *c)
 
 /*
  * The walk from the floor met candidate c, which the pass looked at: pass
- * over it if it waits for its entity's create (parking the entity), or
- * stop the walk before it.
+ * over it if another transaction's claim of it is in flight, or if it
+ * waits for its entity's create (parking the entity), or stop the walk
+ * before it.
  */
 static void
 walk_past(ClaimPass *pass, Candidate *c)
@@ -670,6 +678,12 @@ walk_past(ClaimPass *pass, Candidate *c)
 
 	if (!walk->open)
 		return;
+	if (c->in_flight)
+	{
+		/* its claim lowers the floor again if it rolls back (pending.c) */
+		walk->line = c->id;
+		return;
+	}
 	seen = c->due ? seen_entity(pass, c) : NULL;
 	key = dlsm_shmem_entity_key(c->entity);
 	if (walk->seen.may_park && seen != NULL && group_parks(pass, c))
@@ -726,7 +740,7 @@ claim_pass(ClaimPass *pass, MemoryContext pass_context)
 {
 	DlsmClaimArgs *args = pass->args;
 	int64		line;
-	bool		wide = args->units > SCAN_BATCH;
+	int			limit = args->units > SCAN_BATCH ? SCAN_WIDE : SCAN_BATCH;
 	HASHCTL		ctl;
 	MemoryContext oldcontext = MemoryContextSwitchTo(pass_context);
 
@@ -751,7 +765,6 @@ claim_pass(ClaimPass *pass, MemoryContext pass_context)
 	for (;;)
 	{
 		Candidate	batch[SCAN_WIDE];
-		int			limit = wide ? SCAN_WIDE : SCAN_BATCH;
 		int			before = pass->units;
 		int			n = scan(pass, line, limit, batch);
 		int			i;
@@ -770,7 +783,7 @@ claim_pass(ClaimPass *pass, MemoryContext pass_context)
 		if (pass->units >= args->units || (n < limit && i == n))
 			break;
 		if (pass->units == before)
-			wide = true;
+			limit = Min(limit * 2, SCAN_WIDE);
 	}
 	publish_floor(pass);
 	MemoryContextSwitchTo(oldcontext);

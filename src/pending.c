@@ -35,7 +35,13 @@
  * TRANSACTION is refused while a claim is pending: the callback that
  * would write it does not run for a prepared transaction.
  *
- * Calls plans.c, queue.c, wake.c and identity.c.
+ * The queue's floor (shmem.c) is told of each claimed row, so that the
+ * walks of other claims pass over it while this transaction is in flight,
+ * and told when the claim ends: a claim that rolls back (with its
+ * subtransaction, or its transaction) leaves its row ready again, below
+ * the floor those walks moved; the floor goes back below it.
+ *
+ * Calls plans.c, queue.c, wake.c, identity.c and shmem.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -60,6 +66,7 @@
 #include "identity.h"
 #include "names.h"
 #include "pending.h"
+#include "shmem.h"
 #include "wake.h"
 
 /* One claimed row of this transaction. */
@@ -72,6 +79,7 @@ typedef struct PendingClaim
 	int			sec_context;	/* ...in the security context of the claim */
 	SubTransactionId made;		/* the subtransaction that claimed */
 	SubTransactionId written;	/* the one that wrote it, or Invalid */
+	bool		in_floor;		/* the queue's floor knows it in flight */
 } PendingClaim;
 
 /* This transaction's claims, in TopTransactionContext; none outside one. */
@@ -144,6 +152,7 @@ dlsm_pending_add(Oid relid, const DlsmClaimed *row, bool given_process_id)
 	GetUserIdAndSecContext(&c->userid, &c->sec_context);
 	c->made = GetCurrentSubTransactionId();
 	c->written = InvalidSubTransactionId;
+	c->in_floor = dlsm_shmem_floor_claimed(relid, row->id);
 }
 
 /*
@@ -403,6 +412,16 @@ pending_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			/*
+			 * committed, the rows are in progress or settled; rolled back,
+			 * ready again (prepared: whichever comes, so taken as ready)
+			 */
+			for (int i = 0; i < nclaims; i++)
+				if (claims[i].in_floor)
+					dlsm_shmem_floor_unclaimed(claims[i].relid,
+											   claims[i].row.id,
+											   event != XACT_EVENT_COMMIT &&
+											   event != XACT_EVENT_PARALLEL_COMMIT);
 			claims = NULL;		/* lived in TopTransactionContext */
 			nclaims = 0;
 			maxclaims = 0;
@@ -439,7 +458,12 @@ pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		for (int i = 0; i < nclaims; i++)
 		{
 			if (claims[i].made == mySubid)
+			{
+				if (claims[i].in_floor)
+					dlsm_shmem_floor_unclaimed(claims[i].relid,
+											   claims[i].row.id, true);
 				continue;
+			}
 			if (claims[i].written == mySubid)
 				claims[i].written = InvalidSubTransactionId;
 			claims[keep++] = claims[i];

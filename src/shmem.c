@@ -125,6 +125,18 @@ typedef struct DlsmRate
 } DlsmRate;
 
 /*
+ * A lowering of a floor: at gen, below the row id below (PG_INT64_MIN:
+ * all).  A floor keeps its DLSM_FLOOR_RECENT latest.
+ */
+#define DLSM_FLOOR_RECENT 32
+
+typedef struct DlsmLowering
+{
+	uint64		gen;
+	int64		below;
+} DlsmLowering;
+
+/*
  * Where the ready rows of a queue begin.  Rules: every row with an id in
  * (base, line] was seen by a claim not new, or new but belonging to a
  * parked entity (from its lowest id up), whose rows wait for a change of
@@ -135,7 +147,11 @@ typedef struct DlsmRate
  * moves gen on; one that changes rows of an entity moves its bucket's
  * generation on and, if the entity is parked, unparks it, lowering line
  * below its lowest id and moving gen on.  A claim publishes what it saw
- * only if those generations did not move since it read them.  Changes
+ * only if no lowering since it read gen reached its line (the recent
+ * lowerings are kept: an insert above the line, the common case while
+ * producers run, does not stop the claims of the moment from moving the
+ * floor), and the generations of the buckets of the entities it parks did
+ * not move.  Changes
  * dlsm cannot see (a row set back to 'new' by hand) are found by a claim
  * that scans from its line in the sand again, at most every check_ms
  * (dlsm_shmem_floor_read).
@@ -147,6 +163,11 @@ typedef struct DlsmFloor
 	int64		base;			/* rows above base... */
 	int64		line;			/* ...up to line are not ready */
 	uint64		gen;			/* from floor_clock, when last lowered */
+	uint64		forgotten;		/* lowerings up to this gen are not kept */
+	int			next_recent;	/* where the next lowering is kept */
+	DlsmLowering recent[DLSM_FLOOR_RECENT]; /* the latest lowerings */
+	int			nin_flight;		/* rows claimed by transactions in flight */
+	int64		in_flight[DLSM_MAX_IN_FLIGHT];	/* in no order */
 	TimestampTz checked_at;		/* last scan from base */
 	int64		check_us;		/* how long the last one took */
 	int			nparked;
@@ -1224,11 +1245,17 @@ dlsm_shmem_floor_read(Oid relid, int64 after, int check_ms,
 	seen->check = true;
 	seen->nparked = 0;
 	seen->may_park = false;
+	seen->nin_flight = 0;
 	if (shared == NULL)
 		return;
 	LWLockAcquire(shared->floor_lock, LW_SHARED);
 	f = find_floor(relid);
 	seen->gen = f ? f->gen : shared->floor_clock;
+	if (f != NULL)
+	{
+		seen->nin_flight = f->nin_flight;
+		memcpy(seen->in_flight, f->in_flight, sizeof(int64) * f->nin_flight);
+	}
 	seen->base = after;
 	seen->publish = f == NULL || after <= f->line;
 	if (f != NULL)
@@ -1289,7 +1316,26 @@ add_floor(Oid relid)
 	f->dboid = MyDatabaseId;
 	f->relid = relid;
 	f->gen = shared->floor_clock;
+	f->forgotten = f->gen;		/* what came before is not known */
 	return f;
+}
+
+/*
+ * Did no lowering of floor f since gen (read by a claim before its scan)
+ * reach line?  Those above it made ready only rows the claim's walk did
+ * not pass over.  False when one of them is forgotten.
+ */
+static bool
+unlowered(DlsmFloor *f, uint64 gen, int64 line)
+{
+	if (f->gen == gen)
+		return true;
+	if (gen < f->forgotten)
+		return false;
+	for (int i = 0; i < DLSM_FLOOR_RECENT; i++)
+		if (f->recent[i].gen > gen && f->recent[i].below <= line)
+			return false;
+	return true;
 }
 
 /*
@@ -1347,7 +1393,7 @@ dlsm_shmem_floor_publish(Oid relid, const DlsmFloorSeen *seen, int64 line,
 	/* what the check cost counts, whether its finding is kept or not */
 	if (f != NULL && seen->check)
 		f->check_us = GetCurrentTimestamp() - seen->checked_at;
-	if (f != NULL && f->gen == seen->gen && park(f, seen, parked, n))
+	if (f != NULL && unlowered(f, seen->gen, line) && park(f, seen, parked, n))
 	{
 		if (seen->check)
 			f->checked_at = GetCurrentTimestamp();
@@ -1361,9 +1407,16 @@ dlsm_shmem_floor_publish(Oid relid, const DlsmFloorSeen *seen, int64 line,
 static void
 lower(DlsmFloor *f, int64 below)
 {
+	DlsmLowering *kept = &f->recent[f->next_recent];
+
 	f->line = Max(f->base, Min(f->line, below == PG_INT64_MIN ?
 							   PG_INT64_MIN : below - 1));
 	f->gen = ++shared->floor_clock;
+	/* the lowering it replaces is forgotten */
+	f->forgotten = Max(f->forgotten, kept->gen);
+	kept->gen = f->gen;
+	kept->below = below;
+	f->next_recent = (f->next_recent + 1) % DLSM_FLOOR_RECENT;
 }
 
 /*
@@ -1433,6 +1486,72 @@ dlsm_shmem_floor_entities(Oid relid, const uint64 *entities, int n)
 			lower(f, f->parked[k].lowest);
 			f->parked[k--] = f->parked[--f->nparked];
 		}
+	}
+	LWLockRelease(shared->floor_lock);
+}
+
+/*
+ * Was row id claimed by a transaction in flight when the floor was read
+ * (seen)?  Then a walk may pass over it: if that transaction rolls back,
+ * it lowers the floor below the row again (dlsm_shmem_floor_unclaimed).
+ */
+bool
+dlsm_shmem_floor_in_flight(const DlsmFloorSeen *seen, int64 id)
+{
+	for (int i = 0; i < seen->nin_flight; i++)
+		if (seen->in_flight[i] == id)
+			return true;
+	return false;
+}
+
+/*
+ * This transaction claimed row id of relid: let the floor know it, so that
+ * the walks of other claims pass over it while it is in flight.  False
+ * when the floor does not take it (no floor, or full): walks then stop at
+ * the row, as at any they cannot claim.
+ */
+bool
+dlsm_shmem_floor_claimed(Oid relid, int64 id)
+{
+	DlsmFloor  *f;
+	bool		taken = false;
+
+	if (shared == NULL)
+		return false;
+	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+	f = find_floor(relid);
+	if (f != NULL && f->nin_flight < DLSM_MAX_IN_FLIGHT)
+	{
+		f->in_flight[f->nin_flight++] = id;
+		taken = true;
+	}
+	LWLockRelease(shared->floor_lock);
+	return taken;
+}
+
+/*
+ * The claim of row id of relid that the floor knows (dlsm_shmem_floor_claimed)
+ * ended; ready: without changing the row (a rollback), which is ready
+ * again, so the floor goes below it.  Call before the claim's locks are
+ * released.
+ */
+void
+dlsm_shmem_floor_unclaimed(Oid relid, int64 id, bool ready)
+{
+	DlsmFloor  *f;
+
+	if (shared == NULL)
+		return;
+	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+	f = find_floor(relid);
+	for (int i = 0; f != NULL && i < f->nin_flight; i++)
+	{
+		if (f->in_flight[i] != id)
+			continue;
+		f->in_flight[i] = f->in_flight[--f->nin_flight];
+		if (ready)
+			lower(f, id);
+		break;
 	}
 	LWLockRelease(shared->floor_lock);
 }

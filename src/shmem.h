@@ -89,7 +89,14 @@ typedef enum DlsmStartDecision
  * in progress, or for a create still to come) may lie below the floor:
  * the floor passes over them, and keeps the entities so passed over, at
  * most DLSM_MAX_PARKED of them (claim.c moves the floor, wake.c lowers it).
+ * Rows claimed by transactions still in flight lie below it too: the floor
+ * knows them (at most DLSM_MAX_IN_FLIGHT), and their claim lowers it again
+ * if it rolls back (pending.c), so that a claim does not walk over the
+ * claims of every other consumer of the moment.
  */
+
+/* The most rows claimed by transactions in flight a floor knows. */
+#define DLSM_MAX_IN_FLIGHT 256
 
 /* The most entities whose waiting rows a queue's floor passes over. */
 #define DLSM_MAX_PARKED 8
@@ -113,6 +120,8 @@ typedef struct DlsmFloorSeen
 	bool		may_park;		/* may pass over waiting entities' rows */
 	int			nparked;		/* the entities the floor passes over */
 	DlsmParked	parked[DLSM_MAX_PARKED];
+	int			nin_flight;		/* rows claimed by transactions in flight */
+	int64		in_flight[DLSM_MAX_IN_FLIGHT];
 	/* private to shmem.c */
 	int64		base;
 	uint64		gen;
@@ -195,6 +204,9 @@ extern void dlsm_shmem_floor_lower(Oid relid, int64 below);
 extern void dlsm_shmem_floor_reset(Oid relid);
 extern void dlsm_shmem_floor_entities(Oid relid, const uint64 *entities,
 									  int n);
+extern bool dlsm_shmem_floor_in_flight(const DlsmFloorSeen *seen, int64 id);
+extern bool dlsm_shmem_floor_claimed(Oid relid, int64 id);
+extern void dlsm_shmem_floor_unclaimed(Oid relid, int64 id, bool ready);
 
 /* client backends that LISTEN */
 /* What a claim took of its group's rate limit, to give it back. */
