@@ -1,23 +1,29 @@
 #!/usr/bin/env bash
 # test/package/run.sh: the Debian package, built and used as a user would.
 #
-# Builds postgresql-15-dlsm_<version>-1_amd64.deb with debian/build.sh
+# Builds postgresql-15-dlsm_<version>-1_amd64.deb and the router's
+# postgresql-15-dlsm-proxy_<version>-1_all.deb with debian/build.sh
 # (apt-get update, the build dependencies, dpkg-buildpackage, whose own
 # check runs the regression and isolation suites against the built files),
-# checks its contents and runs lintian on it (no error allowed; warnings
-# are printed).  Then it swaps the machine's dlsm for the package: `make
-# uninstall` (no dlsm file left in PostgreSQL's directories), `dpkg -i`,
-# and runs the regression and isolation suites against the installed files
-# (debian/tests/installcheck: pg_buildext installcheck in a throwaway
-# cluster with dlsm preloaded, as postgres), checking with dpkg --verify
-# that the files under test were the package's from before to after.  On
-# exit, failure included, the package is removed and dlsm installed again
-# from source (`make install` of a tree built beforehand): the machine is
-# left as it was found, with dlsm installed, and the window without dlsm
-# lasts only the two swaps.
+# checks their contents and dependencies and runs lintian on them (no
+# error allowed; no warning about the router's package; dlsm's warnings
+# are printed).  Then it swaps the machine's dlsm and dlsm_proxy for the
+# packages: `make uninstall` (no dlsm or dlsm_proxy file left in
+# PostgreSQL's directories), `dpkg -i`, and runs the regression and
+# isolation suites against the installed files (debian/tests/installcheck:
+# pg_buildext installcheck in a throwaway cluster with dlsm preloaded, as
+# postgres), checking with dpkg --verify that the files under test were the
+# package's from before to after; then CREATE EXTENSION plproxy, dblink and
+# dlsm_proxy in a throwaway cluster without dlsm (a router), and `dpkg -r`
+# of the router's package (its files gone, dlsm's left).  On exit, failure
+# included, the packages are removed and dlsm (and dlsm_proxy, if it was
+# there) installed again from source (`make install` of a tree built
+# beforehand): the machine is left as it was found, and the window without
+# dlsm lasts only the two swaps.
 #
 # Prints TAP lines and "N passed, N failed".  Run as root on Debian.
-# PACKAGE_OUT: where the .deb is left (default: a temporary directory).
+# PACKAGE_OUT: where the .debs are left (default: a temporary directory).
+# PACKAGE_PORT: the router cluster's port (default 5494).
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -26,6 +32,8 @@ TOP=$(cd "$HERE/../.." && pwd)
 . "$TOP/test/lib/cluster.sh"
 
 PKG=postgresql-15-dlsm
+PROXY_PKG=postgresql-15-dlsm-proxy
+PORT=${PACKAGE_PORT:-5494}
 PG_CONFIG=$PGBIN/pg_config
 LIBDIR=$($PG_CONFIG --pkglibdir)
 SHAREDIR=$($PG_CONFIG --sharedir)
@@ -59,22 +67,46 @@ dlsm_files() {	# the dlsm files in PostgreSQL's directories, one a line
 		"$SHAREDIR"/extension/dlsm.control "$SHAREDIR"/extension/dlsm--*.sql 2>/dev/null
 }
 
-restore() {	# leave dlsm installed from source, the package removed
+proxy_files() {	# the dlsm_proxy files in PostgreSQL's directories, one a line
+	ls -d "$SHAREDIR"/extension/dlsm_proxy.control "$SHAREDIR"/extension/dlsm_proxy--*.sql \
+		2>/dev/null
+}
+# dlsm_proxy installed from source before the run (test/setup.sh does it):
+# the restore installs it again
+had_proxy=$(proxy_files)
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
+
+restore() {	# leave dlsm (and dlsm_proxy) installed from source, the packages removed
 	[ -n "$swapped" ] || return 0
 	swapped=
-	if dpkg-query -W -f='${Status}' "$PKG" 2>/dev/null | grep -q 'ok installed'; then
-		dpkg -r "$PKG" >"$work/remove.log" 2>&1 || cat "$work/remove.log"
-	fi
+	for p in "$PROXY_PKG" "$PKG"; do
+		if installed "$p"; then
+			dpkg -r "$p" >>"$work/remove.log" 2>&1 || cat "$work/remove.log"
+		fi
+	done
 	make -s -C "$src" PG_CONFIG="$PG_CONFIG" install >"$work/restore.log" 2>&1 ||
 		cat "$work/restore.log"
+	if [ -n "$had_proxy" ]; then
+		make -s -C "$src/proxy" PG_CONFIG="$PG_CONFIG" install >>"$work/restore.log" 2>&1 ||
+			cat "$work/restore.log"
+	fi
 }
 
 finish() {
+	cluster_stop
 	restore
 	if [ -f "$LIBDIR/dlsm.so" ] && [ -f "$SHAREDIR/extension/dlsm.control" ]; then
 		tap ok "dlsm is installed again at the end (from source)"
 	else
 		tap notok "dlsm is installed again at the end (from source)"
+	fi
+	if [ -n "$had_proxy" ]; then
+		if [ "$(proxy_files)" = "$had_proxy" ]; then
+			tap ok "dlsm_proxy is installed again at the end (from source)"
+		else
+			tap notok "dlsm_proxy is installed again at the end (from source): $(proxy_files)"
+		fi
 	fi
 	echo "1..$n"
 	echo "$passed passed, $failed failed"
@@ -117,6 +149,27 @@ for f in "$TOP"/sql/dlsm--*.sql; do
 done
 depends=$(dpkg-deb -f "$deb" Depends)
 check "it depends on postgresql-15 ($depends)" grep -q 'postgresql-15' <<<"$depends"
+check "it holds no dlsm_proxy file" bash -c "! grep -q dlsm_proxy <<<'$contents'"
+
+# --- the router's package: dlsm_proxy, on PL/Proxy ---
+proxydeb=$out/${PROXY_PKG}_$control-1_all.deb
+check "debian/build.sh builds the router's package too: ${PROXY_PKG}_$control-1_all.deb" \
+	test -f "$proxydeb"
+pcontents=$(dpkg-deb -c "$proxydeb" 2>/dev/null | awk '{ print $6 }' | sed 's|^\./|/|')
+for f in "$SHAREDIR/extension/dlsm_proxy.control" "$TOP"/proxy/dlsm_proxy--*.sql \
+	/usr/share/doc/$PROXY_PKG/README.md.gz /usr/share/doc/$PROXY_PKG/copyright \
+	/usr/share/doc/$PROXY_PKG/changelog.Debian.gz; do
+	case $f in "$TOP"/*) f=$SHAREDIR/extension/$(basename "$f") ;; esac
+	check "the router's package holds $f" grep -qx "$f" <<<"$pcontents"
+done
+check "the router's package holds no dlsm file (dlsm.so, dlsm.control, dlsm--*.sql)" \
+	bash -c "! grep -qE '/dlsm(\.so|\.control|--)' <<<'$pcontents'"
+pdepends=$(dpkg-deb -f "$proxydeb" Depends 2>/dev/null)
+check "the router's package depends on postgresql-15 and postgresql-15-plproxy ($pdepends)" \
+	bash -c "grep -qE '(^|, )postgresql-15( |,|\$)' <<<'$pdepends' &&
+		grep -qE '(^|, )postgresql-15-plproxy( |,|\$)' <<<'$pdepends'"
+check "the router's package does not depend on dlsm (a router has no dlsm)" \
+	bash -c "! grep -q 'postgresql-15-dlsm' <<<'$pdepends'"
 
 # --- lintian ---
 export DEBIAN_FRONTEND=noninteractive
@@ -127,6 +180,11 @@ lintian "$out"/dlsm_"$control"-1_amd64.changes >"$work/lintian.log" 2>&1
 sed 's/^/# lintian: /' "$work/lintian.log"
 check "lintian reports no error ($(grep -c '^E: ' "$work/lintian.log") errors, $(grep -c '^W: ' "$work/lintian.log") warnings)" \
 	bash -c "! grep -q '^E: ' '$work/lintian.log'"
+check "lintian checked both packages (the .changes lists $PROXY_PKG)" \
+	grep -q " ${PROXY_PKG}_$control-1_all.deb\$" \
+	"$out"/dlsm_"$control"-1_amd64.changes
+check "lintian reports no error and no warning about $PROXY_PKG" \
+	bash -c "! grep -qE '^[EW]: ${PROXY_PKG}[: ]' '$work/lintian.log'"
 
 # --- a built source tree for the restore (and the suites) ---
 (cd "$TOP" && tree_copy "$src")
@@ -141,6 +199,9 @@ start=$SECONDS
 make -s -C "$src" PG_CONFIG="$PG_CONFIG" uninstall >"$work/uninstall.log" 2>&1
 left=$(dlsm_files)
 check "make uninstall leaves no dlsm file in PostgreSQL's directories${left:+: $left}" test -z "$left"
+make -s -C "$src/proxy" PG_CONFIG="$PG_CONFIG" uninstall >>"$work/uninstall.log" 2>&1
+left=$(proxy_files)
+check "make -C proxy uninstall leaves no dlsm_proxy file${left:+: $left}" test -z "$left"
 if dpkg -i "$deb" >"$work/dpkg.log" 2>&1; then
 	tap ok "dpkg -i $(basename "$deb") ($((SECONDS - start)) s without dlsm before it)"
 else
@@ -172,3 +233,49 @@ if [ "$rc" != 0 ]; then
 fi
 verify=$(dpkg --verify "$PKG" 2>&1)
 check "dpkg --verify after the suites: still the package's files${verify:+: $verify}" test -z "$verify"
+
+# --- the router's package: installed, a router made with it, removed ---
+if dpkg -i "$proxydeb" >"$work/dpkg-proxy.log" 2>&1; then
+	tap ok "dpkg -i $(basename "$proxydeb")"
+else
+	tap notok "dpkg -i $(basename "$proxydeb")"; cat "$work/dpkg-proxy.log"
+fi
+check "dpkg -S: $SHAREDIR/extension/dlsm_proxy.control is the router package's" \
+	bash -c "dpkg -S '$SHAREDIR/extension/dlsm_proxy.control' | grep -q '^$PROXY_PKG:'"
+verify=$(dpkg --verify "$PROXY_PKG" 2>&1)
+check "dpkg --verify: the installed dlsm_proxy files are the package's${verify:+: $verify}" \
+	test -z "$verify"
+
+# a router: no dlsm preloaded nor created, only PL/Proxy, dblink and dlsm_proxy
+if ! cluster_start "$work/router" "$PORT" "shared_preload_libraries = ''" \
+	>"$work/cluster.log" 2>&1; then
+	tap notok "a cluster without dlsm (a router) starts"; cat "$work/cluster.log"; exit 1
+fi
+router=$(cluster_psql -Atc "CREATE EXTENSION plproxy" -c "CREATE EXTENSION dblink" \
+	-c "CREATE EXTENSION dlsm_proxy" \
+	-c "SELECT string_agg(extname || ' ' || extversion, ', ' ORDER BY extname) FROM pg_extension" \
+	2>&1)
+check "CREATE EXTENSION plproxy, dblink, dlsm_proxy in a router ($router)" \
+	test "$router" = "dblink 1.2, dlsm_proxy 1.0, plpgsql 1.0, plproxy 2.10.0"
+fn=$(cluster_psql -Atc "SELECT e.extname FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+	WHERE d.classid = 'pg_proc'::regclass AND d.objid = 'dlsm_proxy_node_of(text)'::regprocedure
+	AND d.deptype = 'e'" 2>&1)
+check "dlsm_proxy_node_of(text) exists and is dlsm_proxy's ($fn)" test "$fn" = dlsm_proxy
+fn=$(cluster_psql -Atc "SELECT e.extname FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+	WHERE d.classid = 'pg_proc'::regclass
+	AND d.objid = 'dlsm_enqueue(text,text,text,jsonb,timestamptz)'::regprocedure
+	AND d.deptype = 'e'" 2>&1)
+check "the router's dlsm_enqueue(text, text, text, jsonb, timestamptz) is dlsm_proxy's ($fn)" \
+	test "$fn" = dlsm_proxy
+cluster_stop
+
+if dpkg -r "$PROXY_PKG" >"$work/remove-proxy.log" 2>&1; then
+	tap ok "dpkg -r $PROXY_PKG"
+else
+	tap notok "dpkg -r $PROXY_PKG"; cat "$work/remove-proxy.log"
+fi
+left=$(proxy_files)
+check "removing $PROXY_PKG removes its files${left:+: $left}" test -z "$left"
+check "removing $PROXY_PKG leaves dlsm's package and files" \
+	bash -c "dpkg-query -W -f='\${Status}' '$PKG' | grep -q 'ok installed' && dpkg --verify '$PKG' &&
+		test -f '$LIBDIR/dlsm.so'"
