@@ -269,13 +269,17 @@ check "the router's dlsm_enqueue(text, text, text, jsonb, timestamptz) is dlsm_p
 	test "$fn" = dlsm_proxy
 cluster_stop
 
-if dpkg -r "$PROXY_PKG" >"$work/remove-proxy.log" 2>&1; then
-	tap ok "dpkg -r $PROXY_PKG"
-else
-	tap notok "dpkg -r $PROXY_PKG"; cat "$work/remove-proxy.log"
-fi
+before=$(proxy_files)
+was=$(installed "$PROXY_PKG" && echo installed)
+dpkg -r "$PROXY_PKG" >"$work/remove-proxy.log" 2>&1
+rc=$?
+is=$(installed "$PROXY_PKG" && echo installed)
+check "dpkg -r $PROXY_PKG: exit $rc, it was ${was:-not installed} before, ${is:-not installed} after" \
+	test "$rc" = 0 -a "$was" = installed -a -z "$is"
+[ "$rc" = 0 ] || cat "$work/remove-proxy.log"
 left=$(proxy_files)
-check "removing $PROXY_PKG removes its files${left:+: $left}" test -z "$left"
+check "removing $PROXY_PKG removes its files ($(wc -w <<<"$before") before, $(wc -w <<<"$left") after${left:+: $left})" \
+	test -n "$before" -a -z "$left"
 check "removing $PROXY_PKG leaves dlsm's package and files" \
 	bash -c "dpkg-query -W -f='\${Status}' '$PKG' | grep -q 'ok installed' && dpkg --verify '$PKG' &&
 		test -f '$LIBDIR/dlsm.so'"
