@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# debian/build.sh [OUTDIR]: build the Debian package of dlsm, as root on
-# Debian: postgresql-<major>-dlsm_<version>-1_<arch>.deb for each major of
-# debian/pgversions that the machine supports (on bookworm: 15).
+# debian/build.sh [OUTDIR]: build the Debian packages of dlsm, as root on
+# Debian: postgresql-<major>-dlsm_<version>-1_<arch>.deb (dlsm, for the
+# shards) and postgresql-<major>-dlsm-proxy_<version>-1_all.deb (the router's
+# dlsm_proxy, on PL/Proxy) for each major of debian/pgversions that the
+# machine supports (on bookworm: 15).
 #
 # Installs the build dependencies that debian/control names (apt-get update,
 # then apt-get build-dep), builds in a copy of the tree with
 # dpkg-buildpackage (pg_buildext: make, make install into debian/, then the
 # regression and isolation suites against those files in a throwaway
-# cluster; DEB_BUILD_OPTIONS=nocheck skips them) and leaves the .deb, the
+# cluster; DEB_BUILD_OPTIONS=nocheck skips them) and leaves the .debs, the
 # .buildinfo and the .changes in OUTDIR (default: dist/ in the tree).
 # The tree itself is not written to, but for OUTDIR.
 set -euo pipefail
@@ -42,6 +44,7 @@ tar -cf - --exclude=.git --exclude=./dist --exclude=./bench/peers/node_modules \
 	--exclude=output_iso --exclude=regression.diffs --exclude=regression.out \
 	--exclude='*.o' --exclude='*.so' --exclude='*.bc' --exclude='*.zip' \
 	--exclude=./debian/.debhelper --exclude='./debian/postgresql-*-dlsm' \
+	--exclude='./debian/postgresql-*-dlsm-proxy' \
 	--exclude=./debian/files --exclude='./debian/*.substvars' \
 	--exclude='./debian/*.log' . | tar -C "$src" -xf -
 
