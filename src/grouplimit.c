@@ -514,6 +514,8 @@ dlsm_limits_settled(DlsmQueue *queue, const pg_uuid_t *process_id)
 			memcmp(&held->process_id, process_id, UUID_LEN) == 0)
 		{
 			dlsm_lock_slot_release(held->relid, held->group, held->slot);
+			/* claims passing over the group look again now */
+			dlsm_wake_group_freed_now(held->relid, held->group);
 			held_slots = foreach_delete_current(held_slots, lc);
 		}
 	}

@@ -1226,6 +1226,28 @@ find_floor(Oid relid)
 	return NULL;
 }
 
+/* A new floor for relid, in a free slot or the next one in turn. */
+static DlsmFloor *
+add_floor(Oid relid)
+{
+	DlsmFloor  *f = NULL;
+
+	for (int i = 0; i < DLSM_MAX_FLOORS && f == NULL; i++)
+		if (shared->floors[i].relid == InvalidOid)
+			f = &shared->floors[i];
+	if (f == NULL)
+	{
+		f = &shared->floors[shared->floor_victim];
+		shared->floor_victim = (shared->floor_victim + 1) % DLSM_MAX_FLOORS;
+	}
+	memset(f, 0, sizeof(DlsmFloor));
+	f->dboid = MyDatabaseId;
+	f->relid = relid;
+	f->gen = shared->floor_clock;
+	f->forgotten = f->gen;		/* what came before is not known */
+	return f;
+}
+
 /*
  * Before a claim's first scan of relid with line in the sand after: where
  * to start (seen->line, above after) and whether the claim may publish
@@ -1250,26 +1272,34 @@ dlsm_shmem_floor_read(Oid relid, int64 after, int check_ms,
 		return;
 	LWLockAcquire(shared->floor_lock, LW_SHARED);
 	f = find_floor(relid);
-	seen->gen = f ? f->gen : shared->floor_clock;
-	if (f != NULL)
+	if (f == NULL)
 	{
-		seen->nin_flight = f->nin_flight;
-		memcpy(seen->in_flight, f->in_flight, sizeof(int64) * f->nin_flight);
+		/*
+		 * The queue's first claim (since the floor was last taken for
+		 * another queue) makes its floor, knowing nothing yet: from now on
+		 * it keeps the lowerings, without which a claim could move it only
+		 * in a moment without any commit of an insert
+		 */
+		LWLockRelease(shared->floor_lock);
+		LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+		f = find_floor(relid);
+		if (f == NULL)
+			f = add_floor(relid);
 	}
+	seen->gen = f->gen;
+	seen->nin_flight = f->nin_flight;
+	memcpy(seen->in_flight, f->in_flight, sizeof(int64) * f->nin_flight);
 	seen->base = after;
-	seen->publish = f == NULL || after <= f->line;
-	if (f != NULL)
+	seen->publish = after <= f->line;
+	seen->may_park = true;
+	memcpy(seen->bucket_gen, f->bucket_gen, sizeof(f->bucket_gen));
+	if (f->base <= after && after <= f->line)
 	{
-		seen->may_park = true;
-		memcpy(seen->bucket_gen, f->bucket_gen, sizeof(f->bucket_gen));
-		if (f->base <= after && after <= f->line)
-		{
-			seen->base = f->base;
-			seen->line = f->line;
-			seen->check = false;
-			seen->nparked = f->nparked;
-			memcpy(seen->parked, f->parked, sizeof(DlsmParked) * f->nparked);
-		}
+		seen->base = f->base;
+		seen->line = f->line;
+		seen->check = false;
+		seen->nparked = f->nparked;
+		memcpy(seen->parked, f->parked, sizeof(DlsmParked) * f->nparked);
 	}
 	now = GetCurrentTimestamp();
 	seen->checked_at = now;
@@ -1277,8 +1307,7 @@ dlsm_shmem_floor_read(Oid relid, int64 after, int check_ms,
 	 * A check that took long (a backlog of rows held back) comes at most
 	 * every ten times as long: the checks take a tenth of the claims' time
 	 */
-	if (f != NULL)
-		check_ms = (int) Max(check_ms, Min(f->check_us / 100, INT_MAX));
+	check_ms = (int) Max(check_ms, Min(f->check_us / 100, INT_MAX));
 	if (!seen->check && TimestampDifferenceExceeds(f->checked_at, now,
 												   check_ms))
 	{
@@ -1296,28 +1325,6 @@ dlsm_shmem_floor_read(Oid relid, int64 after, int check_ms,
 		}
 	}
 	LWLockRelease(shared->floor_lock);
-}
-
-/* A new floor for relid, in a free slot or the next one in turn. */
-static DlsmFloor *
-add_floor(Oid relid)
-{
-	DlsmFloor  *f = NULL;
-
-	for (int i = 0; i < DLSM_MAX_FLOORS && f == NULL; i++)
-		if (shared->floors[i].relid == InvalidOid)
-			f = &shared->floors[i];
-	if (f == NULL)
-	{
-		f = &shared->floors[shared->floor_victim];
-		shared->floor_victim = (shared->floor_victim + 1) % DLSM_MAX_FLOORS;
-	}
-	memset(f, 0, sizeof(DlsmFloor));
-	f->dboid = MyDatabaseId;
-	f->relid = relid;
-	f->gen = shared->floor_clock;
-	f->forgotten = f->gen;		/* what came before is not known */
-	return f;
 }
 
 /*

@@ -535,12 +535,24 @@ dlsm_state_enqueue(DlsmQueue *queue, DlsmRequest *request, bool *deduplicated)
 	nulls[P_ENQUEUE_GROUP] = request->has_group_key ? ' ' : 'n';
 	if (strcmp(TextDatumGetCString(request->kind), "create") == 0)
 		creates_index = dlsm_queue_creates_index(queue);
-	if (creates_index != NULL)
-		insert_create(queue, query, creates_index, values, nulls);
-	else
-		dlsm_plan_run(&queue->plans, query, values, nulls, 0);
+	/* its wake trigger leaves the floor to this call, which knows the id */
+	dlsm_wake_enqueue_inserting(queue->relid, true);
+	PG_TRY();
+	{
+		if (creates_index != NULL)
+			insert_create(queue, query, creates_index, values, nulls);
+		else
+			dlsm_plan_run(&queue->plans, query, values, nulls, 0);
+	}
+	PG_FINALLY();
+	{
+		dlsm_wake_enqueue_inserting(queue->relid, false);
+	}
+	PG_END_TRY();
 	id = DatumGetInt64(dlsm_plan_value(0, A_ENQUEUE_ID, &isnull));
 	SPI_freetuptable(SPI_tuptable);
+	/* rows from id up may be ready: not every row of the queue */
+	dlsm_wake_rows_ready_at_commit(queue->relid, id);
 	return id;
 }
 
@@ -552,7 +564,9 @@ dlsm_state_enqueue(DlsmQueue *queue, DlsmRequest *request, bool *deduplicated)
 void
 dlsm_state_enqueued(DlsmQueue *queue)
 {
-	dlsm_wake_rows_ready_at_commit(queue->relid, PG_INT64_MIN);
+	/* rows a statement inserted, with ids unknown here, but dlsm_enqueue's */
+	if (!dlsm_wake_is_enqueue_insert(queue->relid))
+		dlsm_wake_rows_ready_at_commit(queue->relid, PG_INT64_MIN);
 	dlsm_wake_channel_at_commit(queue->channel);
 	dlsm_wake_claimers_at_commit();
 	if (queue->handler != NULL)

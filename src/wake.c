@@ -33,6 +33,7 @@
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
+#include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
@@ -62,6 +63,14 @@ static bool wake_worker = false;	/* enqueued into a queue with a handler */
 static bool wake_launcher = false;	/* the extension was created */
 static List *channels = NIL;		/* to notify, in TopTransactionContext */
 static List *changes = NIL;		/* of QueueChanges, in TopTransactionContext */
+
+/*
+ * The insert dlsm_enqueue runs into this queue, while it runs, and the
+ * trigger depth of its statement's own wake trigger: that trigger leaves
+ * the floor to the enqueue, which knows the row's id.
+ */
+static Oid	enqueue_relid = InvalidOid;
+static int	enqueue_depth = 0;
 
 static void
 release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
@@ -95,6 +104,7 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 	if (isCommit ? wake_at_commit : (wake_at_commit || wake_at_abort))
 		dlsm_shmem_wake_all();
 	changes = NIL;				/* lived in TopTransactionContext */
+	enqueue_relid = InvalidOid;
 	wake_at_commit = false;
 	wake_at_abort = false;
 	wake_worker = false;
@@ -215,6 +225,38 @@ add_key(uint64 **keys, int *n, int *max, uint64 key)
 	(*keys)[(*n)++] = key;
 }
 
+/* The trigger depth now (pg_trigger_depth()). */
+static int
+trigger_depth(void)
+{
+	LOCAL_FCINFO(fcinfo, 0);
+
+	InitFunctionCallInfoData(*fcinfo, NULL, 0, InvalidOid, NULL, NULL);
+	return DatumGetInt32(pg_trigger_depth(fcinfo));
+}
+
+/*
+ * dlsm_enqueue is about to insert one row into queue relid (own: true),
+ * or has inserted it (false).
+ */
+void
+dlsm_wake_enqueue_inserting(Oid relid, bool own)
+{
+	enqueue_relid = own ? relid : InvalidOid;
+	enqueue_depth = own ? trigger_depth() + 1 : 0;
+}
+
+/*
+ * Is this wake trigger of queue relid the one of dlsm_enqueue's own
+ * insert (dlsm_wake_enqueue_inserting)?  Not one of a statement it
+ * caused (a trigger's insert into the same queue runs deeper).
+ */
+bool
+dlsm_wake_is_enqueue_insert(Oid relid)
+{
+	return relid == enqueue_relid && trigger_depth() == enqueue_depth;
+}
+
 /*
  * This transaction changed rows of entity in queue relid (a settle, a
  * reap, a claim written): when it commits, rows waiting for the entity may
@@ -246,6 +288,20 @@ dlsm_wake_group_freed_at_end(Oid relid, const char *group)
 			dlsm_shmem_group_key(group));
 	MemoryContextSwitchTo(old);
 	wake_at_abort = true;
+}
+
+/*
+ * This transaction gave back a slot of group in queue relid before its
+ * end (a unit it claimed, settled in it): claims passing over the group's
+ * rows look again now.
+ */
+void
+dlsm_wake_group_freed_now(Oid relid, const char *group)
+{
+	uint64		key = dlsm_shmem_group_key(group);
+
+	dlsm_shmem_floor_entities(relid, &key, 1);
+	dlsm_shmem_wake_all();
 }
 
 /*
