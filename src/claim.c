@@ -843,15 +843,46 @@ dlsm_claim_units(DlsmClaimArgs *args, DlsmClaimEmit emit, void *arg)
 	return units;
 }
 
-/* Raise 55P03: entity of queue is busy, for the reason given. */
+/* Why dlsm_group_updates finds an entity busy: one errdetail each. */
+typedef enum BusyReason
+{
+	BUSY_CLAIMING,				/* another transaction holds the entity lock */
+	BUSY_IN_PROGRESS,			/* requests in progress under another pid */
+	BUSY_CREATE_OPEN,			/* its create request is not complete */
+	BUSY_CREATE_MISSING,		/* its create request is not enqueued */
+	BUSY_GROUP_FULL				/* its group is at its limit */
+} BusyReason;
+
+/* The errdetail of report_busy, for why (and group, for BUSY_GROUP_FULL). */
+static int
+busy_detail(BusyReason why, const char *group)
+{
+	switch (why)
+	{
+		case BUSY_CLAIMING:
+			return errdetail("Another transaction is claiming requests of this entity.");
+		case BUSY_IN_PROGRESS:
+			return errdetail("Requests of this entity are in progress under another process id.");
+		case BUSY_CREATE_OPEN:
+			return errdetail("The create request of this entity is not complete.");
+		case BUSY_CREATE_MISSING:
+			return errdetail("The create request of this entity has not been enqueued.");
+		case BUSY_GROUP_FULL:
+			return errdetail("Group \"%s\" of the entity is at its limit.", group);
+	}
+	return 0;
+}
+
+/* Raise 55P03: entity of queue is busy, for the reason why. */
 static void
-report_busy(DlsmQueue *queue, const char *entity, const char *why)
+report_busy(DlsmQueue *queue, const char *entity, BusyReason why,
+			const char *group)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 			 errmsg("entity \"%s\" of queue \"%s\" is busy",
 					entity, dlsm_rel_label(queue->relid)),
-			 errdetail_internal("%s", why)));
+			 busy_detail(why, group)));
 }
 
 /* Has entity of queue a create request, in any state? */
@@ -894,8 +925,7 @@ admit_group_updates(DlsmQueue *queue, const char *entity,
 	SPI_freetuptable(SPI_tuptable);
 	if (group != NULL && !held &&
 		dlsm_limits_admit(queue, group, admission) != DLSM_ADMITTED)
-		report_busy(queue, entity,
-					psprintf("Group \"%s\" of the entity is at its limit.", group));
+		report_busy(queue, entity, BUSY_GROUP_FULL, group);
 }
 
 /*
@@ -912,22 +942,26 @@ dlsm_claim_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
 	Interval   *lease = palloc0(sizeof(Interval));
 	Datum		values[N_GROUP_PARAMS];
 	DlsmAdmission admission;
-	char	   *busy;
+	bool		isnull;
+	bool		held;
+	bool		create_open;
 
 	if (!dlsm_lock_entity_try(queue->relid, entity))
-		report_busy(queue, entity,
-					"Another transaction is claiming requests of this entity.");
+		report_busy(queue, entity, BUSY_CLAIMING, NULL);
 	/* this transaction's claims read as they will after its commit */
 	dlsm_pending_write(queue, NULL, 0);
 	values[P_GROUP_ENTITY] = CStringGetTextDatum(entity);
 	values[P_GROUP_PROCESS_ID] = UUIDPGetDatum(process_id);
 	dlsm_plan_run(&queue->plans, DLSM_Q_GROUP_BUSY, values, NULL, 1);
-	busy = dlsm_plan_text(0, A_GROUP_BUSY_WHY);
-	if (busy != NULL)
-		report_busy(queue, entity, busy);
+	held = DatumGetBool(dlsm_plan_value(0, A_GROUP_BUSY_HELD, &isnull));
+	create_open = DatumGetBool(dlsm_plan_value(0, A_GROUP_BUSY_CREATE_OPEN,
+											   &isnull));
+	if (held)
+		report_busy(queue, entity, BUSY_IN_PROGRESS, NULL);
+	if (create_open)
+		report_busy(queue, entity, BUSY_CREATE_OPEN, NULL);
 	if (queue->updates_wait_for_create && !create_arrived(queue, entity))
-		report_busy(queue, entity,
-					"The create request of this entity has not been enqueued.");
+		report_busy(queue, entity, BUSY_CREATE_MISSING, NULL);
 
 	admit_group_updates(queue, entity, process_id, &admission);
 	lease->time = lease_us;
