@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * claim.c
- *	  Claiming units of work: the "distributed lock state machine"
- *	  algorithm (FOR UPDATE SKIP LOCKED, a line in the sand, grouped
- *	  updates) in one call.
+ *	  Claiming units of work: the algorithm of the article "Implementing a
+ *	  Distributed Lock State Machine" (FOR UPDATE SKIP LOCKED, a line in
+ *	  the sand, grouped updates) in one call.
  *
  * A claim walks the ready rows in id order from the caller's line in the
  * sand, passing over, within the call, the entities it cannot take: one
@@ -27,13 +27,14 @@
  * and pending.c keeps them until a settle in the same transaction writes
  * the rows' outcome, or the commit writes them 'in-progress'.
  *
- * A walk starts at the queue's floor (shmem.c) rather than at its line in
- * the sand, when that is below: no row under the floor is ready, but the
- * rows of parked entities, which wait for their create in progress or to
- * come.  Each walk that began at the floor moves it to where it met the
- * first row it could not pass over: the first new row, unless that row's
- * entity waits for its create (the walk parks the entity and goes on).
- * Commits that make rows ready again lower it (wake.c).
+ * A walk starts at the queue's floor rather than at its line in the sand,
+ * when that is below: no row under the floor is ready, but those of parked
+ * entities and those claimed by transactions in flight (shmem.h defines
+ * the floor and parked entities).  Each walk that began at the floor moves
+ * it to where it met the first row it could not pass over: the first new
+ * row, unless that row's entity waits for its create (the walk parks the
+ * entity and goes on).  Commits that make rows ready again lower it
+ * (wake.c).
  *
  * A claim with a wait sleeps on the condition variable of shmem.c and is
  * woken, after their locks are released, by the end of any transaction

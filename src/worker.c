@@ -30,8 +30,8 @@
  * launcher.c), a worker visits: it makes the passes above once, runs the
  * handlers for at most half a dlsm.reap_interval (the other half is for
  * the process start and the passes; a slow pass makes the visit longer,
- * never the handlers' time shorter), and exits;
- * handler work left, or an enqueue meanwhile, brings the next visit first.
+ * never the handlers' time shorter), and exits; handler work left, or an
+ * enqueue meanwhile, brings the next visit first.
  *
  * Calls handler.c, state.c, queue.c, namedlock.c, notify.c, identity.c,
  * extension.c, bound.c and shmem.c.
@@ -157,8 +157,8 @@ record_error(const char *queue, const char *step, ErrorData *edata)
  * Run fn(arg) in a transaction of its own, with SPI and a snapshot, as
  * step activity on queue wq (or NULL), under dlsm.step_timeout; an
  * error is logged, with the step and the queue as its context, and
- * counted.  The error path is autovacuum's: interrupts
- * held until the transaction is aborted and the error forgotten.
+ * counted.  The error path is autovacuum's: interrupts are held until the
+ * transaction is aborted and the error forgotten.
  */
 static StepResult
 run_transaction(WorkFn fn, void *arg, WorkerQueue *wq, const char *activity)
