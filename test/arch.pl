@@ -12,7 +12,8 @@
 # included: a backtrace or a profile names them without their file);
 # every message is whole for its translator: no INT64_FORMAT in a message
 # (%lld with a (long long) cast), no format or %s argument chosen by a
-# ternary of string literals, no verb put in by %s, no errdetail_internal
+# ternary of string literals, no verb put in by %s (nor a step's or an
+# action's English name), no errdetail_internal
 # or errhint_internal with a %s whose text another piece of code wrote.
 use strict;
 use warnings;
@@ -97,7 +98,8 @@ for my $file (@files)
 		push @spliced, "$file:$line: $call with a ternary of string literals"
 		  if $args =~ /\?\s*"(?:[^"\\]|\\.)*"\s*:\s*"/;
 		push @spliced, "$file:$line: $call puts a verb in with %s"
-		  if $args =~ /\b(?:cannot|could not|will not|to) %s\b/;
+		  if $args =~ /\b(?:cannot|could not|will not|to) %s\b/
+		  || $args =~ /%s.*,\s*(?:\w+_)?(?:action|verb|step|activity)\s*[,)]/s;
 		push @spliced, "$file:$line: $call shows text made elsewhere"
 		  if $call =~ /^err(?:detail|hint)_internal$/ && $args =~ /^\(\s*"%s"/;
 	}
