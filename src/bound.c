@@ -139,8 +139,9 @@ dlsm_bound_begin(Oid relid, const char *queue, DlsmWorkerStep step)
  * Go on to the next part of the current step, step: bounded afresh by
  * dlsm.step_timeout (own_ms DLSM_BOUND_STEP), or by a cancel of its own
  * after own_ms (a handler's statement timeout); either way the worker ends
- * if the part goes on one dlsm.step_timeout past its cancel.  When the part that ends ran out of time, its cancel is raised
- * here, before the next part starts, even if code run in it caught it.
+ * if the part goes on one dlsm.step_timeout past its cancel.  When the
+ * part that ends ran out of time, its cancel is raised here, before the
+ * next part starts, even if code run in it caught it.
  */
 void
 dlsm_bound_enter(DlsmWorkerStep step, int own_ms)

@@ -37,7 +37,7 @@ typedef enum DlsmQueryId
 	DLSM_Q_SETTLE_ONE_FINAL,	/* settle one pending claim: complete, error */
 	DLSM_Q_SETTLE_CLAIMED_RETRY,	/* settle pending claims for a retry */
 	DLSM_Q_FAIL_UPDATES,		/* settle updates of a failed create as error */
-	DLSM_Q_GROUP_BUSY,			/* what keeps an entity's updates from a group */
+	DLSM_Q_GROUP_BUSY,			/* may an entity's updates be grouped? */
 	DLSM_Q_GROUP,				/* dlsm_group_updates */
 	DLSM_Q_SETTLE_FINAL,		/* settle process ids as complete or error */
 	DLSM_Q_SETTLE_RETRY,		/* settle process ids for a retry */
