@@ -1,4 +1,5 @@
--- dlsm_group_updates: the article's grouping step for hand-written claims
+-- dlsm_group_updates: the grouping step of the article
+-- "Implementing a Distributed Lock State Machine", for hand-written claims
 SELECT dlsm_create_queue('g');
 SELECT dlsm_enqueue('g', 'sheet', 'create');
 SELECT dlsm_enqueue('g', 'sheet', 'update') FROM generate_series(1, 4);

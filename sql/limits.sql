@@ -63,8 +63,8 @@ ROLLBACK;
 SELECT entity FROM dlsm_claim('lq', units => 10, lease => '1 hour');
 
 -- a unit settled in the transaction that claimed it frees its slot at
--- once: the article's create, then its updates, in one transaction with
--- group z at most 1
+-- once: the create, then the updates, of the article
+-- "Implementing a Distributed Lock State Machine", in one transaction with group z at most 1
 SELECT dlsm_set_limit('lq', 'z', concurrency => 1);
 SELECT dlsm_enqueue('lq', 'z1', 'create', group_key => 'z') > 0;
 SELECT dlsm_enqueue('lq', 'z1', 'update', group_key => 'z') > 0 FROM generate_series(1, 2);

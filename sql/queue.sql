@@ -31,7 +31,8 @@ SELECT id, status, kind, entity, payload, attempts, process_id, fence,
 	   run_at > now() AS delayed
   FROM jobs ORDER BY id;
 
--- one create per entity (the article's sparse unique index)
+-- one create per entity (the sparse unique index of the article
+-- "Implementing a Distributed Lock State Machine")
 SELECT dlsm_enqueue('jobs', 'e1', 'create');
 
 -- unregister but keep the table: the wake trigger goes, the rows stay

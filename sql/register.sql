@@ -1,5 +1,6 @@
--- Adopting an existing table: the article's spreadsheets.request_queue, as
--- printed (with names given to its CHECK constraints)
+-- Adopting an existing table: spreadsheets.request_queue of the article
+-- "Implementing a Distributed Lock State Machine", as printed (with names given to its CHECK
+-- constraints)
 CREATE SCHEMA article;
 CREATE SEQUENCE article.request_queue_id_seq;
 CREATE TABLE article.request_queue (

@@ -161,8 +161,9 @@ duration_arg(FunctionCallInfo fcinfo, int argno, const char *name,
 	if (us < 0 || (us == 0 && !zero_ok))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg(zero_ok ? "%s must not be negative" :
-						"%s must be greater than zero", name)));
+				 zero_ok ?
+				 errmsg("%s must not be negative", name) :
+				 errmsg("%s must be greater than zero", name)));
 	return us;
 }
 

@@ -52,11 +52,24 @@ static TimeoutId bound_timeout = MAX_TIMEOUTS;	/* not registered */
 static TimeoutId last_timeout = MAX_TIMEOUTS;	/* ends the worker */
 static Oid	bound_relid = InvalidOid;	/* the step's queue, or none */
 static const char *bound_queue = NULL;	/* its name, or NULL */
-static const char *bound_step = NULL;	/* the step, or NULL: none */
+static DlsmWorkerStep bound_step = DLSM_STEP_NONE;	/* the current step */
 static volatile sig_atomic_t abandoned = false; /* the worker ends */
 static Oid	abandoned_relid = InvalidOid;	/* ... because of this queue */
 static const char *abandoned_queue = NULL;
-static const char *abandoned_step = NULL;
+static DlsmWorkerStep abandoned_step = DLSM_STEP_NONE;
+
+/* The name of each step, for the worker's activity and dlsm_worker_status. */
+static const char *const step_names[] = {
+	[DLSM_STEP_NONE] = "none",
+	[DLSM_STEP_READ_REGISTRY] = "read the dlsm registry",
+	[DLSM_STEP_REAP] = "reap a queue",
+	[DLSM_STEP_PURGE] = "delete settled rows",
+	[DLSM_STEP_PURGE_LEASES] = "delete expired leases",
+	[DLSM_STEP_HANDLE] = "run a queue's handler",
+	[DLSM_STEP_CLAIM_UNIT] = "claim a handler's unit",
+	[DLSM_STEP_CALL_HANDLER] = "call a handler",
+	[DLSM_STEP_SETTLE_UNIT] = "settle a handler's unit",
+};
 
 /* The step ran out of time: cancel it, as StatementCancelHandler would. */
 static void
@@ -110,12 +123,12 @@ arm(int own_ms)
 }
 
 /*
- * Begin step (a constant string) on queue relid, named queue (a name that
- * outlives the step; InvalidOid and NULL when the step is not a queue's),
- * under dlsm.step_timeout.
+ * Begin step on queue relid, named queue (a name that outlives the step;
+ * InvalidOid and NULL when the step is not a queue's), under
+ * dlsm.step_timeout.
  */
 void
-dlsm_bound_begin(Oid relid, const char *queue, const char *step)
+dlsm_bound_begin(Oid relid, const char *queue, DlsmWorkerStep step)
 {
 	bound_relid = relid;
 	bound_queue = queue;
@@ -123,15 +136,15 @@ dlsm_bound_begin(Oid relid, const char *queue, const char *step)
 }
 
 /*
- * Go on to the next part of the current step, step (a constant string):
- * bounded afresh by dlsm.step_timeout (own_ms DLSM_BOUND_STEP), or by a
- * cancel of its own after own_ms (a handler's statement timeout); either
- * way the worker ends if the part goes on one dlsm.step_timeout past its
- * cancel.  When the part that ends ran out of time, its cancel is raised
- * here, before the next part starts, even if code run in it caught it.
+ * Go on to the next part of the current step, step: bounded afresh by
+ * dlsm.step_timeout (own_ms DLSM_BOUND_STEP), or by a cancel of its own
+ * after own_ms (a handler's statement timeout); either way the worker ends
+ * if the part goes on one dlsm.step_timeout past its cancel.  When the
+ * part that ends ran out of time, its cancel is raised here, before the
+ * next part starts, even if code run in it caught it.
  */
 void
-dlsm_bound_enter(const char *step, int own_ms)
+dlsm_bound_enter(DlsmWorkerStep step, int own_ms)
 {
 	if (bound_timeout == MAX_TIMEOUTS)
 		return;
@@ -172,7 +185,7 @@ dlsm_bound_end(void)
  * *queue and *step say which; for the worker's exit callback.
  */
 bool
-dlsm_bound_abandoned(Oid *relid, const char **queue, const char **step)
+dlsm_bound_abandoned(Oid *relid, const char **queue, DlsmWorkerStep *step)
 {
 	*relid = abandoned_relid;
 	*queue = abandoned_queue;
@@ -180,21 +193,56 @@ dlsm_bound_abandoned(Oid *relid, const char **queue, const char **step)
 	return abandoned && OidIsValid(abandoned_relid);
 }
 
-/* The current step, or NULL. */
+/* The name of step. */
 const char *
+dlsm_bound_step_name(DlsmWorkerStep step)
+{
+	return step_names[step];
+}
+
+/* The current step, or DLSM_STEP_NONE. */
+DlsmWorkerStep
 dlsm_bound_step(void)
 {
 	return bound_step;
 }
 
-/* Error context callback: the step and its queue. */
+/*
+ * Error context callback: the step and its queue, one whole message per
+ * step for its translator.
+ */
 void
 dlsm_bound_context(void *arg)
 {
-	if (bound_step == NULL)
-		return;
-	if (bound_queue != NULL)
-		errcontext("dlsm worker: %s, queue \"%s\"", bound_step, bound_queue);
-	else
-		errcontext("dlsm worker: %s", bound_step);
+	const char *queue = bound_queue;
+
+	switch (bound_step)
+	{
+		case DLSM_STEP_NONE:
+			break;
+		case DLSM_STEP_READ_REGISTRY:
+			errcontext("dlsm worker: read the dlsm registry");
+			break;
+		case DLSM_STEP_REAP:
+			errcontext("dlsm worker: reap a queue, queue \"%s\"", queue);
+			break;
+		case DLSM_STEP_PURGE:
+			errcontext("dlsm worker: delete settled rows, queue \"%s\"", queue);
+			break;
+		case DLSM_STEP_PURGE_LEASES:
+			errcontext("dlsm worker: delete expired leases");
+			break;
+		case DLSM_STEP_HANDLE:
+			errcontext("dlsm worker: run a queue's handler, queue \"%s\"", queue);
+			break;
+		case DLSM_STEP_CLAIM_UNIT:
+			errcontext("dlsm worker: claim a handler's unit, queue \"%s\"", queue);
+			break;
+		case DLSM_STEP_CALL_HANDLER:
+			errcontext("dlsm worker: call a handler, queue \"%s\"", queue);
+			break;
+		case DLSM_STEP_SETTLE_UNIT:
+			errcontext("dlsm worker: settle a handler's unit, queue \"%s\"", queue);
+			break;
+	}
 }

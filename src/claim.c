@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * claim.c
- *	  Claiming units of work: the "distributed lock state machine"
- *	  algorithm (FOR UPDATE SKIP LOCKED, a line in the sand, grouped
- *	  updates) in one call.
+ *	  Claiming units of work: the algorithm of the article "Implementing a
+ *	  Distributed Lock State Machine" (FOR UPDATE SKIP LOCKED, a line in
+ *	  the sand, grouped updates) in one call.
  *
  * A claim walks the ready rows in id order from the caller's line in the
  * sand, passing over, within the call, the entities it cannot take: one
@@ -27,13 +27,14 @@
  * and pending.c keeps them until a settle in the same transaction writes
  * the rows' outcome, or the commit writes them 'in-progress'.
  *
- * A walk starts at the queue's floor (shmem.c) rather than at its line in
- * the sand, when that is below: no row under the floor is ready, but the
- * rows of parked entities, which wait for their create in progress or to
- * come.  Each walk that began at the floor moves it to where it met the
- * first row it could not pass over: the first new row, unless that row's
- * entity waits for its create (the walk parks the entity and goes on).
- * Commits that make rows ready again lower it (wake.c).
+ * A walk starts at the queue's floor rather than at its line in the sand,
+ * when that is below: no row under the floor is ready, but those of parked
+ * entities and those claimed by transactions in flight (shmem.h defines
+ * the floor and parked entities).  Each walk that began at the floor moves
+ * it to where it met the first row it could not pass over: the first new
+ * row, unless that row's entity waits for its create (the walk parks the
+ * entity and goes on).  Commits that make rows ready again lower it
+ * (wake.c).
  *
  * A claim with a wait sleeps on the condition variable of shmem.c and is
  * woken, after their locks are released, by the end of any transaction
@@ -843,15 +844,46 @@ dlsm_claim_units(DlsmClaimArgs *args, DlsmClaimEmit emit, void *arg)
 	return units;
 }
 
-/* Raise 55P03: entity of queue is busy, for the reason given. */
+/* Why dlsm_group_updates finds an entity busy: one errdetail each. */
+typedef enum BusyReason
+{
+	BUSY_CLAIMING,				/* another transaction holds the entity lock */
+	BUSY_IN_PROGRESS,			/* requests in progress under another pid */
+	BUSY_CREATE_OPEN,			/* its create request is not complete */
+	BUSY_CREATE_MISSING,		/* its create request is not enqueued */
+	BUSY_GROUP_FULL				/* its group is at its limit */
+} BusyReason;
+
+/* The errdetail of report_busy, for why (and group, for BUSY_GROUP_FULL). */
+static int
+busy_detail(BusyReason why, const char *group)
+{
+	switch (why)
+	{
+		case BUSY_CLAIMING:
+			return errdetail("Another transaction is claiming requests of this entity.");
+		case BUSY_IN_PROGRESS:
+			return errdetail("Requests of this entity are in progress under another process id.");
+		case BUSY_CREATE_OPEN:
+			return errdetail("The create request of this entity is not complete.");
+		case BUSY_CREATE_MISSING:
+			return errdetail("The create request of this entity has not been enqueued.");
+		case BUSY_GROUP_FULL:
+			return errdetail("Group \"%s\" of the entity is at its limit.", group);
+	}
+	return 0;
+}
+
+/* Raise 55P03: entity of queue is busy, for the reason why. */
 static void
-report_busy(DlsmQueue *queue, const char *entity, const char *why)
+report_busy(DlsmQueue *queue, const char *entity, BusyReason why,
+			const char *group)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 			 errmsg("entity \"%s\" of queue \"%s\" is busy",
 					entity, dlsm_rel_label(queue->relid)),
-			 errdetail_internal("%s", why)));
+			 busy_detail(why, group)));
 }
 
 /* Has entity of queue a create request, in any state? */
@@ -894,8 +926,7 @@ admit_group_updates(DlsmQueue *queue, const char *entity,
 	SPI_freetuptable(SPI_tuptable);
 	if (group != NULL && !held &&
 		dlsm_limits_admit(queue, group, admission) != DLSM_ADMITTED)
-		report_busy(queue, entity,
-					psprintf("Group \"%s\" of the entity is at its limit.", group));
+		report_busy(queue, entity, BUSY_GROUP_FULL, group);
 }
 
 /*
@@ -912,22 +943,26 @@ dlsm_claim_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
 	Interval   *lease = palloc0(sizeof(Interval));
 	Datum		values[N_GROUP_PARAMS];
 	DlsmAdmission admission;
-	char	   *busy;
+	bool		isnull;
+	bool		held;
+	bool		create_open;
 
 	if (!dlsm_lock_entity_try(queue->relid, entity))
-		report_busy(queue, entity,
-					"Another transaction is claiming requests of this entity.");
+		report_busy(queue, entity, BUSY_CLAIMING, NULL);
 	/* this transaction's claims read as they will after its commit */
 	dlsm_pending_write(queue, NULL, 0);
 	values[P_GROUP_ENTITY] = CStringGetTextDatum(entity);
 	values[P_GROUP_PROCESS_ID] = UUIDPGetDatum(process_id);
 	dlsm_plan_run(&queue->plans, DLSM_Q_GROUP_BUSY, values, NULL, 1);
-	busy = dlsm_plan_text(0, A_GROUP_BUSY_WHY);
-	if (busy != NULL)
-		report_busy(queue, entity, busy);
+	held = DatumGetBool(dlsm_plan_value(0, A_GROUP_BUSY_HELD, &isnull));
+	create_open = DatumGetBool(dlsm_plan_value(0, A_GROUP_BUSY_CREATE_OPEN,
+											   &isnull));
+	if (held)
+		report_busy(queue, entity, BUSY_IN_PROGRESS, NULL);
+	if (create_open)
+		report_busy(queue, entity, BUSY_CREATE_OPEN, NULL);
 	if (queue->updates_wait_for_create && !create_arrived(queue, entity))
-		report_busy(queue, entity,
-					"The create request of this entity has not been enqueued.");
+		report_busy(queue, entity, BUSY_CREATE_MISSING, NULL);
 
 	admit_group_updates(queue, entity, process_id, &admission);
 	lease->time = lease_us;

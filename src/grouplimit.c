@@ -340,9 +340,9 @@ dlsm_limits_give_back(DlsmQueue *queue, DlsmAdmission *admission)
 
 /*
  * Set the limits of group (NULL: the default of every group) of queue,
- * with the rate's window per as given, or remove them when limit is NULL.  Every backend reads the queue's
- * limits again.  The caller checked the values and holds an SPI
- * connection.
+ * with the rate's window per as given, or remove them when limit is NULL.
+ * Every backend reads the queue's limits again.  The caller checked the
+ * values and holds an SPI connection.
  */
 void
 dlsm_limits_set(DlsmQueue *queue, const char *group, const DlsmLimit *limit,

@@ -37,7 +37,7 @@ typedef struct DlsmLimits
 	MemoryContext context;		/* holds all of the above */
 } DlsmLimits;
 
-/* What a claim took of its group's limits, to give back if it claims not. */
+/* What a claim took of its group's limits, to give back if it claims none. */
 typedef struct DlsmAdmission
 {
 	const char *group;			/* NULL: nothing was taken */

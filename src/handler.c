@@ -215,7 +215,7 @@ dlsm_handler_run_one(DlsmQueue *queue, char **failure)
 
 	dlsm_identity_switch(queue->owner, &saved);
 	unit.handler = find_handler(queue);
-	dlsm_bound_enter("claim a handler's unit", DLSM_BOUND_STEP);
+	dlsm_bound_enter(DLSM_STEP_CLAIM_UNIT, DLSM_BOUND_STEP);
 	if (dlsm_claim_units(&args, collect_row, &unit) == 0)
 	{
 		dlsm_identity_restore(&saved);
@@ -223,14 +223,14 @@ dlsm_handler_run_one(DlsmQueue *queue, char **failure)
 	}
 	/* the handler reads its rows in progress, with their fence */
 	dlsm_pending_write(queue, &unit.process_id, 1);
-	dlsm_bound_enter("call a handler", unit.timeout_ms);	/* its own */
+	dlsm_bound_enter(DLSM_STEP_CALL_HANDLER, unit.timeout_ms); /* its own */
 	*failure = call_handler(&unit);
 	if (*failure != NULL)
 	{
 		settle.outcome = DLSM_OUTCOME_RETRY;
 		settle.detail = *failure;
 	}
-	dlsm_bound_enter("settle a handler's unit", DLSM_BOUND_STEP);
+	dlsm_bound_enter(DLSM_STEP_SETTLE_UNIT, DLSM_BOUND_STEP);
 	(void) dlsm_state_settle(queue, &unit.process_id, &settle);
 	dlsm_identity_restore(&saved);
 	return true;

@@ -310,16 +310,19 @@ owner_at_level(int level)
 }
 
 /*
- * The caller may act on a lease that role took: the same role, a member of
- * it, or a superuser.  Raises 42501 otherwise.
+ * The caller may release (or refresh, when refreshing) a lease that role
+ * took: the same role, a member of it, or a superuser.  Raises 42501
+ * otherwise.
  */
 static void
-check_lease_role(const char *name, Oid role, const char *action)
+check_lease_role(const char *name, Oid role, bool refreshing)
 {
 	if (OidIsValid(role) && !has_privs_of_role(GetUserId(), role))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to %s lock \"%s\"", action, name),
+				 refreshing ?
+				 errmsg("permission denied to refresh lock \"%s\"", name) :
+				 errmsg("permission denied to release lock \"%s\"", name),
 				 errdetail("Its lease is held by role \"%s\".",
 						   GetUserNameFromId(role, false))));
 }
@@ -349,7 +352,7 @@ dlsm_named_unlock(const char *name, int64 fence)
 		return true;
 	}
 	if (read_lease(name, &lease) && lease.fence == fence)
-		check_lease_role(name, lease.role, "release");
+		check_lease_role(name, lease.role, false);
 	values[P_LEASE_NAME] = CStringGetTextDatum(name);
 	values[P_LEASE_FENCE] = Int64GetDatum(fence);
 	dlsm_plan_run_catalog(DLSM_C_LEASE_RELEASE, values, NULL, 0);
@@ -370,7 +373,7 @@ dlsm_named_refresh(const char *name, int64 fence, int64 lease_us)
 	Lease		held;
 
 	if (read_lease(name, &held) && held.fence == fence)
-		check_lease_role(name, held.role, "refresh");
+		check_lease_role(name, held.role, true);
 	lease->time = lease_us;
 	values[P_REFRESH_NAME] = CStringGetTextDatum(name);
 	values[P_REFRESH_FENCE] = Int64GetDatum(fence);
@@ -379,8 +382,8 @@ dlsm_named_refresh(const char *name, int64 fence, int64 lease_us)
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("lock \"%s\" is not held with fence " INT64_FORMAT,
-						name, fence),
+				 errmsg("lock \"%s\" is not held with fence %lld",
+						name, (long long) fence),
 				 errhint("Its lease was released, or it expired and the lock was granted again or cleaned up.")));
 	until = DatumGetTimestampTz(dlsm_plan_value(0, A_REFRESH_UNTIL, &isnull));
 	SPI_freetuptable(SPI_tuptable);

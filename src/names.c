@@ -12,7 +12,7 @@
  * message falls back to the OID (dlsm_rel_label), so that reporting one
  * error never raises another.
  *
- * Calls nothing of dlsm's.
+ * Calls nothing of dlsm.
  *
  * Copyright (c) 2026, dlsm developers
  *

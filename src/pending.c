@@ -340,9 +340,9 @@ first_unwritten(void)
 /*
  * At commit: write every unwritten claim, one statement per queue and
  * claiming role, as the claim ran: in the session's own identity (the
- * others were written at once).  A queue that is no longer one (dropped in this transaction)
- * has nothing to write.  The deferred triggers these writes queue fire
- * here: the transaction fired its others already.
+ * others were written at once).  A queue that is no longer one (dropped
+ * in this transaction) has nothing to write.  The deferred triggers these
+ * writes queue fire here: the transaction fired its others already.
  */
 static void
 write_at_commit(void)

@@ -303,14 +303,10 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		SPI_OK_UPDATE, 0, "failing updates"
 	},
 	[DLSM_Q_GROUP_BUSY] = {
-		"SELECT CASE"
-		" WHEN EXISTS (SELECT 1 FROM {q} WHERE {entity} {=} $1"
-		"  AND {status} {=} 'in-progress' AND {pid} {<>} $2{pidin})"
-		" THEN 'Requests of this entity are in progress under another process id.'"
-		" WHEN EXISTS (SELECT 1 FROM {q} WHERE {entity} {=} $1"
-		"  AND {kind} {=} 'create' AND {status} {<>} 'complete')"
-		" THEN 'The create request of this entity is not complete.'"
-		" END",
+		"SELECT EXISTS (SELECT 1 FROM {q} WHERE {entity} {=} $1"
+		"  AND {status} {=} 'in-progress' AND {pid} {<>} $2{pidin}),"
+		" EXISTS (SELECT 1 FROM {q} WHERE {entity} {=} $1"
+		"  AND {kind} {=} 'create' AND {status} {<>} 'complete')",
 		N_GROUP_BUSY_PARAMS, {TEXTOID, UUIDOID},
 		SPI_OK_SELECT, N_GROUP_BUSY, "the group check"
 	},

@@ -37,7 +37,7 @@ typedef enum DlsmQueryId
 	DLSM_Q_SETTLE_ONE_FINAL,	/* settle one pending claim: complete, error */
 	DLSM_Q_SETTLE_CLAIMED_RETRY,	/* settle pending claims for a retry */
 	DLSM_Q_FAIL_UPDATES,		/* settle updates of a failed create as error */
-	DLSM_Q_GROUP_BUSY,			/* why an entity's updates cannot be grouped */
+	DLSM_Q_GROUP_BUSY,			/* may an entity's updates be grouped? */
 	DLSM_Q_GROUP,				/* dlsm_group_updates */
 	DLSM_Q_SETTLE_FINAL,		/* settle process ids as complete or error */
 	DLSM_Q_SETTLE_RETRY,		/* settle process ids for a retry */
@@ -150,7 +150,7 @@ enum
 #define N_GROUP_BUSY_PARAMS P_GROUP_LEASE
 enum
 {
-	A_GROUP_BUSY_WHY = 1, N_GROUP_BUSY
+	A_GROUP_BUSY_HELD = 1, A_GROUP_BUSY_CREATE_OPEN, N_GROUP_BUSY
 };
 enum
 {

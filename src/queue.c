@@ -564,11 +564,11 @@ dlsm_queue_close(DlsmQueue *queue)
 }
 
 /*
- * Refuse to change the registration of relid (action, e.g. "unregister")
- * while this backend works on it: an outer dlsm call holds its descriptor.
+ * Refuse to unregister relid while this backend works on it: an outer dlsm
+ * call holds its descriptor.
  */
 void
-dlsm_queue_check_unused(Oid relid, const char *action)
+dlsm_queue_check_unused(Oid relid)
 {
 	ListCell   *lc;
 
@@ -579,8 +579,8 @@ dlsm_queue_check_unused(Oid relid, const char *action)
 		if (queue->relid == relid && queue->pins > 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_IN_USE),
-					 errmsg("cannot %s queue \"%s\" because it is being used by active queries in this session",
-							action, dlsm_rel_label(relid))));
+					 errmsg("cannot unregister queue \"%s\" because it is being used by active queries in this session",
+							dlsm_rel_label(relid))));
 	}
 }
 
@@ -982,7 +982,7 @@ dlsm_queue_drop(Oid relid, bool drop_table)
 
 	dlsm_queue_close(queue);
 	dlsm_queue_check_owner(relid);
-	dlsm_queue_check_unused(relid, "unregister");
+	dlsm_queue_check_unused(relid);
 	check_not_captured_into(relid);
 	values[P_UNREGISTER_QUEUE] = ObjectIdGetDatum(relid);
 	write_registry(DLSM_C_UNREGISTER, relid, values, NULL);

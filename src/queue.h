@@ -87,7 +87,7 @@ extern void dlsm_queue_init(void);
 
 extern DlsmQueue *dlsm_queue_open(Oid relid, int flags);
 extern void dlsm_queue_close(DlsmQueue *queue);
-extern void dlsm_queue_check_unused(Oid relid, const char *action);
+extern void dlsm_queue_check_unused(Oid relid);
 extern Oid	dlsm_queue_create(const char *name, DlsmQueueOptions *opts);
 extern void dlsm_queue_register(Oid relid, const char *const *columns,
 								const char *dedup, DlsmQueueOptions *opts);

@@ -151,10 +151,9 @@ typedef struct DlsmLowering
  * lowerings are kept: an insert above the line, the common case while
  * producers run, does not stop the claims of the moment from moving the
  * floor), and the generations of the buckets of the entities it parks did
- * not move.  Changes
- * dlsm cannot see (a row set back to 'new' by hand) are found by a claim
- * that scans from its line in the sand again, at most every check_ms
- * (dlsm_shmem_floor_read).
+ * not move.  Changes dlsm cannot see (a row set back to 'new' by hand) are
+ * found by a claim that scans from its line in the sand again, at most
+ * every check_ms (dlsm_shmem_floor_read).
  */
 typedef struct DlsmFloor
 {
@@ -819,8 +818,8 @@ dlsm_shmem_worker_idle(uint64 pokes_seen, int pause_ms)
 }
 
 /*
- * Copy the string from into to, a buffer of size bytes, cut at a character
- * boundary when it does not fit, and terminated.
+ * Copy the string from into the buffer to, of size bytes: cut at a
+ * character boundary when it does not fit, and always terminated.
  */
 void
 dlsm_shmem_clip(const char *from, char *to, int size)
@@ -1537,10 +1536,10 @@ dlsm_shmem_floor_claimed(Oid relid, int64 id)
 }
 
 /*
- * The claim of row id of relid that the floor knows (dlsm_shmem_floor_claimed)
- * ended; ready: without changing the row (a rollback), which is ready
- * again, so the floor goes below it.  Call before the claim's locks are
- * released.
+ * The claim of row id of relid that the floor knows
+ * (dlsm_shmem_floor_claimed) ended; ready: it ended without changing the
+ * row (a rollback), which is ready again, so the floor goes below it.  Call
+ * before the claim's locks are released.
  */
 void
 dlsm_shmem_floor_unclaimed(Oid relid, int64 id, bool ready)

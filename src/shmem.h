@@ -89,6 +89,8 @@ typedef enum DlsmStartDecision
  * in progress, or for a create still to come) may lie below the floor:
  * the floor passes over them, and keeps the entities so passed over, at
  * most DLSM_MAX_PARKED of them (claim.c moves the floor, wake.c lowers it).
+ * A group at its concurrency limit is parked the same way, under its group
+ * key (dlsm_shmem_group_key): its rows wait for a unit of it to end.
  * Rows claimed by transactions still in flight lie below it too: the floor
  * knows them (at most DLSM_MAX_IN_FLIGHT), and their claim lowers it again
  * if it rolls back (pending.c), so that a claim does not walk over the

@@ -3,12 +3,13 @@
  * subxact.c
  *	  Running a step in a subtransaction and keeping its error.
  *
- * The one place dlsm catches an error: a handler that fails, a bounded
- * wait for a named lock that times out.  The step runs in an internal
- * subtransaction; if it raises an error, its effects are rolled back and
- * the error is returned instead of thrown, with the memory context and
- * resource owner of the caller restored.  Anything but an ERROR (FATAL,
- * a query cancel turned into an error is still an ERROR) goes on up.
+ * The one place dlsm catches an error and goes on in the same transaction:
+ * a handler that fails, a bounded wait for a named lock that times out.
+ * The step runs in an internal subtransaction; if it raises an error, its
+ * effects are rolled back and the error is returned instead of thrown,
+ * with the memory context and resource owner of the caller restored.  A
+ * FATAL is not caught (it ends the process); a query cancel is raised as
+ * an ERROR, and caught as one.
  *
  * Calls nothing of dlsm.
  *

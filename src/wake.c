@@ -6,12 +6,12 @@
  * A transaction that enqueued, settled, reaped or released a lease makes
  * work claimable when it commits; one that claimed makes it claimable
  * again when it rolls back.  Rows that become ready again lower their
- * queue's floor (shmem.c) after the commit.  The changes only note that here; at the end
- * of the transaction, after its locks are released (a commit callback
- * would run before the entity locks are gone, and a woken claimer would
- * find them busy), waiting claims are woken (shmem.c), the database's
- * worker when a handler queue got work, the launcher after CREATE
- * EXTENSION.
+ * queue's floor (shmem.h) after the commit.  The changes are only noted
+ * here; at the end of the transaction, after its locks are released (a
+ * commit callback would run before the entity locks are gone, and a woken
+ * claimer would find them busy), waiting claims are woken (shmem.c), the
+ * database's worker when a handler queue got work, the launcher after
+ * CREATE EXTENSION.
  *
  * Queue channels are notified (NOTIFY, through notify.c) for the clients
  * that LISTEN: which channels is noted during the transaction, and whether

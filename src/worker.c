@@ -24,14 +24,14 @@
  * in dlsm_worker_status; the next pass does its work again.  A step that
  * goes on after its cancel ends the worker (bound.c); at its exit the
  * queue is shunned, and the next worker leaves it alone for a while.
- * test/t/048_stall_matrix.pl holds every step named here and in handler.c.
+ * test/t/048_stall_matrix.pl holds every step of bound.h (DlsmWorkerStep).
  *
  * When the workers take turns (fewer dlsm.max_workers than databases,
  * launcher.c), a worker visits: it makes the passes above once, runs the
  * handlers for at most half a dlsm.reap_interval (the other half is for
  * the process start and the passes; a slow pass makes the visit longer,
- * never the handlers' time shorter), and exits;
- * handler work left, or an enqueue meanwhile, brings the next visit first.
+ * never the handlers' time shorter), and exits; handler work left, or an
+ * enqueue meanwhile, brings the next visit first.
  *
  * Calls handler.c, state.c, queue.c, namedlock.c, notify.c, identity.c,
  * extension.c, bound.c and shmem.c.
@@ -155,14 +155,15 @@ record_error(const char *queue, const char *step, ErrorData *edata)
 
 /*
  * Run fn(arg) in a transaction of its own, with SPI and a snapshot, as
- * step activity on queue wq (or NULL), under dlsm.step_timeout; an
+ * step on queue wq (or NULL), under dlsm.step_timeout; an
  * error is logged, with the step and the queue as its context, and
- * counted.  The error path is autovacuum's: interrupts
- * held until the transaction is aborted and the error forgotten.
+ * counted.  The error path is autovacuum's: interrupts are held until the
+ * transaction is aborted and the error forgotten.
  */
 static StepResult
-run_transaction(WorkFn fn, void *arg, WorkerQueue *wq, const char *activity)
+run_transaction(WorkFn fn, void *arg, WorkerQueue *wq, DlsmWorkerStep step)
 {
+	const char *activity = dlsm_bound_step_name(step);
 	const char *queue = wq != NULL ? wq->name : NULL;
 	MemoryContext context = CurrentMemoryContext;
 	ErrorContextCallback callback;
@@ -174,7 +175,7 @@ run_transaction(WorkFn fn, void *arg, WorkerQueue *wq, const char *activity)
 	error_context_stack = &callback;
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	dlsm_bound_begin(wq != NULL ? wq->relid : InvalidOid, queue, activity);
+	dlsm_bound_begin(wq != NULL ? wq->relid : InvalidOid, queue, step);
 	PG_TRY();
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)
@@ -205,7 +206,8 @@ run_transaction(WorkFn fn, void *arg, WorkerQueue *wq, const char *activity)
 		EmitErrorReport();
 		AbortOutOfAnyTransaction();
 		FlushErrorState();
-		result = record_error(queue, dlsm_bound_step(), edata);
+		result = record_error(queue, dlsm_bound_step_name(dlsm_bound_step()),
+							  edata);
 		FreeErrorData(edata);
 		RESUME_INTERRUPTS();
 	}
@@ -351,7 +353,7 @@ registry_pass(MemoryContext context)
 	uint64		pokes = dlsm_shmem_pokes();
 
 	if (run_transaction(read_registry, &pass, NULL,
-						"read the dlsm registry") != STEP_DONE)
+						DLSM_STEP_READ_REGISTRY) != STEP_DONE)
 		return NIL;
 	if (!pass.extension)
 	{
@@ -418,14 +420,13 @@ reap_one(WorkerQueue *wq, DlsmWorkerCounts *counts)
 	}
 
 	/* a queue that ran out of a bound costs one bound per pass, not more */
-	result = run_transaction(reap_queue, &work, wq, "reap a queue");
+	result = run_transaction(reap_queue, &work, wq, DLSM_STEP_REAP);
 	wq->stalled = result == STEP_SKIPPED;
 	if (result == STEP_DONE)
 		counts->reaped += work.count;
 	for (int i = 0; wq->has_retention && !wq->stalled && i < PURGE_BATCHES; i++)
 	{
-		result = run_transaction(purge_queue, &work, wq,
-								 "delete settled rows");
+		result = run_transaction(purge_queue, &work, wq, DLSM_STEP_PURGE);
 		wq->stalled = result == STEP_SKIPPED;
 		if (result != STEP_DONE)
 			break;
@@ -446,7 +447,7 @@ reaping_pass(List *queues)
 	foreach(lc, queues)
 		reap_one(lfirst(lc), &counts);
 	if (run_transaction(purge_leases, &leases, NULL,
-						"delete expired leases") == STEP_DONE)
+						DLSM_STEP_PURGE_LEASES) == STEP_DONE)
 		counts.deleted += leases;
 	dlsm_shmem_worker_count(&counts, NULL);
 	dlsm_shmem_worker_passed();
@@ -473,7 +474,7 @@ handle_queue(WorkerQueue *wq)
 	{
 		DlsmWorkerCounts delta = {0};
 		StepResult	result = run_transaction(handle_unit, &work, wq,
-											 "run a queue's handler");
+											 DLSM_STEP_HANDLE);
 
 		wq->stalled = result == STEP_SKIPPED;
 		if (result != STEP_DONE || !work.more)
@@ -540,6 +541,42 @@ apply_settings(void)
 }
 
 /*
+ * The errmsg of shun_abandoned: queue is left alone until until, because
+ * step went on after its cancel; one whole message per step of a queue.
+ */
+static int
+shun_message(DlsmWorkerStep step, const char *queue, const char *until)
+{
+	switch (step)
+	{
+		case DLSM_STEP_REAP:
+			return errmsg("dlsm worker leaves queue \"%s\" alone until %s: its step \"reap a queue\" went on after its cancel",
+						  queue, until);
+		case DLSM_STEP_PURGE:
+			return errmsg("dlsm worker leaves queue \"%s\" alone until %s: its step \"delete settled rows\" went on after its cancel",
+						  queue, until);
+		case DLSM_STEP_HANDLE:
+			return errmsg("dlsm worker leaves queue \"%s\" alone until %s: its step \"run a queue's handler\" went on after its cancel",
+						  queue, until);
+		case DLSM_STEP_CLAIM_UNIT:
+			return errmsg("dlsm worker leaves queue \"%s\" alone until %s: its step \"claim a handler's unit\" went on after its cancel",
+						  queue, until);
+		case DLSM_STEP_CALL_HANDLER:
+			return errmsg("dlsm worker leaves queue \"%s\" alone until %s: its step \"call a handler\" went on after its cancel",
+						  queue, until);
+		case DLSM_STEP_SETTLE_UNIT:
+			return errmsg("dlsm worker leaves queue \"%s\" alone until %s: its step \"settle a handler's unit\" went on after its cancel",
+						  queue, until);
+		case DLSM_STEP_NONE:
+		case DLSM_STEP_READ_REGISTRY:
+		case DLSM_STEP_PURGE_LEASES:
+			break;				/* not a queue's: never shunned */
+	}
+	return errmsg_internal("dlsm worker leaves queue \"%s\" alone until %s",
+						   queue, until);
+}
+
+/*
  * At the worker's exit: when it ends because a step on a queue went on
  * after its cancel (its code caught it), this database's workers leave the
  * queue alone for SHUN_BOUNDS times dlsm.step_timeout.
@@ -549,7 +586,7 @@ shun_abandoned(int code, Datum arg)
 {
 	Oid			relid;
 	const char *queue;
-	const char *step;
+	DlsmWorkerStep step;
 	TimestampTz until;
 
 	if (!dlsm_bound_abandoned(&relid, &queue, &step))
@@ -558,8 +595,7 @@ shun_abandoned(int code, Datum arg)
 										(int64) SHUN_BOUNDS * dlsm_step_timeout);
 	dlsm_shmem_worker_shun(relid, until);
 	ereport(LOG,
-			(errmsg("dlsm worker leaves queue \"%s\" alone until %s: its step \"%s\" went on after its cancel",
-					queue, timestamptz_to_str(until), step)));
+			(shun_message(step, queue, timestamptz_to_str(until))));
 }
 
 /* Connect to database dboid, take its slot, or exit. */

@@ -9,7 +9,12 @@
 # comment sends the reader to a document outside the repository;
 # src/typedefs.list (what pgindent reads) lists exactly the typedefs of
 # src/; no two files define a function of the same name (static ones
-# included: a backtrace or a profile names them without their file).
+# included: a backtrace or a profile names them without their file);
+# every message is whole for its translator: no INT64_FORMAT in a message
+# (%lld with a (long long) cast), no format or %s argument chosen by a
+# ternary of string literals, no verb put in by %s (nor a step's or an
+# action's English name), no errdetail_internal
+# or errhint_internal with a %s whose text another piece of code wrote.
 use strict;
 use warnings;
 
@@ -49,7 +54,7 @@ my @files = sort grep { /\.[ch]$/ } readdir $dh;
 closedir $dh;
 my @c = grep { /\.c$/ } @files;
 
-my (@up, @unknown, @shared, @long, @headerless, @bare, @outside);
+my (@up, @unknown, @shared, @long, @headerless, @bare, @outside, @spliced);
 my %typedef;
 my %defined;	# function name -> files defining it
 for my $file (@files)
@@ -83,6 +88,21 @@ for my $file (@files)
 	push @bare, "$file: $1"
 	  while $text =~ /(?<![.>])\b((?:values|nulls|args)\[\d+\])/g;
 	push @outside, $file if $text =~ /DESIGN\.md|STYLE\.md|\.\.\/shared/;
+	while ($text =~ /\b(err(?:msg|detail|hint|context)\w*)\s*(\((?:[^()"]++|"(?:[^"\\]|\\.)*"|(?2))*\))/g)
+	{
+		my ($call, $args) = ($1, $2);
+		my $line = 1 + (substr($text, 0, $-[0]) =~ tr/\n//);
+
+		push @spliced, "$file:$line: $call with INT64_FORMAT"
+		  if $args =~ /\bINT64_FORMAT\b/;
+		push @spliced, "$file:$line: $call with a ternary of string literals"
+		  if $args =~ /\?\s*"(?:[^"\\]|\\.)*"\s*:\s*"/;
+		push @spliced, "$file:$line: $call puts a verb in with %s"
+		  if $args =~ /\b(?:cannot|could not|will not|to) %s\b/
+		  || $args =~ /%s.*,\s*(?:\w+_)?(?:action|verb|step|activity)\s*[,)]/s;
+		push @spliced, "$file:$line: $call shows text made elsewhere"
+		  if $call =~ /^err(?:detail|hint)_internal$/ && $args =~ /^\(\s*"%s"/;
+	}
 	next unless $file =~ /\.c$/;
 	push @headerless, $file
 	  unless $text =~ m{\A/\*-+\n \*\n \* \Q$file\E\n}
@@ -120,6 +140,8 @@ my @missing = sort grep { !$listed{$_} } keys %typedef;
 my @stale = sort grep { !$typedef{$_} } keys %listed;
 check(!@missing && !@stale, 'src/typedefs.list lists every typedef of src/, and no other',
 	(map { "missing: $_" } @missing), (map { "stale: $_" } @stale));
+check(!@spliced, 'every message is one whole string for its translator',
+	@spliced);
 my @twice = map { "$_: @{ $defined{$_} }" } sort grep { @{ $defined{$_} } > 1 } keys %defined;
 check(!@twice, 'no two files define a function of the same name', @twice);
 print "1..$n\n";

@@ -3,12 +3,13 @@ SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS dlsm;
 CREATE EXTENSION IF NOT EXISTS pgstattuple;
 
--- The article's algorithm for an update-heavy queue, hand-written: claim the
--- first new row past the line in the sand (SKIP LOCKED); for an update, check
--- its create with NOWAIT and group the entity's updates with NOWAIT; settle
--- by process id.  A lock conflict rolls the attempt back and skips the row
--- (the client's ROLLBACK, run here as an exception block).  Returns the
--- requests settled, 0 when nothing was claimable.
+-- The algorithm of the article "Implementing a Distributed Lock State Machine"
+-- for an update-heavy queue, hand-written: claim the first new row past the
+-- line in the sand (SKIP LOCKED); for an update, check its create with
+-- NOWAIT and group the entity's updates with NOWAIT; settle by process id.
+-- A lock conflict rolls the attempt back and skips the row (the client's
+-- ROLLBACK, run here as an exception block).  Returns the requests
+-- settled, 0 when nothing was claimable.
 CREATE OR REPLACE FUNCTION hw_unit() RETURNS int LANGUAGE plpgsql AS $$
 DECLARE
 	line bigint := 0;

@@ -1416,8 +1416,9 @@ def scenario_own_claim_in_group(t):
 
 
 def scenario_article(t):
-    """the article: a create, then its updates as one unit, settled in the
-    claiming transaction; another session meanwhile sees nothing of it."""
+    """the article "Implementing a Distributed Lock State Machine": a
+    create, then its updates as one unit, settled in the claiming
+    transaction; another session meanwhile sees nothing of it."""
     t.act_enqueue(0, 'e0', 'create')
     t.act_enqueue(0, 'e0', 'update')
     t.act_enqueue(0, 'e0', 'update')

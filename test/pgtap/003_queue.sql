@@ -80,10 +80,10 @@ SELECT results_eq($$
 	'q.status is checked to be new, in-progress, complete or error');
 
 -- Indexes: the primary key and four partial indexes.  Ready rows by id
--- (the claim's scan), one create per entity (the article's sparse unique
--- index), open rows by entity, and held rows by process id (settle,
--- heartbeat), and rows with a dedup key by key and id (dlsm_enqueue's
--- look-up).
+-- (the claim's scan), one create per entity (the sparse unique index of
+-- the article "Implementing a Distributed Lock State Machine"), open rows
+-- by entity, and held rows by process id (settle, heartbeat), and rows
+-- with a dedup key by key and id (dlsm_enqueue's look-up).
 SELECT indexes_are('public', 'q', ARRAY['q_pkey', 'q_ready', 'q_creates', 'q_open', 'q_held',
 										'q_group_key_idx', 'q_dedup']);
 SELECT is((SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' AND indexname = i),

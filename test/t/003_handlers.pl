@@ -117,7 +117,8 @@ is($calls, $units, "every handler call ($calls) committed its unit");
 is($handled, $units, "the worker counted $handled units handled");
 is($errors, '0', 'no errors');
 
-# the article's order: an entity's updates after its create, grouped
+# the order of the article "Implementing a Distributed Lock State Machine":
+# an entity's updates after its create, grouped
 is( sql(q{
 SELECT count(*) FROM (
 	SELECT entity,

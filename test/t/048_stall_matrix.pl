@@ -260,14 +260,14 @@ SELECT dlsm_settle(:'q', :'pid');
 	});
 my %listed = map { $_->{step} => 1 } @steps;
 
-# Every step name in src/: worker.c's run_transaction activities and the
-# parts handler.c names.
+# Every step name in src/: bound.c's names of the steps of bound.h (worker.c's
+# transactions and the parts handler.c names), but for DLSM_STEP_NONE.
 my @in_src;
 for my $file (glob("$ENV{TESTDIR}/src/*.c"))
 {
 	my $text = slurp_file($file);
-	push @in_src, $2
-	  while $text =~ /\b(run_transaction|dlsm_bound_enter)\([^";{]*"([^"]+)"/g;
+	push @in_src, $1
+	  while $text =~ /\[DLSM_STEP_(?!NONE\])\w+\]\s*=\s*"([^"]+)"/g;
 }
 ok(scalar(grep { $_ eq 'reap a queue' } @in_src),
 	'the step names are read from src/ (' . scalar(@in_src) . ' found)');

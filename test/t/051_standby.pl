@@ -90,7 +90,8 @@ SELECT dlsm_create_queue('jobs');
 SELECT dlsm_create_queue('dropme');
 SELECT dlsm_create_queue('sq');
 SELECT count(dlsm_enqueue('jobs', 'e' || i)) FROM generate_series(1, 50) i;
--- a table of the article's shape, not registered yet
+-- a table of the shape of the article "Implementing a Distributed Lock
+-- State Machine", not registered yet
 CREATE TABLE plain (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	status text NOT NULL DEFAULT 'new', kind text NOT NULL DEFAULT 'create',
 	entity text NOT NULL, process_id uuid);
