@@ -374,6 +374,198 @@ COMMENT ON FUNCTION @extschema@.dlsm_enqueue(pg_catalog.text, pg_catalog.text, p
 -- A caller's process id, and the process id of a single-unit claim, are
 -- made by the router with the node in the last byte; claims of several
 -- units get theirs from dlsm (tagged by the shard's dlsm.node_id).
+--
+-- dlsm_claim is the loop over passes and nodes; its steps follow.
+
+-- The session's claim state, between one dlsm_claim and the next: where
+-- the last claim started and, per node id, until when (epoch seconds) the
+-- node counts as found empty and as unreachable.  It lives in the custom
+-- setting dlsm_proxy.claim_state as one float8[]
+--   {rotation, empty_until[1 .. maxnode], down_until[1 .. maxnode]}
+-- and these two functions are the only ones that read or write it.
+
+-- The state for node ids 1 .. maxnode; all NULL when the session has none
+-- yet, or one for another highest node id.
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_state_get(
+	maxnode pg_catalog.int4,
+	OUT rotation pg_catalog.int4,
+	OUT empty_until pg_catalog.float8[],
+	OUT down_until pg_catalog.float8[])
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	st	float8[] := nullif(pg_catalog.current_setting('dlsm_proxy.claim_state', true), '')::float8[];
+BEGIN
+	IF st IS NULL OR cardinality(st) <> 1 + 2 * maxnode THEN
+		RETURN;
+	END IF;
+	rotation := st[1]::int4;
+	empty_until := st[2 : 1 + maxnode];
+	down_until := st[2 + maxnode : 1 + 2 * maxnode];
+END
+$$;
+
+-- Keep the state for the session's next claim (rolled back with the
+-- transaction, as any SET).
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_state_set(
+	rotation pg_catalog.int4,
+	empty_until pg_catalog.float8[],
+	down_until pg_catalog.float8[])
+RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	PERFORM pg_catalog.set_config('dlsm_proxy.claim_state',
+		(ARRAY[rotation::float8] || empty_until || down_until)::text, false);
+END
+$$;
+
+-- The arguments dlsm_claim checks itself, before any node: a lease (a
+-- claim through the router commits at once) and a wait of zero or more.
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_check(lease pg_catalog.interval,
+													wait pg_catalog.interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	IF lease IS NULL THEN
+		RAISE EXCEPTION 'dlsm_claim through dlsm_proxy needs a lease'
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = 'Each call through the router commits on its shard at once: a claim without a lease could not be rolled back.',
+				  HINT = 'Pass lease => ..., or claim and settle in one transaction on the shard itself.';
+	END IF;
+	IF wait IS NULL THEN
+		RAISE EXCEPTION 'argument "wait" must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF wait < interval '0' THEN
+		RAISE EXCEPTION 'wait must not be negative'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+END
+$$;
+
+-- The nodes a claim may take work from, in node id order unless
+-- dlsm_proxy.claim_nodes lists them; and the highest node id (the size of
+-- the claim state).
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_candidates(
+	OUT candidates pg_catalog.int4[],
+	OUT maxnode pg_catalog.int4)
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	all_nodes	int4[];
+	listed		text;
+BEGIN
+	SELECT pg_catalog.array_agg(x.node_id ORDER BY x.node_id), pg_catalog.max(x.node_id)
+	  INTO all_nodes, maxnode
+	  FROM @extschema@.dlsm_proxy_nodes x;
+	IF all_nodes IS NULL THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	listed := nullif(pg_catalog.regexp_replace(
+		@extschema@.dlsm_proxy_setting('dlsm_proxy.claim_nodes', ''), '\s', '', 'g'), '');
+	candidates := coalesce(pg_catalog.string_to_array(listed, ',')::int4[], all_nodes);
+	IF NOT candidates OPERATOR(pg_catalog.<@) all_nodes OR cardinality(candidates) = 0 THEN
+		RAISE EXCEPTION 'no such node of dlsm_proxy among %', candidates
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = format('The nodes are %s.', all_nodes),
+				  HINT = 'Check dlsm_proxy.claim_nodes.';
+	END IF;
+END
+$$;
+
+-- The claim's timing settings: dlsm_proxy.empty_backoff and
+-- dlsm_proxy.down_backoff in seconds, dlsm_proxy.wait_slice.
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_timing(
+	OUT empty_backoff pg_catalog.float8,
+	OUT down_backoff pg_catalog.float8,
+	OUT wait_slice pg_catalog.interval)
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	empty_backoff := extract(epoch FROM @extschema@.dlsm_proxy_setting('dlsm_proxy.empty_backoff', '100ms')::interval);
+	down_backoff := extract(epoch FROM @extschema@.dlsm_proxy_setting('dlsm_proxy.down_backoff', '1s')::interval);
+	wait_slice := @extschema@.dlsm_proxy_setting('dlsm_proxy.wait_slice', '100ms')::interval;
+END
+$$;
+
+-- Whether a pass of a claim skips a node.  Passes 1 and 2: the nodes not
+-- found empty lately, then those found empty; pass 3: only the nodes found
+-- unreachable lately, and only when no node was reached; pass 4 on: every
+-- node.  Outside pass 3, a node found unreachable lately is skipped.
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_skips(
+	pass pg_catalog.int4, reached pg_catalog.bool,
+	empty_until pg_catalog.float8, down_until pg_catalog.float8, now_s pg_catalog.float8)
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+	IF pass = 3 THEN
+		RETURN reached OR down_until <= now_s;
+	END IF;
+	IF down_until > now_s THEN
+		RETURN true;
+	END IF;
+	IF pass <= 2 THEN
+		RETURN (empty_until > now_s) <> (pass = 2);
+	END IF;
+	RETURN false;
+END
+$$;
+
+-- How long a waiting claim waits on one node: dlsm_proxy.wait_slice, cut
+-- at the deadline.
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_slice(slice pg_catalog.interval,
+													deadline pg_catalog.timestamptz)
+RETURNS pg_catalog.interval
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	RETURN greatest(least(slice, deadline - pg_catalog.clock_timestamp()), interval '0');
+END
+$$;
+
+-- The process id a claim sends to node: the caller's, or a new one for a
+-- claim of one unit, with the node in its last byte; else NULL (dlsm makes
+-- them, tagged by the shard).
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_process_id(process_id pg_catalog.uuid,
+														 units pg_catalog.int4,
+														 node pg_catalog.int4)
+RETURNS pg_catalog.uuid
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	RETURN CASE WHEN process_id IS NOT NULL
+				THEN @extschema@.dlsm_proxy_tag(process_id, node)
+				WHEN units = 1
+				THEN @extschema@.dlsm_proxy_tag(pg_catalog.gen_random_uuid(), node) END;
+END
+$$;
+
+-- One claim on one node: the rows claimed there (none: the node had no
+-- work), or, when the node cannot be reached, no rows and PL/Proxy's
+-- error.  Any other error is the node's answer, raised as dlsm's own.
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_from(
+	node pg_catalog.int4, p_queue pg_catalog.text, p_lease pg_catalog.interval,
+	p_process_id pg_catalog.uuid, p_after pg_catalog.int8, p_wait pg_catalog.interval,
+	p_units pg_catalog.int4,
+	OUT claimed @extschema@.dlsm_proxy_claimed[],
+	OUT unreachable pg_catalog.text)
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	SELECT coalesce(pg_catalog.array_agg(ROW(c.id, c.kind, c.entity, c.payload, c.process_id,
+											 c.fence, c.lease_until)::@extschema@.dlsm_proxy_claimed
+										 ORDER BY c.o), '{}')
+	  INTO claimed
+	  FROM @extschema@.dlsm_proxy_claim_on(node - 1, p_queue, p_lease, p_process_id,
+											p_after, p_wait, p_units)
+		   WITH ORDINALITY AS c(id, kind, entity, payload, process_id, fence, lease_until, o);
+EXCEPTION WHEN OTHERS THEN
+	IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+		GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+		PERFORM @extschema@.dlsm_proxy_reraise(node, SQLSTATE, SQLERRM, e_detail, e_hint);
+	END IF;
+	claimed := NULL;
+	unreachable := SQLERRM;
+END
+$$;
+
 CREATE FUNCTION @extschema@.dlsm_claim(
 	queue pg_catalog.text,
 	lease pg_catalog.interval DEFAULT NULL,
@@ -386,74 +578,40 @@ ROWS 1
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
 	cand		int4[];
-	cand_text	text;
-	all_nodes	int4[];
 	maxnode		int4;
 	n			int4;
-	st			float8[];
+	timing		record;
+	rotation	int4;
+	empty_until	float8[];
+	down_until	float8[];
+	start		int4;
 	first		int4;
 	pass		int4 := 1;
 	k			int4;
 	node		int4;
 	w			interval;
-	got			int8;
-	pid			uuid;
+	r			record;
 	deadline	timestamptz;
 	now_s		float8;
-	empty_s		float8;
-	down_s		float8;
-	slice		interval;
 	waited		boolean;
 	tried		int4;
 	reached		boolean := false;
 	last_error	text;
-	e_detail	text;
-	e_hint		text;
 BEGIN
-	IF dlsm_claim.lease IS NULL THEN
-		RAISE EXCEPTION 'dlsm_claim through dlsm_proxy needs a lease'
-			USING ERRCODE = 'feature_not_supported',
-				  DETAIL = 'Each call through the router commits on its shard at once: a claim without a lease could not be rolled back.',
-				  HINT = 'Pass lease => ..., or claim and settle in one transaction on the shard itself.';
-	END IF;
-	IF dlsm_claim.wait IS NULL THEN
-		RAISE EXCEPTION 'argument "wait" must not be null'
-			USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF dlsm_claim.wait < interval '0' THEN
-		RAISE EXCEPTION 'wait must not be negative'
-			USING ERRCODE = 'invalid_parameter_value';
-	END IF;
-
-	SELECT pg_catalog.array_agg(x.node_id ORDER BY x.node_id), pg_catalog.max(x.node_id)
-	  INTO all_nodes, maxnode
-	  FROM @extschema@.dlsm_proxy_nodes x;
-	IF all_nodes IS NULL THEN
-		PERFORM @extschema@.dlsm_proxy_not_configured();
-	END IF;
-	cand_text := nullif(pg_catalog.regexp_replace(
-		@extschema@.dlsm_proxy_setting('dlsm_proxy.claim_nodes', ''), '\s', '', 'g'), '');
-	cand := coalesce(pg_catalog.string_to_array(cand_text, ',')::int4[], all_nodes);
-	IF NOT cand OPERATOR(pg_catalog.<@) all_nodes OR cardinality(cand) = 0 THEN
-		RAISE EXCEPTION 'no such node of dlsm_proxy among %', cand
-			USING ERRCODE = 'invalid_parameter_value',
-				  DETAIL = format('The nodes are %s.', all_nodes),
-				  HINT = 'Check dlsm_proxy.claim_nodes.';
-	END IF;
+	PERFORM @extschema@.dlsm_proxy_claim_check(dlsm_claim.lease, dlsm_claim.wait);
+	SELECT c.candidates, c.maxnode INTO cand, maxnode FROM @extschema@.dlsm_proxy_claim_candidates() c;
 	n := cardinality(cand);
-
-	empty_s := extract(epoch FROM @extschema@.dlsm_proxy_setting('dlsm_proxy.empty_backoff', '100ms')::interval);
-	down_s := extract(epoch FROM @extschema@.dlsm_proxy_setting('dlsm_proxy.down_backoff', '1s')::interval);
-	slice := @extschema@.dlsm_proxy_setting('dlsm_proxy.wait_slice', '100ms')::interval;
-
-	-- session state: {rotation, empty until (per node), down until (per node)}
-	st := nullif(pg_catalog.current_setting('dlsm_proxy.claim_state', true), '')::float8[];
-	IF st IS NULL OR cardinality(st) <> 1 + 2 * maxnode THEN
-		st := pg_catalog.array_fill(0::float8, ARRAY[1 + 2 * maxnode]);
-		st[1] := floor(random() * n);
+	SELECT * INTO timing FROM @extschema@.dlsm_proxy_claim_timing();
+	SELECT s.rotation, s.empty_until, s.down_until INTO rotation, empty_until, down_until
+	  FROM @extschema@.dlsm_proxy_claim_state_get(maxnode) s;
+	IF rotation IS NULL THEN
+		-- the session's first claim (or the nodes changed): from a random node
+		rotation := floor(random() * n);
+		empty_until := pg_catalog.array_fill(0::float8, ARRAY[maxnode]);
+		down_until := pg_catalog.array_fill(0::float8, ARRAY[maxnode]);
 	END IF;
-	first := (st[1]::int4 + 1) % n;
-	st[1] := first;
+	start := (rotation + 1) % n;
+	first := start;
 	deadline := pg_catalog.clock_timestamp() + dlsm_claim.wait;
 
 	LOOP
@@ -462,59 +620,39 @@ BEGIN
 		FOR k IN 0 .. n - 1 LOOP
 			node := cand[(first + k) % n + 1];
 			now_s := extract(epoch FROM pg_catalog.clock_timestamp());
-			-- pass 3 tries the nodes found unreachable lately when no other
-			-- node answered; other passes skip them
-			IF pass = 3 THEN
-				CONTINUE WHEN reached OR st[1 + maxnode + node] <= now_s;
-			ELSE
-				CONTINUE WHEN st[1 + maxnode + node] > now_s;
-			END IF;
-			IF pass <= 2 THEN
-				CONTINUE WHEN (st[1 + node] > now_s) <> (pass = 2);
-			END IF;
+			CONTINUE WHEN @extschema@.dlsm_proxy_claim_skips(pass, reached, empty_until[node],
+															 down_until[node], now_s);
 			w := interval '0';
 			IF pass >= 4 AND NOT waited THEN
-				w := greatest(least(slice, deadline - pg_catalog.clock_timestamp()), interval '0');
+				w := @extschema@.dlsm_proxy_claim_slice(timing.wait_slice, deadline);
 				waited := true;
 			END IF;
-			pid := CASE WHEN dlsm_claim.process_id IS NOT NULL
-						THEN @extschema@.dlsm_proxy_tag(dlsm_claim.process_id, node)
-						WHEN dlsm_claim.units = 1
-						THEN @extschema@.dlsm_proxy_tag(pg_catalog.gen_random_uuid(), node) END;
 			tried := tried + 1;
-			BEGIN
-				RETURN QUERY
-					SELECT * FROM @extschema@.dlsm_proxy_claim_on(node - 1, dlsm_claim.queue, dlsm_claim.lease, pid,
-																   dlsm_claim.after, w, dlsm_claim.units);
-				GET DIAGNOSTICS got = ROW_COUNT;
-				reached := true;
-				st[1 + maxnode + node] := 0;
-			EXCEPTION WHEN OTHERS THEN
-				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
-					GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
-					PERFORM @extschema@.dlsm_proxy_reraise(node, SQLSTATE, SQLERRM, e_detail, e_hint);
-				END IF;
-				last_error := SQLERRM;
-				st[1 + maxnode + node] := extract(epoch FROM pg_catalog.clock_timestamp()) + down_s;
-				got := -1;
-			END;
-			IF got > 0 THEN
-				st[1 + node] := 0;
-				PERFORM pg_catalog.set_config('dlsm_proxy.claim_state', st::text, false);
-				RETURN;
-			ELSIF got = 0 THEN
-				st[1 + node] := extract(epoch FROM pg_catalog.clock_timestamp()) + empty_s;
+			SELECT * INTO r FROM @extschema@.dlsm_proxy_claim_from(node, dlsm_claim.queue, dlsm_claim.lease,
+				@extschema@.dlsm_proxy_claim_process_id(dlsm_claim.process_id, dlsm_claim.units, node),
+				dlsm_claim.after, w, dlsm_claim.units);
+			IF r.claimed IS NULL THEN
+				last_error := r.unreachable;
+				down_until[node] := extract(epoch FROM pg_catalog.clock_timestamp()) + timing.down_backoff;
+				CONTINUE;
 			END IF;
+			reached := true;
+			down_until[node] := 0;
+			IF cardinality(r.claimed) > 0 THEN
+				empty_until[node] := 0;
+				PERFORM @extschema@.dlsm_proxy_claim_state_set(start, empty_until, down_until);
+				RETURN QUERY SELECT * FROM unnest(r.claimed);
+				RETURN;
+			END IF;
+			empty_until[node] := extract(epoch FROM pg_catalog.clock_timestamp()) + timing.empty_backoff;
 		END LOOP;
 
-		IF pass = 3 THEN
-			-- every node reachable lately was tried; nothing reachable at all?
-			IF NOT reached THEN
-				PERFORM pg_catalog.set_config('dlsm_proxy.claim_state', st::text, false);
-				RAISE EXCEPTION 'dlsm_claim: no shard could be reached'
-					USING ERRCODE = 'connection_failure',
-						  DETAIL = format('Nodes tried: %s. Last error: %s', cand, last_error);
-			END IF;
+		IF pass = 3 AND NOT reached THEN
+			-- every node reachable lately was tried; nothing reachable at all
+			PERFORM @extschema@.dlsm_proxy_claim_state_set(start, empty_until, down_until);
+			RAISE EXCEPTION 'dlsm_claim: no shard could be reached'
+				USING ERRCODE = 'connection_failure',
+					  DETAIL = format('Nodes tried: %s. Last error: %s', cand, last_error);
 		END IF;
 		pass := pass + 1;
 		IF pass >= 4 THEN
@@ -525,15 +663,14 @@ BEGIN
 			IF tried = 0 AND pass > 4 THEN
 				-- nothing reachable to wait on: wait here, then look again
 				PERFORM pg_catalog.pg_sleep(extract(epoch FROM
-					greatest(least(slice, deadline - pg_catalog.clock_timestamp()), interval '0')));
+					@extschema@.dlsm_proxy_claim_slice(timing.wait_slice, deadline)));
 			END IF;
 		END IF;
 	END LOOP;
-	PERFORM pg_catalog.set_config('dlsm_proxy.claim_state', st::text, false);
+	PERFORM @extschema@.dlsm_proxy_claim_state_set(start, empty_until, down_until);
 	RETURN;
 END
 $$;
-
 
 COMMENT ON FUNCTION @extschema@.dlsm_claim(pg_catalog.text, pg_catalog.interval, pg_catalog.uuid, pg_catalog.int8, pg_catalog.interval, pg_catalog.int4) IS
 'claim with a lease the next units of work of the first node that has some (dlsm_proxy.claim_nodes: which nodes)';
