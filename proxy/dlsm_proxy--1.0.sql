@@ -374,6 +374,198 @@ COMMENT ON FUNCTION @extschema@.dlsm_enqueue(pg_catalog.text, pg_catalog.text, p
 -- A caller's process id, and the process id of a single-unit claim, are
 -- made by the router with the node in the last byte; claims of several
 -- units get theirs from dlsm (tagged by the shard's dlsm.node_id).
+--
+-- dlsm_claim is the loop over passes and nodes; its steps follow.
+
+-- The session's claim state, between one dlsm_claim and the next: where
+-- the last claim started and, per node id, until when (epoch seconds) the
+-- node counts as found empty and as unreachable.  It lives in the custom
+-- setting dlsm_proxy.claim_state as one float8[]
+--   {rotation, empty_until[1 .. maxnode], down_until[1 .. maxnode]}
+-- and these two functions are the only ones that read or write it.
+
+-- The state for node ids 1 .. maxnode; all NULL when the session has none
+-- yet, or one for another highest node id.
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_state_get(
+	maxnode pg_catalog.int4,
+	OUT rotation pg_catalog.int4,
+	OUT empty_until pg_catalog.float8[],
+	OUT down_until pg_catalog.float8[])
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	st	float8[] := nullif(pg_catalog.current_setting('dlsm_proxy.claim_state', true), '')::float8[];
+BEGIN
+	IF st IS NULL OR cardinality(st) <> 1 + 2 * maxnode THEN
+		RETURN;
+	END IF;
+	rotation := st[1]::int4;
+	empty_until := st[2 : 1 + maxnode];
+	down_until := st[2 + maxnode : 1 + 2 * maxnode];
+END
+$$;
+
+-- Keep the state for the session's next claim (rolled back with the
+-- transaction, as any SET).
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_state_set(
+	rotation pg_catalog.int4,
+	empty_until pg_catalog.float8[],
+	down_until pg_catalog.float8[])
+RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	PERFORM pg_catalog.set_config('dlsm_proxy.claim_state',
+		(ARRAY[rotation::float8] || empty_until || down_until)::text, false);
+END
+$$;
+
+-- The arguments dlsm_claim checks itself, before any node: a lease (a
+-- claim through the router commits at once) and a wait of zero or more.
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_check(lease pg_catalog.interval,
+													wait pg_catalog.interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	IF lease IS NULL THEN
+		RAISE EXCEPTION 'dlsm_claim through dlsm_proxy needs a lease'
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = 'Each call through the router commits on its shard at once: a claim without a lease could not be rolled back.',
+				  HINT = 'Pass lease => ..., or claim and settle in one transaction on the shard itself.';
+	END IF;
+	IF wait IS NULL THEN
+		RAISE EXCEPTION 'argument "wait" must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF wait < interval '0' THEN
+		RAISE EXCEPTION 'wait must not be negative'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+END
+$$;
+
+-- The nodes a claim may take work from, in node id order unless
+-- dlsm_proxy.claim_nodes lists them; and the highest node id (the size of
+-- the claim state).
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_candidates(
+	OUT candidates pg_catalog.int4[],
+	OUT maxnode pg_catalog.int4)
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	all_nodes	int4[];
+	listed		text;
+BEGIN
+	SELECT pg_catalog.array_agg(x.node_id ORDER BY x.node_id), pg_catalog.max(x.node_id)
+	  INTO all_nodes, maxnode
+	  FROM @extschema@.dlsm_proxy_nodes x;
+	IF all_nodes IS NULL THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	listed := nullif(pg_catalog.regexp_replace(
+		@extschema@.dlsm_proxy_setting('dlsm_proxy.claim_nodes', ''), '\s', '', 'g'), '');
+	candidates := coalesce(pg_catalog.string_to_array(listed, ',')::int4[], all_nodes);
+	IF NOT candidates OPERATOR(pg_catalog.<@) all_nodes OR cardinality(candidates) = 0 THEN
+		RAISE EXCEPTION 'no such node of dlsm_proxy among %', candidates
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = format('The nodes are %s.', all_nodes),
+				  HINT = 'Check dlsm_proxy.claim_nodes.';
+	END IF;
+END
+$$;
+
+-- The claim's timing settings: dlsm_proxy.empty_backoff and
+-- dlsm_proxy.down_backoff in seconds, dlsm_proxy.wait_slice.
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_timing(
+	OUT empty_backoff pg_catalog.float8,
+	OUT down_backoff pg_catalog.float8,
+	OUT wait_slice pg_catalog.interval)
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	empty_backoff := extract(epoch FROM @extschema@.dlsm_proxy_setting('dlsm_proxy.empty_backoff', '100ms')::interval);
+	down_backoff := extract(epoch FROM @extschema@.dlsm_proxy_setting('dlsm_proxy.down_backoff', '1s')::interval);
+	wait_slice := @extschema@.dlsm_proxy_setting('dlsm_proxy.wait_slice', '100ms')::interval;
+END
+$$;
+
+-- Whether a pass of a claim skips a node.  Passes 1 and 2: the nodes not
+-- found empty lately, then those found empty; pass 3: only the nodes found
+-- unreachable lately, and only when no node was reached; pass 4 on: every
+-- node.  Outside pass 3, a node found unreachable lately is skipped.
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_skips(
+	pass pg_catalog.int4, reached pg_catalog.bool,
+	empty_until pg_catalog.float8, down_until pg_catalog.float8, now_s pg_catalog.float8)
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+	IF pass = 3 THEN
+		RETURN reached OR down_until <= now_s;
+	END IF;
+	IF down_until > now_s THEN
+		RETURN true;
+	END IF;
+	IF pass <= 2 THEN
+		RETURN (empty_until > now_s) <> (pass = 2);
+	END IF;
+	RETURN false;
+END
+$$;
+
+-- How long a waiting claim waits on one node: dlsm_proxy.wait_slice, cut
+-- at the deadline.
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_slice(slice pg_catalog.interval,
+													deadline pg_catalog.timestamptz)
+RETURNS pg_catalog.interval
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	RETURN greatest(least(slice, deadline - pg_catalog.clock_timestamp()), interval '0');
+END
+$$;
+
+-- The process id a claim sends to node: the caller's, or a new one for a
+-- claim of one unit, with the node in its last byte; else NULL (dlsm makes
+-- them, tagged by the shard).
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_process_id(process_id pg_catalog.uuid,
+														 units pg_catalog.int4,
+														 node pg_catalog.int4)
+RETURNS pg_catalog.uuid
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	RETURN CASE WHEN process_id IS NOT NULL
+				THEN @extschema@.dlsm_proxy_tag(process_id, node)
+				WHEN units = 1
+				THEN @extschema@.dlsm_proxy_tag(pg_catalog.gen_random_uuid(), node) END;
+END
+$$;
+
+-- One claim on one node: the rows claimed there (none: the node had no
+-- work), or, when the node cannot be reached, no rows and PL/Proxy's
+-- error.  Any other error is the node's answer, raised as dlsm's own.
+CREATE FUNCTION @extschema@.dlsm_proxy_claim_from(
+	node pg_catalog.int4, p_queue pg_catalog.text, p_lease pg_catalog.interval,
+	p_process_id pg_catalog.uuid, p_after pg_catalog.int8, p_wait pg_catalog.interval,
+	p_units pg_catalog.int4,
+	OUT claimed @extschema@.dlsm_proxy_claimed[],
+	OUT unreachable pg_catalog.text)
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	SELECT coalesce(pg_catalog.array_agg(ROW(c.id, c.kind, c.entity, c.payload, c.process_id,
+											 c.fence, c.lease_until)::@extschema@.dlsm_proxy_claimed
+										 ORDER BY c.o), '{}')
+	  INTO claimed
+	  FROM @extschema@.dlsm_proxy_claim_on(node - 1, p_queue, p_lease, p_process_id,
+											p_after, p_wait, p_units)
+		   WITH ORDINALITY AS c(id, kind, entity, payload, process_id, fence, lease_until, o);
+EXCEPTION WHEN OTHERS THEN
+	IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+		GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+		PERFORM @extschema@.dlsm_proxy_reraise(node, SQLSTATE, SQLERRM, e_detail, e_hint);
+	END IF;
+	claimed := NULL;
+	unreachable := SQLERRM;
+END
+$$;
+
 CREATE FUNCTION @extschema@.dlsm_claim(
 	queue pg_catalog.text,
 	lease pg_catalog.interval DEFAULT NULL,
@@ -386,74 +578,40 @@ ROWS 1
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
 	cand		int4[];
-	cand_text	text;
-	all_nodes	int4[];
 	maxnode		int4;
 	n			int4;
-	st			float8[];
+	timing		record;
+	rotation	int4;
+	empty_until	float8[];
+	down_until	float8[];
+	start		int4;
 	first		int4;
 	pass		int4 := 1;
 	k			int4;
 	node		int4;
 	w			interval;
-	got			int8;
-	pid			uuid;
+	r			record;
 	deadline	timestamptz;
 	now_s		float8;
-	empty_s		float8;
-	down_s		float8;
-	slice		interval;
 	waited		boolean;
 	tried		int4;
 	reached		boolean := false;
 	last_error	text;
-	e_detail	text;
-	e_hint		text;
 BEGIN
-	IF dlsm_claim.lease IS NULL THEN
-		RAISE EXCEPTION 'dlsm_claim through dlsm_proxy needs a lease'
-			USING ERRCODE = 'feature_not_supported',
-				  DETAIL = 'Each call through the router commits on its shard at once: a claim without a lease could not be rolled back.',
-				  HINT = 'Pass lease => ..., or claim and settle in one transaction on the shard itself.';
-	END IF;
-	IF dlsm_claim.wait IS NULL THEN
-		RAISE EXCEPTION 'argument "wait" must not be null'
-			USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF dlsm_claim.wait < interval '0' THEN
-		RAISE EXCEPTION 'wait must not be negative'
-			USING ERRCODE = 'invalid_parameter_value';
-	END IF;
-
-	SELECT pg_catalog.array_agg(x.node_id ORDER BY x.node_id), pg_catalog.max(x.node_id)
-	  INTO all_nodes, maxnode
-	  FROM @extschema@.dlsm_proxy_nodes x;
-	IF all_nodes IS NULL THEN
-		PERFORM @extschema@.dlsm_proxy_not_configured();
-	END IF;
-	cand_text := nullif(pg_catalog.regexp_replace(
-		@extschema@.dlsm_proxy_setting('dlsm_proxy.claim_nodes', ''), '\s', '', 'g'), '');
-	cand := coalesce(pg_catalog.string_to_array(cand_text, ',')::int4[], all_nodes);
-	IF NOT cand OPERATOR(pg_catalog.<@) all_nodes OR cardinality(cand) = 0 THEN
-		RAISE EXCEPTION 'no such node of dlsm_proxy among %', cand
-			USING ERRCODE = 'invalid_parameter_value',
-				  DETAIL = format('The nodes are %s.', all_nodes),
-				  HINT = 'Check dlsm_proxy.claim_nodes.';
-	END IF;
+	PERFORM @extschema@.dlsm_proxy_claim_check(dlsm_claim.lease, dlsm_claim.wait);
+	SELECT c.candidates, c.maxnode INTO cand, maxnode FROM @extschema@.dlsm_proxy_claim_candidates() c;
 	n := cardinality(cand);
-
-	empty_s := extract(epoch FROM @extschema@.dlsm_proxy_setting('dlsm_proxy.empty_backoff', '100ms')::interval);
-	down_s := extract(epoch FROM @extschema@.dlsm_proxy_setting('dlsm_proxy.down_backoff', '1s')::interval);
-	slice := @extschema@.dlsm_proxy_setting('dlsm_proxy.wait_slice', '100ms')::interval;
-
-	-- session state: {rotation, empty until (per node), down until (per node)}
-	st := nullif(pg_catalog.current_setting('dlsm_proxy.claim_state', true), '')::float8[];
-	IF st IS NULL OR cardinality(st) <> 1 + 2 * maxnode THEN
-		st := pg_catalog.array_fill(0::float8, ARRAY[1 + 2 * maxnode]);
-		st[1] := floor(random() * n);
+	SELECT * INTO timing FROM @extschema@.dlsm_proxy_claim_timing();
+	SELECT s.rotation, s.empty_until, s.down_until INTO rotation, empty_until, down_until
+	  FROM @extschema@.dlsm_proxy_claim_state_get(maxnode) s;
+	IF rotation IS NULL THEN
+		-- the session's first claim (or the nodes changed): from a random node
+		rotation := floor(random() * n);
+		empty_until := pg_catalog.array_fill(0::float8, ARRAY[maxnode]);
+		down_until := pg_catalog.array_fill(0::float8, ARRAY[maxnode]);
 	END IF;
-	first := (st[1]::int4 + 1) % n;
-	st[1] := first;
+	start := (rotation + 1) % n;
+	first := start;
 	deadline := pg_catalog.clock_timestamp() + dlsm_claim.wait;
 
 	LOOP
@@ -462,59 +620,39 @@ BEGIN
 		FOR k IN 0 .. n - 1 LOOP
 			node := cand[(first + k) % n + 1];
 			now_s := extract(epoch FROM pg_catalog.clock_timestamp());
-			-- pass 3 tries the nodes found unreachable lately when no other
-			-- node answered; other passes skip them
-			IF pass = 3 THEN
-				CONTINUE WHEN reached OR st[1 + maxnode + node] <= now_s;
-			ELSE
-				CONTINUE WHEN st[1 + maxnode + node] > now_s;
-			END IF;
-			IF pass <= 2 THEN
-				CONTINUE WHEN (st[1 + node] > now_s) <> (pass = 2);
-			END IF;
+			CONTINUE WHEN @extschema@.dlsm_proxy_claim_skips(pass, reached, empty_until[node],
+															 down_until[node], now_s);
 			w := interval '0';
 			IF pass >= 4 AND NOT waited THEN
-				w := greatest(least(slice, deadline - pg_catalog.clock_timestamp()), interval '0');
+				w := @extschema@.dlsm_proxy_claim_slice(timing.wait_slice, deadline);
 				waited := true;
 			END IF;
-			pid := CASE WHEN dlsm_claim.process_id IS NOT NULL
-						THEN @extschema@.dlsm_proxy_tag(dlsm_claim.process_id, node)
-						WHEN dlsm_claim.units = 1
-						THEN @extschema@.dlsm_proxy_tag(pg_catalog.gen_random_uuid(), node) END;
 			tried := tried + 1;
-			BEGIN
-				RETURN QUERY
-					SELECT * FROM @extschema@.dlsm_proxy_claim_on(node - 1, dlsm_claim.queue, dlsm_claim.lease, pid,
-																   dlsm_claim.after, w, dlsm_claim.units);
-				GET DIAGNOSTICS got = ROW_COUNT;
-				reached := true;
-				st[1 + maxnode + node] := 0;
-			EXCEPTION WHEN OTHERS THEN
-				IF NOT @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
-					GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
-					PERFORM @extschema@.dlsm_proxy_reraise(node, SQLSTATE, SQLERRM, e_detail, e_hint);
-				END IF;
-				last_error := SQLERRM;
-				st[1 + maxnode + node] := extract(epoch FROM pg_catalog.clock_timestamp()) + down_s;
-				got := -1;
-			END;
-			IF got > 0 THEN
-				st[1 + node] := 0;
-				PERFORM pg_catalog.set_config('dlsm_proxy.claim_state', st::text, false);
-				RETURN;
-			ELSIF got = 0 THEN
-				st[1 + node] := extract(epoch FROM pg_catalog.clock_timestamp()) + empty_s;
+			SELECT * INTO r FROM @extschema@.dlsm_proxy_claim_from(node, dlsm_claim.queue, dlsm_claim.lease,
+				@extschema@.dlsm_proxy_claim_process_id(dlsm_claim.process_id, dlsm_claim.units, node),
+				dlsm_claim.after, w, dlsm_claim.units);
+			IF r.claimed IS NULL THEN
+				last_error := r.unreachable;
+				down_until[node] := extract(epoch FROM pg_catalog.clock_timestamp()) + timing.down_backoff;
+				CONTINUE;
 			END IF;
+			reached := true;
+			down_until[node] := 0;
+			IF cardinality(r.claimed) > 0 THEN
+				empty_until[node] := 0;
+				PERFORM @extschema@.dlsm_proxy_claim_state_set(start, empty_until, down_until);
+				RETURN QUERY SELECT * FROM unnest(r.claimed);
+				RETURN;
+			END IF;
+			empty_until[node] := extract(epoch FROM pg_catalog.clock_timestamp()) + timing.empty_backoff;
 		END LOOP;
 
-		IF pass = 3 THEN
-			-- every node reachable lately was tried; nothing reachable at all?
-			IF NOT reached THEN
-				PERFORM pg_catalog.set_config('dlsm_proxy.claim_state', st::text, false);
-				RAISE EXCEPTION 'dlsm_claim: no shard could be reached'
-					USING ERRCODE = 'connection_failure',
-						  DETAIL = format('Nodes tried: %s. Last error: %s', cand, last_error);
-			END IF;
+		IF pass = 3 AND NOT reached THEN
+			-- every node reachable lately was tried; nothing reachable at all
+			PERFORM @extschema@.dlsm_proxy_claim_state_set(start, empty_until, down_until);
+			RAISE EXCEPTION 'dlsm_claim: no shard could be reached'
+				USING ERRCODE = 'connection_failure',
+					  DETAIL = format('Nodes tried: %s. Last error: %s', cand, last_error);
 		END IF;
 		pass := pass + 1;
 		IF pass >= 4 THEN
@@ -525,15 +663,14 @@ BEGIN
 			IF tried = 0 AND pass > 4 THEN
 				-- nothing reachable to wait on: wait here, then look again
 				PERFORM pg_catalog.pg_sleep(extract(epoch FROM
-					greatest(least(slice, deadline - pg_catalog.clock_timestamp()), interval '0')));
+					@extschema@.dlsm_proxy_claim_slice(timing.wait_slice, deadline)));
 			END IF;
 		END IF;
 	END LOOP;
-	PERFORM pg_catalog.set_config('dlsm_proxy.claim_state', st::text, false);
+	PERFORM @extschema@.dlsm_proxy_claim_state_set(start, empty_until, down_until);
 	RETURN;
 END
 $$;
-
 
 COMMENT ON FUNCTION @extschema@.dlsm_claim(pg_catalog.text, pg_catalog.interval, pg_catalog.uuid, pg_catalog.int8, pg_catalog.interval, pg_catalog.int4) IS
 'claim with a lease the next units of work of the first node that has some (dlsm_proxy.claim_nodes: which nodes)';
@@ -1724,37 +1861,21 @@ $$;
 -- where they were.  Needs the same queues on every node, and every enqueue
 -- of those entities to come through the routers.  With several routers,
 -- mark and switch on each (see README).
-CREATE PROCEDURE @extschema@.dlsm_proxy_move(
-	parts pg_catalog.int4[],
-	to_node pg_catalog.int4,
-	drain_timeout pg_catalog.interval DEFAULT '5 minutes')
+--
+-- CALL dlsm_proxy_move runs the steps and commits between them; each step
+-- is one function below (administration only, as dlsm_proxy_remote).  In
+-- the statements run on a node, moved is the list of moved partitions as
+-- an SQL literal (%L::pg_catalog.int4[]) and nparts the number of
+-- partitions of the map.
+
+-- Before a move: lock the map, check the arguments, and which of parts
+-- move (those not on to_node already; NULL: none) from which nodes.
+CREATE FUNCTION @extschema@.dlsm_proxy_move_check(
+	parts pg_catalog.int4[], to_node pg_catalog.int4,
+	OUT to_move pg_catalog.int4[], OUT sources pg_catalog.int4[], OUT nparts pg_catalog.int4)
 LANGUAGE plpgsql AS $$
 DECLARE
-	m			record;
-	nparts		int4;
-	p			int4;
-	sources		int4[];
-	src			int4;
-	marked_at	timestamptz;
-	give_up		timestamptz;
-	blocker		text;
-	q			record;
-	open_rows	int8;
-	open_where	text;
-	probe		int8;
-	fmax		int8 := 0;
-	tprobe		int8;
-	cols		text;
-	owner		text;
-	moved_parts	text;
-	last_id		text;
-	chunk		text;
-	copied		int8 := 0;
-	failure		text;
-	failure_state text;
-	failure_detail text;
-	failure_hint text;
-	next_note	timestamptz := clock_timestamp() + interval '2 s';
+	m	record;
 BEGIN
 	SELECT * INTO m FROM @extschema@.dlsm_proxy_map FOR UPDATE;
 	IF NOT FOUND THEN
@@ -1773,174 +1894,353 @@ BEGIN
 		RAISE EXCEPTION 'a move is under way already'
 			USING ERRCODE = 'object_in_use';
 	END IF;
-	SELECT array_agg(DISTINCT x ORDER BY x) INTO parts
+	SELECT array_agg(DISTINCT x ORDER BY x) INTO to_move
 	  FROM unnest(parts) x WHERE m.nodes[x + 1] <> to_node;
-	IF parts IS NULL THEN
+	SELECT array_agg(DISTINCT m.nodes[x + 1]) INTO sources FROM unnest(to_move) x;
+END
+$$;
+
+-- Step 1: mark the partitions moving to to_node (the map is locked).
+CREATE FUNCTION @extschema@.dlsm_proxy_move_mark(parts pg_catalog.int4[], to_node pg_catalog.int4)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	mv	int4[];
+	p	int4;
+BEGIN
+	SELECT m.moving INTO mv FROM @extschema@.dlsm_proxy_map m;
+	FOREACH p IN ARRAY parts LOOP
+		mv[p + 1] := to_node;
+	END LOOP;
+	UPDATE @extschema@.dlsm_proxy_map SET moving = mv, changed_at = now();
+END
+$$;
+
+-- Step 2: wait until no other session of this router's database has a
+-- transaction begun before the mark (55P03 at give_up).
+CREATE FUNCTION @extschema@.dlsm_proxy_move_wait_old(marked_at pg_catalog.timestamptz,
+													  give_up pg_catalog.timestamptz)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	blocker	text;
+BEGIN
+	LOOP
+		PERFORM pg_catalog.pg_stat_clear_snapshot();
+		SELECT string_agg(a.pid::text, ', ') INTO blocker
+		  FROM pg_catalog.pg_stat_activity a
+		 WHERE a.datid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+		   AND a.pid <> pg_catalog.pg_backend_pid()
+		   AND a.backend_type = 'client backend'
+		   AND a.xact_start < marked_at;
+		EXIT WHEN blocker IS NULL;
+		IF clock_timestamp() > give_up THEN
+			RAISE EXCEPTION 'transactions begun before the move are still open: pid %', blocker
+				USING ERRCODE = 'lock_not_available';
+		END IF;
+		PERFORM pg_catalog.pg_sleep(0.05);
+	END LOOP;
+END
+$$;
+
+-- The queues of a node (its dlsm_queues), with their column names.
+CREATE FUNCTION @extschema@.dlsm_proxy_move_queues(node pg_catalog.int4)
+RETURNS TABLE (queue pg_catalog.text, status pg_catalog.text, kind pg_catalog.text,
+			   entity pg_catalog.text, id pg_catalog.text)
+LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN QUERY SELECT * FROM jsonb_to_recordset(@extschema@.dlsm_proxy_remote(node,
+		'SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(''queue'', q.queue::pg_catalog.text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::pg_catalog.text FROM dlsm_queues q')::jsonb)
+		AS x(queue text, status text, kind text, entity text, id text);
+END
+$$;
+
+-- How many open requests (new or in-progress) of the moved partitions a
+-- node has in all its queues, and live leases of their lock names.
+CREATE FUNCTION @extschema@.dlsm_proxy_move_open_count(node pg_catalog.int4, nparts pg_catalog.int4,
+														moved pg_catalog.text)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql AS $$
+DECLARE
+	q			record;
+	open_rows	int8 := 0;
+BEGIN
+	FOR q IN SELECT * FROM @extschema@.dlsm_proxy_move_queues(node) LOOP
+		open_rows := open_rows + @extschema@.dlsm_proxy_remote(node, format(
+			'SELECT pg_catalog.count(*)::pg_catalog.text FROM %s WHERE %I OPERATOR(pg_catalog.=) ANY (''{new,in-progress}''::pg_catalog.text[]) AND (pg_catalog.hashtext(%I) OPERATOR(pg_catalog.&) %s) OPERATOR(pg_catalog.=) ANY (%s)',
+			q.queue, q.status, q.entity, nparts - 1, moved))::int8;
+	END LOOP;
+	RETURN open_rows + @extschema@.dlsm_proxy_remote(node, format(
+		'SELECT pg_catalog.count(*)::pg_catalog.text FROM dlsm_leases WHERE lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() AND (pg_catalog.hashtext(name) OPERATOR(pg_catalog.&) %s) OPERATOR(pg_catalog.=) ANY (%s)',
+		nparts - 1, moved))::int8;
+END
+$$;
+
+-- Which requests of the moved partitions are open on the nodes, for the
+-- error of a drain that timed out: a few of each queue, '; '-separated.
+CREATE FUNCTION @extschema@.dlsm_proxy_move_open_list(nodes pg_catalog.int4[], nparts pg_catalog.int4,
+													   moved pg_catalog.text)
+RETURNS pg_catalog.text
+LANGUAGE plpgsql AS $$
+DECLARE
+	node	int4;
+	q		record;
+	list	text;
+BEGIN
+	FOREACH node IN ARRAY nodes LOOP
+		FOR q IN SELECT * FROM @extschema@.dlsm_proxy_move_queues(node) LOOP
+			list := concat_ws('; ', list, @extschema@.dlsm_proxy_remote(node, format(
+				'SELECT pg_catalog.string_agg(pg_catalog.format(''node %s %s: request %%s (%%s of "%%s", %%s, run_at %%s, lease until %%s)'', t.%I, t.%I, t.%I, t.%I, t.run_at, t.lease_until), ''; '')
+				   FROM (SELECT * FROM %s WHERE %I OPERATOR(pg_catalog.=) ANY (''{new,in-progress}''::pg_catalog.text[])
+							AND (pg_catalog.hashtext(%I) OPERATOR(pg_catalog.&) %s) OPERATOR(pg_catalog.=) ANY (%s)
+						  ORDER BY %I LIMIT 3) t',
+				node, q.queue, q.id, q.kind, q.entity, q.status, q.queue, q.status, q.entity,
+				nparts - 1, moved, q.id)));
+		END LOOP;
+	END LOOP;
+	RETURN list;
+END
+$$;
+
+-- Step 3: wait until the sources have nothing open of the moved
+-- partitions, with a notice every 2 s from next_note on (55P03 at give_up,
+-- naming what is open).
+CREATE FUNCTION @extschema@.dlsm_proxy_move_drain(
+	sources pg_catalog.int4[], nparts pg_catalog.int4, moved pg_catalog.text,
+	give_up pg_catalog.timestamptz, drain_timeout pg_catalog.interval,
+	next_note pg_catalog.timestamptz)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	src			int4;
+	open_rows	int8;
+BEGIN
+	LOOP
+		open_rows := 0;
+		FOREACH src IN ARRAY sources LOOP
+			open_rows := open_rows + @extschema@.dlsm_proxy_move_open_count(src, nparts, moved);
+		END LOOP;
+		EXIT WHEN open_rows = 0;
+		IF clock_timestamp() > next_note THEN
+			RAISE NOTICE '%', format(CASE WHEN open_rows = 1
+										 THEN 'draining: %s open request or lease left on node %s'
+										 ELSE 'draining: %s open requests and leases left on node %s' END,
+									open_rows, sources);
+			next_note := clock_timestamp() + interval '2 s';
+		END IF;
+		IF clock_timestamp() > give_up THEN
+			RAISE EXCEPTION USING
+				MESSAGE = format(CASE WHEN open_rows = 1
+					THEN 'the partitions did not drain within %s: %s open request or lease left on node %s'
+					ELSE 'the partitions did not drain within %s: %s open requests and leases left on node %s' END,
+					drain_timeout, open_rows, sources),
+				ERRCODE = 'lock_not_available',
+				DETAIL = coalesce('Open: ' || @extschema@.dlsm_proxy_move_open_list(sources, nparts, moved),
+								  'Open: leases of lock names.'),
+				HINT = 'Keep consumers running, or give a longer drain_timeout.';
+		END IF;
+		PERFORM pg_catalog.pg_sleep(0.2);
+	END LOOP;
+END
+$$;
+
+-- Step 4: raise the fences of to_node above every fence the sources gave;
+-- returns the largest fence of the sources.
+CREATE FUNCTION @extschema@.dlsm_proxy_move_raise_fences(sources pg_catalog.int4[],
+														  to_node pg_catalog.int4)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql AS $$
+DECLARE
+	src		int4;
+	probe	int8;
+	fmax	int8 := 0;
+	tprobe	int8;
+BEGIN
+	FOREACH src IN ARRAY sources LOOP
+		probe := @extschema@.dlsm_proxy_remote(src, format(
+			'SELECT dlsm_try_lock(%L)::pg_catalog.text', 'dlsm_proxy/fence-probe/' || gen_random_uuid()))::int8;
+		fmax := greatest(fmax, probe);
+	END LOOP;
+	IF @extschema@.dlsm_proxy_remote(to_node,
+			'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_proc WHERE proname OPERATOR(pg_catalog.=) ''dlsm_raise_fence'')::pg_catalog.text')::boolean THEN
+		PERFORM @extschema@.dlsm_proxy_remote(to_node, format('SELECT dlsm_raise_fence(%s)::pg_catalog.text', fmax));
+	ELSE
+		-- a dlsm whose fences are the values of dlsm_fence_seq
+		PERFORM @extschema@.dlsm_proxy_remote(to_node, format(
+			'SELECT pg_catalog.setval(s.oid::pg_catalog.regclass, greatest(%s, (SELECT q.last_value FROM dlsm_fence_seq q)))::pg_catalog.text
+			   FROM pg_catalog.pg_class s
+			  WHERE s.relname OPERATOR(pg_catalog.=) ''dlsm_fence_seq'' AND s.relkind OPERATOR(pg_catalog.=) ''S''', fmax));
+	END IF;
+	tprobe := @extschema@.dlsm_proxy_remote(to_node, format(
+		'SELECT dlsm_try_lock(%L)::pg_catalog.text', 'dlsm_proxy/fence-probe/' || gen_random_uuid()))::int8;
+	IF tprobe <= fmax THEN
+		RAISE EXCEPTION 'the fences of node % could not be raised above %', to_node, fmax
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('Its next fence is %s.', tprobe);
+	END IF;
+	RETURN fmax;
+END
+$$;
+
+-- Copy the terminal creates of the moved partitions in queue q of node src
+-- to the same queue of to_node, 500 rows at a time, as the queue's owner
+-- there; returns how many were sent (those to_node had already are not
+-- copied twice).
+CREATE FUNCTION @extschema@.dlsm_proxy_move_copy_queue(
+	src pg_catalog.int4, to_node pg_catalog.int4,
+	queue pg_catalog.text, kind pg_catalog.text, status pg_catalog.text,
+	entity pg_catalog.text, id pg_catalog.text,
+	nparts pg_catalog.int4, moved pg_catalog.text)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql AS $$
+DECLARE
+	cols		text;
+	owner		text;
+	last_id		text := '-9223372036854775808';
+	chunk		text;
+	copied		int8 := 0;
+BEGIN
+	IF @extschema@.dlsm_proxy_remote(to_node, format(
+			'SELECT pg_catalog.count(*)::pg_catalog.text FROM dlsm_queues WHERE queue OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%L)', queue)) <> '1' THEN
+		RAISE EXCEPTION 'queue % of node % is not a queue on node %', queue, src, to_node
+			USING ERRCODE = 'undefined_object',
+				  HINT = 'Create the queues on every node (dlsm_create_queue through the router does).';
+	END IF;
+	cols := @extschema@.dlsm_proxy_remote(to_node, format(
+		'SELECT pg_catalog.string_agg(pg_catalog.quote_ident(attname), '', '' ORDER BY attnum) FROM pg_catalog.pg_attribute
+		  WHERE attrelid OPERATOR(pg_catalog.=) %L::pg_catalog.regclass AND attnum OPERATOR(pg_catalog.>) 0
+			AND NOT attisdropped AND attgenerated OPERATOR(pg_catalog.=) ''''
+			AND attname OPERATOR(pg_catalog.<>) %L', queue, id));
+	-- the copy runs the queue owner's code (triggers, defaults) as that
+	-- owner, never as the administrator who moves (under the
+	-- administrator's search_path: the owner gains nothing)
+	owner := @extschema@.dlsm_proxy_remote(to_node, format(
+		'SELECT pg_catalog.jsonb_build_object(''owner'', pg_catalog.quote_ident(r.rolname),
+				''queue'', pg_catalog.format(''%%I.%%I'', n.nspname, c.relname))::pg_catalog.text
+		   FROM pg_catalog.pg_class c
+		   JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) c.relowner
+		   JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+		  WHERE c.oid OPERATOR(pg_catalog.=) %L::pg_catalog.regclass', queue));
+	LOOP
+		chunk := @extschema@.dlsm_proxy_remote(src, format(
+			'SELECT pg_catalog.jsonb_build_object(''rows'', pg_catalog.jsonb_agg(pg_catalog.to_jsonb(t)), ''last'', pg_catalog.max(t.%I))::pg_catalog.text
+			   FROM (SELECT * FROM %s WHERE %I OPERATOR(pg_catalog.=) ''create''
+						AND %I OPERATOR(pg_catalog.=) ANY (''{complete,error}''::pg_catalog.text[])
+						AND %I OPERATOR(pg_catalog.>) %s
+						AND (pg_catalog.hashtext(%I) OPERATOR(pg_catalog.&) %s) OPERATOR(pg_catalog.=) ANY (%s)
+					  ORDER BY %I LIMIT 500) t',
+			id, queue, kind, status, id, last_id, entity, nparts - 1,
+			moved, id));
+		EXIT WHEN chunk::jsonb->'rows' = 'null'::jsonb;
+		last_id := chunk::jsonb->>'last';
+		PERFORM @extschema@.dlsm_proxy_remote(to_node, format(
+			'SET LOCAL ROLE %6$s;
+			 WITH i AS (INSERT INTO %1$s (%2$s)
+						SELECT %2$s FROM pg_catalog.jsonb_populate_recordset(NULL::%1$s, %3$L) r
+						 WHERE NOT EXISTS (SELECT 1 FROM %1$s x
+											WHERE x.%4$I OPERATOR(pg_catalog.=) r.%4$I
+											  AND x.%5$I OPERATOR(pg_catalog.=) ''create'')
+						RETURNING 1)
+			 SELECT pg_catalog.count(*)::pg_catalog.text FROM i',
+			owner::jsonb->>'queue', cols, chunk::jsonb->'rows', entity, kind,
+			owner::jsonb->>'owner'));
+		copied := copied + jsonb_array_length(chunk::jsonb->'rows');
+	END LOOP;
+	RETURN copied;
+END
+$$;
+
+-- Step 5: copy the creates of the moved partitions, every queue of every
+-- source; returns how many were sent.
+CREATE FUNCTION @extschema@.dlsm_proxy_move_copy_creates(
+	sources pg_catalog.int4[], to_node pg_catalog.int4,
+	nparts pg_catalog.int4, moved pg_catalog.text)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql AS $$
+DECLARE
+	src		int4;
+	q		record;
+	copied	int8 := 0;
+BEGIN
+	FOREACH src IN ARRAY sources LOOP
+		FOR q IN SELECT * FROM @extschema@.dlsm_proxy_move_queues(src) LOOP
+			copied := copied + @extschema@.dlsm_proxy_move_copy_queue(src, to_node, q.queue, q.kind,
+																	   q.status, q.entity, q.id,
+																	   nparts, moved);
+		END LOOP;
+	END LOOP;
+	RETURN copied;
+END
+$$;
+
+-- Step 6: the moved partitions are on to_node; no move under way.
+CREATE FUNCTION @extschema@.dlsm_proxy_move_switch(parts pg_catalog.int4[], to_node pg_catalog.int4)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	m	record;
+	p	int4;
+BEGIN
+	SELECT * INTO m FROM @extschema@.dlsm_proxy_map FOR UPDATE;
+	FOREACH p IN ARRAY parts LOOP
+		m.nodes[p + 1] := to_node;
+	END LOOP;
+	UPDATE @extschema@.dlsm_proxy_map SET nodes = m.nodes,
+										  moving = array_fill(NULL::int4, ARRAY[cardinality(m.nodes)]),
+										  changed_at = now();
+END
+$$;
+
+-- After a failed step: no move under way, the map as it was.
+CREATE FUNCTION @extschema@.dlsm_proxy_move_unmark(nparts pg_catalog.int4)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+	UPDATE @extschema@.dlsm_proxy_map SET moving = array_fill(NULL::int4, ARRAY[nparts]),
+										  changed_at = now();
+END
+$$;
+
+CREATE PROCEDURE @extschema@.dlsm_proxy_move(
+	parts pg_catalog.int4[],
+	to_node pg_catalog.int4,
+	drain_timeout pg_catalog.interval DEFAULT '5 minutes')
+LANGUAGE plpgsql AS $$
+DECLARE
+	plan		record;
+	moved		text;
+	marked_at	timestamptz;
+	give_up		timestamptz;
+	fmax		int8 := 0;
+	copied		int8 := 0;
+	failure		text;
+	failure_state text;
+	failure_detail text;
+	failure_hint text;
+	next_note	timestamptz := clock_timestamp() + interval '2 s';
+BEGIN
+	SELECT * INTO plan FROM @extschema@.dlsm_proxy_move_check(parts, to_node);
+	IF plan.to_move IS NULL THEN
 		RAISE NOTICE 'node % holds those partitions already', to_node;
 		RETURN;
 	END IF;
-	SELECT array_agg(DISTINCT m.nodes[x + 1]) INTO sources FROM unnest(parts) x;
-	moved_parts := format('%L::pg_catalog.int4[]', parts);
+	moved := format('%L::pg_catalog.int4[]', plan.to_move);
 
-	-- 1. the mark
-	FOREACH p IN ARRAY parts LOOP
-		m.moving[p + 1] := to_node;
-	END LOOP;
-	UPDATE @extschema@.dlsm_proxy_map SET moving = m.moving, changed_at = now();
+	PERFORM @extschema@.dlsm_proxy_move_mark(plan.to_move, to_node);
 	COMMIT;
 	marked_at := clock_timestamp();
 	give_up := marked_at + drain_timeout;
-	RAISE NOTICE '%', format(CASE WHEN cardinality(parts) = 1
+	RAISE NOTICE '%', format(CASE WHEN cardinality(plan.to_move) = 1
 								 THEN 'moving %s partition from node %s to node %s'
 								 ELSE 'moving %s partitions from node %s to node %s' END,
-							cardinality(parts), sources, to_node);
+							cardinality(plan.to_move), plan.sources, to_node);
 
 	BEGIN
-		-- 2. no transaction of the old map left on this router
-		LOOP
-			PERFORM pg_catalog.pg_stat_clear_snapshot();
-			SELECT string_agg(a.pid::text, ', ') INTO blocker
-			  FROM pg_catalog.pg_stat_activity a
-			 WHERE a.datid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
-			   AND a.pid <> pg_catalog.pg_backend_pid()
-			   AND a.backend_type = 'client backend'
-			   AND a.xact_start < marked_at;
-			EXIT WHEN blocker IS NULL;
-			IF clock_timestamp() > give_up THEN
-				RAISE EXCEPTION 'transactions begun before the move are still open: pid %', blocker
-					USING ERRCODE = 'lock_not_available';
-			END IF;
-			PERFORM pg_catalog.pg_sleep(0.05);
-		END LOOP;
-
-		-- 3. drain the sources
-		LOOP
-			open_rows := 0;
-			FOREACH src IN ARRAY sources LOOP
-				FOR q IN SELECT * FROM jsonb_to_recordset(@extschema@.dlsm_proxy_remote(src,
-						'SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(''queue'', q.queue::pg_catalog.text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::pg_catalog.text FROM dlsm_queues q')::jsonb)
-						AS x(queue text, status text, kind text, entity text, id text) LOOP
-					open_rows := open_rows + @extschema@.dlsm_proxy_remote(src, format(
-						'SELECT pg_catalog.count(*)::pg_catalog.text FROM %s WHERE %I OPERATOR(pg_catalog.=) ANY (''{new,in-progress}''::pg_catalog.text[]) AND (pg_catalog.hashtext(%I) OPERATOR(pg_catalog.&) %s) OPERATOR(pg_catalog.=) ANY (%s)',
-						q.queue, q.status, q.entity, nparts - 1, moved_parts))::int8;
-				END LOOP;
-				open_rows := open_rows + @extschema@.dlsm_proxy_remote(src, format(
-					'SELECT pg_catalog.count(*)::pg_catalog.text FROM dlsm_leases WHERE lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() AND (pg_catalog.hashtext(name) OPERATOR(pg_catalog.&) %s) OPERATOR(pg_catalog.=) ANY (%s)',
-					nparts - 1, moved_parts))::int8;
-			END LOOP;
-			EXIT WHEN open_rows = 0;
-			IF clock_timestamp() > next_note THEN
-				RAISE NOTICE '%', format(CASE WHEN open_rows = 1
-											 THEN 'draining: %s open request or lease left on node %s'
-											 ELSE 'draining: %s open requests and leases left on node %s' END,
-										open_rows, sources);
-				next_note := clock_timestamp() + interval '2 s';
-			END IF;
-			IF clock_timestamp() > give_up THEN
-				-- say which: a few open requests of each source
-				FOREACH src IN ARRAY sources LOOP
-					FOR q IN SELECT * FROM jsonb_to_recordset(@extschema@.dlsm_proxy_remote(src,
-							'SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(''queue'', q.queue::pg_catalog.text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::pg_catalog.text FROM dlsm_queues q')::jsonb)
-							AS x(queue text, status text, kind text, entity text, id text) LOOP
-						blocker := concat_ws('; ', blocker, @extschema@.dlsm_proxy_remote(src, format(
-							'SELECT pg_catalog.string_agg(pg_catalog.format(''node %s %s: request %%s (%%s of "%%s", %%s, run_at %%s, lease until %%s)'', t.%I, t.%I, t.%I, t.%I, t.run_at, t.lease_until), ''; '')
-							   FROM (SELECT * FROM %s WHERE %I OPERATOR(pg_catalog.=) ANY (''{new,in-progress}''::pg_catalog.text[])
-										AND (pg_catalog.hashtext(%I) OPERATOR(pg_catalog.&) %s) OPERATOR(pg_catalog.=) ANY (%s)
-									  ORDER BY %I LIMIT 3) t',
-							src, q.queue, q.id, q.kind, q.entity, q.status, q.queue, q.status, q.entity,
-							nparts - 1, moved_parts, q.id)));
-					END LOOP;
-				END LOOP;
-				RAISE EXCEPTION USING
-					MESSAGE = format(CASE WHEN open_rows = 1
-						THEN 'the partitions did not drain within %s: %s open request or lease left on node %s'
-						ELSE 'the partitions did not drain within %s: %s open requests and leases left on node %s' END,
-						drain_timeout, open_rows, sources),
-					ERRCODE = 'lock_not_available',
-						  DETAIL = coalesce('Open: ' || blocker, 'Open: leases of lock names.'),
-						  HINT = 'Keep consumers running, or give a longer drain_timeout.';
-			END IF;
-			PERFORM pg_catalog.pg_sleep(0.2);
-		END LOOP;
-
-		-- 4. fences: the target's above every fence of the sources
-		FOREACH src IN ARRAY sources LOOP
-			probe := @extschema@.dlsm_proxy_remote(src, format(
-				'SELECT dlsm_try_lock(%L)::pg_catalog.text', 'dlsm_proxy/fence-probe/' || gen_random_uuid()))::int8;
-			fmax := greatest(fmax, probe);
-		END LOOP;
-		IF @extschema@.dlsm_proxy_remote(to_node,
-				'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_proc WHERE proname OPERATOR(pg_catalog.=) ''dlsm_raise_fence'')::pg_catalog.text')::boolean THEN
-			PERFORM @extschema@.dlsm_proxy_remote(to_node, format('SELECT dlsm_raise_fence(%s)::pg_catalog.text', fmax));
-		ELSE
-			-- a dlsm whose fences are the values of dlsm_fence_seq
-			PERFORM @extschema@.dlsm_proxy_remote(to_node, format(
-				'SELECT pg_catalog.setval(s.oid::pg_catalog.regclass, greatest(%s, (SELECT q.last_value FROM dlsm_fence_seq q)))::pg_catalog.text
-				   FROM pg_catalog.pg_class s
-				  WHERE s.relname OPERATOR(pg_catalog.=) ''dlsm_fence_seq'' AND s.relkind OPERATOR(pg_catalog.=) ''S''', fmax));
-		END IF;
-		tprobe := @extschema@.dlsm_proxy_remote(to_node, format(
-			'SELECT dlsm_try_lock(%L)::pg_catalog.text', 'dlsm_proxy/fence-probe/' || gen_random_uuid()))::int8;
-		IF tprobe <= fmax THEN
-			RAISE EXCEPTION 'the fences of node % could not be raised above %', to_node, fmax
-				USING ERRCODE = 'object_not_in_prerequisite_state',
-					  DETAIL = format('Its next fence is %s.', tprobe);
-		END IF;
-
-		-- 5. the creates of the moved entities
-		FOREACH src IN ARRAY sources LOOP
-			FOR q IN SELECT * FROM jsonb_to_recordset(@extschema@.dlsm_proxy_remote(src,
-					'SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(''queue'', q.queue::pg_catalog.text, ''status'', q.status_column, ''kind'', q.kind_column, ''entity'', q.entity_column, ''id'', q.id_column)), ''[]'')::pg_catalog.text FROM dlsm_queues q')::jsonb)
-					AS x(queue text, status text, kind text, entity text, id text) LOOP
-				IF @extschema@.dlsm_proxy_remote(to_node, format(
-						'SELECT pg_catalog.count(*)::pg_catalog.text FROM dlsm_queues WHERE queue OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%L)', q.queue)) <> '1' THEN
-					RAISE EXCEPTION 'queue % of node % is not a queue on node %', q.queue, src, to_node
-						USING ERRCODE = 'undefined_object',
-							  HINT = 'Create the queues on every node (dlsm_create_queue through the router does).';
-				END IF;
-				cols := @extschema@.dlsm_proxy_remote(to_node, format(
-					'SELECT pg_catalog.string_agg(pg_catalog.quote_ident(attname), '', '' ORDER BY attnum) FROM pg_catalog.pg_attribute
-					  WHERE attrelid OPERATOR(pg_catalog.=) %L::pg_catalog.regclass AND attnum OPERATOR(pg_catalog.>) 0
-						AND NOT attisdropped AND attgenerated OPERATOR(pg_catalog.=) ''''
-						AND attname OPERATOR(pg_catalog.<>) %L', q.queue, q.id));
-				-- the copy runs the queue owner's code (triggers, defaults)
-				-- as that owner, never as the administrator who moves (under
-				-- the administrator's search_path: the owner gains nothing)
-				owner := @extschema@.dlsm_proxy_remote(to_node, format(
-					'SELECT pg_catalog.jsonb_build_object(''owner'', pg_catalog.quote_ident(r.rolname),
-							''queue'', pg_catalog.format(''%%I.%%I'', n.nspname, c.relname))::pg_catalog.text
-					   FROM pg_catalog.pg_class c
-					   JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) c.relowner
-					   JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-					  WHERE c.oid OPERATOR(pg_catalog.=) %L::pg_catalog.regclass', q.queue));
-				last_id := '-9223372036854775808';
-				LOOP
-					chunk := @extschema@.dlsm_proxy_remote(src, format(
-						'SELECT pg_catalog.jsonb_build_object(''rows'', pg_catalog.jsonb_agg(pg_catalog.to_jsonb(t)), ''last'', pg_catalog.max(t.%I))::pg_catalog.text
-						   FROM (SELECT * FROM %s WHERE %I OPERATOR(pg_catalog.=) ''create''
-									AND %I OPERATOR(pg_catalog.=) ANY (''{complete,error}''::pg_catalog.text[])
-									AND %I OPERATOR(pg_catalog.>) %s
-									AND (pg_catalog.hashtext(%I) OPERATOR(pg_catalog.&) %s) OPERATOR(pg_catalog.=) ANY (%s)
-								  ORDER BY %I LIMIT 500) t',
-						q.id, q.queue, q.kind, q.status, q.id, last_id, q.entity, nparts - 1,
-						moved_parts, q.id));
-					EXIT WHEN chunk::jsonb->'rows' = 'null'::jsonb;
-					last_id := chunk::jsonb->>'last';
-					PERFORM @extschema@.dlsm_proxy_remote(to_node, format(
-						'SET LOCAL ROLE %6$s;
-						 WITH i AS (INSERT INTO %1$s (%2$s)
-									SELECT %2$s FROM pg_catalog.jsonb_populate_recordset(NULL::%1$s, %3$L) r
-									 WHERE NOT EXISTS (SELECT 1 FROM %1$s x
-														WHERE x.%4$I OPERATOR(pg_catalog.=) r.%4$I
-														  AND x.%5$I OPERATOR(pg_catalog.=) ''create'')
-									RETURNING 1)
-						 SELECT pg_catalog.count(*)::pg_catalog.text FROM i',
-						owner::jsonb->>'queue', cols, chunk::jsonb->'rows', q.entity, q.kind,
-						owner::jsonb->>'owner'));
-					copied := copied + jsonb_array_length(chunk::jsonb->'rows');
-				END LOOP;
-			END LOOP;
-		END LOOP;
+		PERFORM @extschema@.dlsm_proxy_move_wait_old(marked_at, give_up);
+		PERFORM @extschema@.dlsm_proxy_move_drain(plan.sources, plan.nparts, moved, give_up,
+												  drain_timeout, next_note);
+		fmax := @extschema@.dlsm_proxy_move_raise_fences(plan.sources, to_node);
+		copied := @extschema@.dlsm_proxy_move_copy_creates(plan.sources, to_node, plan.nparts, moved);
 	EXCEPTION WHEN OTHERS THEN
 		GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, failure_state = RETURNED_SQLSTATE,
 								failure_detail = PG_EXCEPTION_DETAIL, failure_hint = PG_EXCEPTION_HINT;
@@ -1948,30 +2248,23 @@ BEGIN
 
 	IF failure IS NOT NULL THEN
 		-- nothing moved: clear the mark
-		UPDATE @extschema@.dlsm_proxy_map SET moving = array_fill(NULL::int4, ARRAY[nparts]),
-											  changed_at = now();
+		PERFORM @extschema@.dlsm_proxy_move_unmark(plan.nparts);
 		COMMIT;
 		RAISE EXCEPTION 'dlsm_proxy_move: nothing moved: %', failure
 			USING ERRCODE = failure_state, DETAIL = coalesce(failure_detail, ''),
 				  HINT = coalesce(failure_hint, '');
 	END IF;
 
-	-- 6. the switch
-	SELECT * INTO m FROM @extschema@.dlsm_proxy_map FOR UPDATE;
-	FOREACH p IN ARRAY parts LOOP
-		m.nodes[p + 1] := to_node;
-	END LOOP;
-	UPDATE @extschema@.dlsm_proxy_map SET nodes = m.nodes,
-										  moving = array_fill(NULL::int4, ARRAY[nparts]),
-										  changed_at = now();
+	PERFORM @extschema@.dlsm_proxy_move_switch(plan.to_move, to_node);
 	COMMIT;
 	RAISE NOTICE '%', format('moved %s %s to node %s: fences there above %s, %s %s copied',
-							cardinality(parts),
-							CASE WHEN cardinality(parts) = 1 THEN 'partition' ELSE 'partitions' END,
+							cardinality(plan.to_move),
+							CASE WHEN cardinality(plan.to_move) = 1 THEN 'partition' ELSE 'partitions' END,
 							to_node, fmax, copied,
 							CASE WHEN copied = 1 THEN 'create' ELSE 'creates' END);
 END
 $$;
+
 COMMENT ON PROCEDURE @extschema@.dlsm_proxy_move(pg_catalog.int4[], pg_catalog.int4, pg_catalog.interval) IS
 'move partitions of the entity hash to a node: refuse new work, drain, raise fences, switch';
 
@@ -1985,4 +2278,23 @@ REVOKE EXECUTE ON FUNCTION @extschema@.dlsm_proxy_configure(pg_catalog.text[], p
 	FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.dlsm_proxy_status() TO pg_monitor;
 REVOKE EXECUTE ON PROCEDURE @extschema@.dlsm_proxy_move(pg_catalog.int4[], pg_catalog.int4, pg_catalog.interval)
+	FROM PUBLIC;
+-- dlsm_proxy_move's steps: administration only, as dlsm_proxy_move
+REVOKE EXECUTE ON FUNCTION
+	@extschema@.dlsm_proxy_move_check(pg_catalog.int4[], pg_catalog.int4),
+	@extschema@.dlsm_proxy_move_mark(pg_catalog.int4[], pg_catalog.int4),
+	@extschema@.dlsm_proxy_move_wait_old(pg_catalog.timestamptz, pg_catalog.timestamptz),
+	@extschema@.dlsm_proxy_move_queues(pg_catalog.int4),
+	@extschema@.dlsm_proxy_move_open_count(pg_catalog.int4, pg_catalog.int4, pg_catalog.text),
+	@extschema@.dlsm_proxy_move_open_list(pg_catalog.int4[], pg_catalog.int4, pg_catalog.text),
+	@extschema@.dlsm_proxy_move_drain(pg_catalog.int4[], pg_catalog.int4, pg_catalog.text,
+									  pg_catalog.timestamptz, pg_catalog.interval, pg_catalog.timestamptz),
+	@extschema@.dlsm_proxy_move_raise_fences(pg_catalog.int4[], pg_catalog.int4),
+	@extschema@.dlsm_proxy_move_copy_queue(pg_catalog.int4, pg_catalog.int4, pg_catalog.text,
+										   pg_catalog.text, pg_catalog.text, pg_catalog.text,
+										   pg_catalog.text, pg_catalog.int4, pg_catalog.text),
+	@extschema@.dlsm_proxy_move_copy_creates(pg_catalog.int4[], pg_catalog.int4, pg_catalog.int4,
+											 pg_catalog.text),
+	@extschema@.dlsm_proxy_move_switch(pg_catalog.int4[], pg_catalog.int4),
+	@extschema@.dlsm_proxy_move_unmark(pg_catalog.int4)
 	FROM PUBLIC;

@@ -4,6 +4,9 @@
 # installs what it needs, then runs the suites as the postgres OS user, each
 # against a throwaway cluster with shared_preload_libraries = 'dlsm':
 #   regress     pg_regress, sql/ and expected/
+#   proxy-regress  pg_regress of the router dlsm_proxy, proxy/test/: its
+#               functions' shapes and the errors it raises itself (a cluster
+#               without dlsm, with PL/Proxy and dblink; no shard)
 #   isolation   pg_isolation_regress, test/isolation/
 #   pgtap       pg_prove, test/pgtap/
 #   tap         prove, test/t/: the background worker, crashes, restarts
@@ -138,6 +141,14 @@ if want regress; then
 	virtualenv make -s installcheck TAP_TESTS= ISOLATION= >"$log" 2>&1
 	pgr_counts regress "$log" "$(sed -n 's/^REGRESS = //p' Makefile)"
 	show_diffs regression.diffs
+fi
+
+# pg_regress of the router, through proxy/'s PGXS installcheck: a cluster
+# of its own, dlsm not preloaded (the router has no dlsm)
+if want proxy-regress; then
+	run_pg pg_virtualenv -v 15 make -s -C proxy installcheck >"$log" 2>&1
+	pgr_counts proxy-regress "$log" "$(sed -n 's/^REGRESS = //p' proxy/Makefile)"
+	show_diffs proxy/regression.diffs
 fi
 
 # pg_isolation_regress, through PGXS installcheck

@@ -175,6 +175,10 @@ my $held_pid = rsql(q{SELECT process_id FROM dlsm_claim('late', lease => '1 min'
 ($ret, $out, $err) = rtry(qq{CALL dlsm_proxy_move('$parts', 3, '1 s')});
 like($err, qr/55P03: dlsm_proxy_move: nothing moved: the partitions did not drain within 00:00:01: 1 open request or lease left on node/,
 	'a move whose partitions hold a claim past the drain timeout is refused');
+like($err, qr/^DETAIL:  Open: node \d late: request \d+ \(create of "\Q$held\E", in-progress, run_at [^,]+, lease until [^)]+\)\.?$/m,
+	'its detail names the open request: node, queue, id, kind, entity, status') or diag $err;
+like($err, qr/^HINT:  Keep consumers running, or give a longer drain_timeout\.$/m,
+	'and the hint says what to do');
 is(rsql(q{SELECT count(*) FILTER (WHERE node_id = 3) || '/' || count(moving_to) FROM dlsm_proxy_partitions}),
 	'0/0', 'and changes nothing');
 is(rsql(qq{SELECT dlsm_settle('late', '$held_pid')}), '1', 'the claim is settled');
