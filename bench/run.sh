@@ -19,6 +19,8 @@
 #   coalesce.csv    1,000 updates of one entity claimed and settled
 #   summary.md      the tables printed at the end
 #   throughput.png  requests per second against clients, a line per system
+#   growth-lines.txt  the lines of bench/growth.sh (8, 64, 128 clients,
+#                   PgBouncer, the commit-time NOTIFY), also in summary.md
 set -euo pipefail
 shopt -s nullglob
 cd "$(dirname "$0")/.."
@@ -215,3 +217,11 @@ python3 bench/summary.py "$out" "$(( $(date +%s) - began ))" "$rounds" "$seconds
 	tee "$out/summary.md"
 gnuplot -e "dir='$out'" bench/chart.gp 2>/dev/null &&
 	echo "chart: $out/throughput.png"
+
+# As the work grows (bench/growth.sh, its own cluster): 8, 64 and 128
+# clients, PgBouncer, the commit-time NOTIFY; appended to summary.md
+cluster_stop
+if [ "${1:-}" = "--quick" ]; then growth_args="1 5"; else growth_args="3 10"; fi
+echo
+# shellcheck disable=SC2086
+BENCH_PGBIN=${PGBIN:-} bash bench/growth.sh lines $growth_args | tee -a "$out/summary.md"
