@@ -23,6 +23,7 @@
 #       while (goal: >= 0.8), and what the claims read meanwhile.
 #   BENCH_PGBIN=/path/to/bin bash bench/growth.sh ...   # a private installation
 #   GROWTH_ONLY="notify" bash bench/growth.sh lines 1 5  # some of the lines
+# The lines also go to bench/out/growth.dat, drawn in bench/out/growth.png.
 #
 # Run as root (or postgres) after README's set-up; the PgBouncer line
 # installs Debian's pgbouncer when it is missing (as root).  Writes
@@ -66,11 +67,14 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] :
 # ratio A B: A / B, two decimals
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 
-# goal NAME VALUE OP TARGET: a line "met"/"missed" for the summary
+# goal NAME VALUE OP TARGET: a line "met"/"missed" for the summary; with
+# growth_dat set, the line for the chart (bench/growth.gp) too
+growth_dat=
 goal() {
 	local ok
 	ok=$(awk -v v="$2" -v t="$4" -v op="$3" 'BEGIN { print (op == ">=" ? v >= t : v <= t) ? "met" : "missed" }')
 	printf '%-7s %s: %s (goal %s %s)\n' "$ok" "$1" "$2" "$3" "$4"
+	[ -z "$growth_dat" ] || printf '"%s" %s %s\n' "$1" "$2" "$4" >>"$growth_dat"
 }
 
 scripts=$work/scripts
@@ -224,6 +228,8 @@ PY
 
 lines() {	# lines ROUNDS SECONDS
 	goals=()
+	growth_dat=$out/growth.dat
+	: >"$growth_dat"
 	echo "## As the work grows ($1 rounds of $2 s, median)"
 	local only=${GROWTH_ONLY:-concurrency bouncer notify}
 	case " $only " in *" concurrency "*) echo; echo "### Clients"; echo; concurrency "$@" ;; esac
@@ -231,6 +237,8 @@ lines() {	# lines ROUNDS SECONDS
 	case " $only " in *" notify "*) echo; echo "### The commit-time NOTIFY"; echo; notify "$@" ;; esac
 	echo; echo "### Goals"; echo
 	printf -- '- %s\n' "${goals[@]}"
+	command -v gnuplot >/dev/null && gnuplot -e "dir='$out'" bench/growth.gp 2>/dev/null &&
+		echo && echo "chart: bench/out/growth.png"
 }
 
 # --- the long commands ----------------------------------------------------
@@ -248,8 +256,13 @@ SELECT dlsm_enqueue('lq', 'e' || :r, 'job');
 SQL
 	give_to_postgres "$scripts"
 	# the maximum: 8 producers and 8 consumers unthrottled for 20 s, the
-	# rate at which requests were settled
+	# rate at which requests were settled; on a queue analysed with a
+	# backlog, as a queue is after its first minutes (a queue never
+	# analysed has its plans made for an empty table until autovacuum's
+	# first ANALYZE of it)
 	local before after
+	cluster_psql -c "INSERT INTO lq (entity, kind) SELECT 'w' || g, 'job' FROM generate_series(1, 50000) g" \
+		-c "ANALYZE lq" >/dev/null
 	before=$(scalar "SELECT n_tup_upd FROM pg_stat_user_tables WHERE relname = 'lq'")
 	pgb "$scripts/lq_produce.sql" 8 20 -M prepared >/dev/null &
 	pgb "$scripts/lq_consume.sql" 8 20 -M prepared >/dev/null
@@ -257,7 +270,9 @@ SQL
 	cluster_psql -c "SELECT pg_sleep(1)" >/dev/null	# the stats arrive
 	after=$(scalar "SELECT n_tup_upd FROM pg_stat_user_tables WHERE relname = 'lq'")
 	max=$(((after - before) / 20))
-	cluster_psql -c "DELETE FROM lq" -c "VACUUM lq" >/dev/null
+	# what is left of the backlog is taken as settled now (retention
+	# deletes it after a minute)
+	cluster_psql -c "UPDATE lq SET status = 'complete', settled_at = now() WHERE status = 'new'" >/dev/null
 	rate=$((max * 8 / 10))
 	echo "maximum rate, producers and consumers together: $max/s; producing at 80%: $rate/s for $minutes min"
 	echo

@@ -6,6 +6,7 @@
 #   bash bench/run.sh            # 1, 4, 8, 16 clients, 3 rounds, 5 s each
 #   bash bench/run.sh --quick    # 8 clients, 1 round, 3 s each
 #   BENCH_PGBIN=/path/to/bin bash bench/run.sh   # a private installation
+#   BENCH_SYSTEMS="dlsm_batch graphile_batch" bash bench/run.sh   # some systems only
 #
 # Run as root on a fresh machine after README's set-up (it installs what it
 # needs: dlsm via test/setup.sh, gnuplot, Node 24 and the peers).  Every
@@ -65,6 +66,10 @@ pgbench_systems="physical handwritten handwritten_updates dlsm_tx dlsm_leased
 	dlsm_updates dlsm_batch dlsm_1m dlsm_blocked dlsm_rr handwritten_rr"
 peer_systems="pgboss graphile graphile_batch"
 systems="$pgbench_systems $peer_systems"
+# BENCH_SYSTEMS="dlsm_batch graphile_batch": those only, without the
+# latency, coalescing and growth lines (a rerun of some lines)
+only=${BENCH_SYSTEMS:-}
+[ -z "$only" ] || systems=$only
 
 queue_of() {	# the table a system's requests live in
 	case $1 in
@@ -185,6 +190,13 @@ for round in $(seq 1 "$rounds"); do
 		done
 	done
 done
+
+if [ -n "$only" ]; then
+	progress "done"; echo >&2
+	python3 bench/summary.py "$out" "$(( $(date +%s) - began ))" "$rounds" "$seconds" |
+		tee "$out/summary.md"
+	exit 0
+fi
 
 # Latency: enqueue commit to a waiting dlsm_claim returning, and to a
 # handler starting (the worker claims and runs it), one enqueue every 20 ms.

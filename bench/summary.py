@@ -101,10 +101,17 @@ for c in clients:
             LABELS[s], c, num(med(s, c)), pct(med(s, c), med('dlsm_tx', c)),
             med(s, c, 'p99_ms') or 0, num(med(s, c, 'dead_tuples'))))
 
-lat = list(csv.DictReader(open(os.path.join(out, 'latency.csv'))))
-print('\n## Latency (one enqueue every 20 ms)\n')
-print('| measure | samples | median ms | p99 ms | max ms |')
-print('|---|---|---|---|---|')
+def read(name):
+    """The rows of OUT/name; none when the run left it out (BENCH_SYSTEMS)."""
+    path = os.path.join(out, name)
+    return list(csv.DictReader(open(path))) if os.path.exists(path) else []
+
+
+lat = read('latency.csv')
+if lat:
+    print('\n## Latency (one enqueue every 20 ms)\n')
+    print('| measure | samples | median ms | p99 ms | max ms |')
+    print('|---|---|---|---|---|')
 latency = {}
 for m in sorted({r['measure'] for r in lat}):
     v = sorted(float(r['ms']) for r in lat if r['measure'] == m)
@@ -112,16 +119,17 @@ for m in sorted({r['measure'] for r in lat}):
     latency[m] = statistics.median(v)
     print('| %s | %d | %.2f | %.2f | %.2f |' % (m, len(v), statistics.median(v), p99, v[-1]))
 
-co = list(csv.DictReader(open(os.path.join(out, 'coalesce.csv'))))
-print('\n## Coalescing: 1,000 pending updates of one entity\n')
-print('| repetitions | rows claimed | units | rows settled | claim ms (median) | settle ms (median) |')
-print('|---|---|---|---|---|---|')
-print('| %d | %s | %s | %s | %.1f | %.1f |' % (
-    len(co), '/'.join(sorted({r['claimed'] for r in co})),
-    '/'.join(sorted({r['units'] for r in co})),
-    '/'.join(sorted({r['settled'] for r in co})),
-    statistics.median(float(r['claim_ms']) for r in co),
-    statistics.median(float(r['settle_ms']) for r in co)))
+co = read('coalesce.csv')
+if co:
+    print('\n## Coalescing: 1,000 pending updates of one entity\n')
+    print('| repetitions | rows claimed | units | rows settled | claim ms (median) | settle ms (median) |')
+    print('|---|---|---|---|---|---|')
+    print('| %d | %s | %s | %s | %.1f | %.1f |' % (
+        len(co), '/'.join(sorted({r['claimed'] for r in co})),
+        '/'.join(sorted({r['units'] for r in co})),
+        '/'.join(sorted({r['settled'] for r in co})),
+        statistics.median(float(r['claim_ms']) for r in co),
+        statistics.median(float(r['settle_ms']) for r in co)))
 
 print('\n## The performance goals in this run (%d clients)\n' % c8)
 

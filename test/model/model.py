@@ -1664,6 +1664,19 @@ def scenario_cancel(t):
     claimed_ids(t.act_claim(0, 1, leased=True), [2])    # e1 again
 
 
+def scenario_in_flight_rolled_back(t):
+    """a claim in flight is passed over by another's walk, which moves the
+    floor above it; rolled back, its row is the next claimed, before the
+    newer ones (e0 to e2 are in group ga, at most 2 at once; e3 in none)."""
+    for e in ('e0', 'e1', 'e2', 'e3'):
+        t.act_enqueue(0, e, 'create')
+    claimed_ids(t.act_claim(1, 1, False), [1])          # in flight
+    claimed_ids(t.act_claim(0, 1, leased=True), [2])    # passes over 1
+    t.act_rollback(1)
+    claimed_ids(t.act_claim(0, 1, leased=True), [1])    # 1 before 3 and 4
+    claimed_ids(t.act_claim(0, 1, leased=True), [4])    # ga is full
+
+
 SCENARIOS = [
     ('an update enqueued before its create does not hold the create back',
      scenario_update_before_create),
@@ -1706,6 +1719,8 @@ SCENARIOS = [
      scenario_wait_turned_off),
     ("an older request of a parked entity, committed after the parking, goes at once",
      scenario_parked_older_commits),
+    ('a claim in flight is passed over; rolled back, its row is claimed next',
+     scenario_in_flight_rolled_back),
 ]
 
 
