@@ -81,6 +81,13 @@
 #define SCAN_BATCH 16
 #define SCAN_WIDE 128
 
+/*
+ * At most this many groups found at their limit are named to a pass's
+ * later scans, which leave their rows out; the rows of more are passed
+ * over one by one.
+ */
+#define SCAN_FULL_NAMES 32
+
 /* A waiting claim looks again at least this often, for delayed rows. */
 #define WAIT_RECHECK_MS 1000
 
@@ -124,6 +131,8 @@ typedef struct FloorWalk
 	int64		line;			/* the last id passed over */
 	int			nparked;		/* entities parked by this walk */
 	DlsmParked	parked[DLSM_MAX_PARKED];
+	List	   *groups;			/* FullGroups parked by it, in walk order */
+	List	   *admitted;		/* a check's: groups it admitted (keys) */
 } FloorWalk;
 
 /* A group a pass found at its limit, or parked at the floor. */
@@ -132,6 +141,10 @@ typedef struct FullGroup
 	uint64		key;			/* dlsm_shmem_group_key of the group */
 	bool		parkable;		/* at its concurrency limit: its rows wait
 								 * for a unit of it to end (not for time) */
+	bool		solid;			/* its units in progress, as committed,
+								 * fill it: only their ends unpark it */
+	int64		lowest;			/* its first row the walk passed over;
+								 * PG_INT64_MAX: none */
 } FullGroup;
 
 typedef struct SeenEntity
@@ -357,14 +370,37 @@ admit(ClaimPass *pass, Candidate *c)
 	key = dlsm_shmem_group_key(c->group);
 	if (hash_search(pass->full, &key, HASH_FIND, NULL) != NULL)
 		return false;
-	why = dlsm_limits_admit(queue, c->group, &c->admission);
+
+	/*
+	 * A group parked at the floor is at its limit until a unit of it ends,
+	 * which unparks it; a check asks again (changes made by hand).
+	 */
+	if (pass->floor.seen.may_park && !pass->floor.seen.check &&
+		dlsm_shmem_group_parked(queue->relid, key))
+		why = DLSM_AT_CONCURRENCY;
+	else
+		why = dlsm_limits_admit(queue, c->group, &c->admission);
 	if (why == DLSM_ADMITTED)
+	{
+		/* a check unparks a group it finds with room */
+		if (pass->floor.seen.check)
+			pass->floor.admitted = lappend(pass->floor.admitted,
+										   memcpy(palloc(sizeof(uint64)),
+												  &key, sizeof(uint64)));
 		return true;
+	}
 	full = hash_search(pass->full, &key, HASH_ENTER, NULL);
-	full->parkable = why == DLSM_AT_CONCURRENCY;
+	full->parkable = why != DLSM_AT_RATE;
+	full->solid = why == DLSM_FULL_IN_PROGRESS;
+	/* filled by its units in progress: parked now, for every claim */
+	if (full->solid && pass->floor.seen.may_park)
+		dlsm_shmem_group_park(queue->relid, key, c->id, c->admission.since);
+	full->lowest = PG_INT64_MAX;
 	/* later scans of the pass leave its rows out: see scan() */
-	pass->full_names = lappend(pass->full_names,
-							   DatumGetPointer(CStringGetTextDatum(c->group)));
+	if (list_length(pass->full_names) < SCAN_FULL_NAMES)
+		pass->full_names =
+			lappend(pass->full_names,
+					DatumGetPointer(CStringGetTextDatum(c->group)));
 	return false;
 }
 
@@ -608,6 +644,7 @@ read_floor(ClaimPass *pass)
 	walk->seen.line = pass->args->after;
 	walk->seen.publish = false;
 	walk->seen.may_park = false;
+	walk->seen.check = false;
 	walk->seen.nin_flight = 0;
 	if (!TransactionIdIsValid(GetTopTransactionIdIfAny()))
 		dlsm_shmem_floor_read(pass->args->queue->relid, pass->args->after,
@@ -615,6 +652,8 @@ read_floor(ClaimPass *pass)
 	walk->open = walk->seen.publish;
 	walk->line = walk->seen.line;
 	walk->nparked = 0;
+	walk->groups = NIL;
+	walk->admitted = NIL;
 
 	/*
 	 * The rows of a parked entity above its waiting update wait too, behind
@@ -626,40 +665,32 @@ read_floor(ClaimPass *pass)
 	{
 		bool		found;
 		SeenEntity *seen = hash_search(pass->seen,
-									   &walk->seen.parked[i].entity,
+									   &walk->seen.parked[i].key,
 									   HASH_ENTER, &found);
 
 		seen->state = ENTITY_UNSEEN;
 		seen->waits_from = walk->seen.parked[i].lowest;
 		if (!found)
 			seen->changed = false;
-		/* or a group at its limit, all of whose rows wait */
-		if (pass->full != NULL)
-		{
-			FullGroup  *full = hash_search(pass->full,
-										   &walk->seen.parked[i].entity,
-										   HASH_ENTER, NULL);
-
-			full->parkable = true;
-		}
 	}
 }
 
 /*
- * Does candidate c wait for its group, at its concurrency limit?  (Rows
- * of a group at its rate limit wait for time, which unparks nothing.)
+ * The group candidate c waits for, at its concurrency limit, or NULL.
+ * (Rows of a group at its rate limit wait for time, which unparks
+ * nothing.)
  */
-static bool
+static FullGroup *
 group_parks(ClaimPass *pass, Candidate *c)
 {
 	uint64		key;
 	FullGroup  *full;
 
 	if (pass->full == NULL || c->group == NULL)
-		return false;
+		return NULL;
 	key = dlsm_shmem_group_key(c->group);
 	full = hash_search(pass->full, &key, HASH_FIND, NULL);
-	return full != NULL && full->parkable;
+	return full != NULL && full->parkable ? full : NULL;
 }
 
 /*
@@ -673,6 +704,7 @@ walk_past(ClaimPass *pass, Candidate *c)
 {
 	FloorWalk  *walk = &pass->floor;
 	SeenEntity *seen;
+	FullGroup  *full;
 	uint64		key;
 	bool		parked = false;
 	int			k = 0;
@@ -687,27 +719,31 @@ walk_past(ClaimPass *pass, Candidate *c)
 	}
 	seen = c->due ? seen_entity(pass, c) : NULL;
 	key = dlsm_shmem_entity_key(c->entity);
-	if (walk->seen.may_park && seen != NULL && group_parks(pass, c))
+	if (walk->seen.may_park && seen != NULL &&
+		(full = group_parks(pass, c)) != NULL)
 	{
 		/* its group is at its limit: park the group, not the entity */
-		key = dlsm_shmem_group_key(c->group);
-		seen = NULL;
+		if (full->lowest == PG_INT64_MAX)
+		{
+			full->lowest = c->id;
+			walk->groups = lappend(walk->groups, full);
+		}
+		walk->line = c->id;
+		return;
 	}
-	if (walk->seen.may_park &&
-		(seen == NULL ? c->due && c->group != NULL &&
-		 key == dlsm_shmem_group_key(c->group) :
-		 (seen->state == ENTITY_HELD_BY_CREATE ||
-		  (seen->state == ENTITY_WAITS_FOR_CREATE &&
-		   strcmp(c->kind, "update") == 0))))
+	if (walk->seen.may_park && seen != NULL &&
+		(seen->state == ENTITY_HELD_BY_CREATE ||
+		 (seen->state == ENTITY_WAITS_FOR_CREATE &&
+		  strcmp(c->kind, "update") == 0)))
 	{
 		for (int i = 0; i < walk->seen.nparked && !parked; i++)
-			parked = walk->seen.parked[i].entity == key;
-		while (k < walk->nparked && walk->parked[k].entity != key)
+			parked = walk->seen.parked[i].key == key;
+		while (k < walk->nparked && walk->parked[k].key != key)
 			k++;
 		if (k == walk->nparked &&
 			walk->seen.nparked + walk->nparked < DLSM_MAX_PARKED)
 		{
-			walk->parked[walk->nparked].entity = key;
+			walk->parked[walk->nparked].key = key;
 			walk->parked[walk->nparked++].lowest = c->id;
 		}
 		parked = parked || k < walk->nparked;
@@ -721,15 +757,39 @@ walk_past(ClaimPass *pass, Candidate *c)
 	}
 }
 
-/* The pass is over: move the floor to where its walk stopped. */
+/*
+ * The pass is over: move the floor to where its walk stopped, parking the
+ * groups it passed over.  A check unparks the groups it found with room.
+ */
 static void
 publish_floor(ClaimPass *pass)
 {
 	FloorWalk  *walk = &pass->floor;
+	Oid			relid = pass->args->queue->relid;
+	int			ngroups = list_length(walk->groups);
+	DlsmParked *groups = palloc(sizeof(DlsmParked) * Max(ngroups, 1));
+	uint64	   *admitted;
+	ListCell   *lc;
+	int			i = 0;
 
+	foreach(lc, walk->groups)
+	{
+		FullGroup  *full = lfirst(lc);
+
+		groups[i].key = full->key;
+		groups[i].solid = full->solid;
+		groups[i++].lowest = full->lowest;
+	}
 	if (walk->seen.publish && !pass->wrote)
-		dlsm_shmem_floor_publish(pass->args->queue->relid, &walk->seen,
-								 walk->line, walk->parked, walk->nparked);
+		dlsm_shmem_floor_publish(relid, &walk->seen, walk->line,
+								 walk->parked, walk->nparked, groups, ngroups);
+	if (walk->admitted == NIL)
+		return;
+	admitted = palloc(sizeof(uint64) * list_length(walk->admitted));
+	i = 0;
+	foreach(lc, walk->admitted)
+		admitted[i++] = *(uint64 *) lfirst(lc);
+	dlsm_shmem_floor_groups(relid, admitted, i);
 }
 
 /*

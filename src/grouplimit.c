@@ -24,7 +24,12 @@
  * to every later snapshot, so a unit is never missed; it may be counted
  * twice for a moment (a claim then passes over a group with room), and a
  * transaction's own written claims count twice until it ends.  Both err on
- * the side of the limit.
+ * the side of the limit.  A slot taken only to find the group without room
+ * is given back at once, and its group comes free (shmem.c): another claim
+ * may have counted it.  A group whose units in progress, as committed,
+ * alone fill it is parked at its queue's floor by the claim that finds it
+ * so (claim.c): claims pass over its rows without counting again until one
+ * of its units ends.
  *
  * Rate: at most r claims of the group in any window of the given length:
  * claims of a group are spaced by per / r at least (the generic cell rate
@@ -236,15 +241,18 @@ static void release_slot(Oid relid, const char *group, int slot);
 
 /*
  * Take a slot of group's n for a unit, if the units in progress leave
- * room for one more; true when taken (admission->slot).
+ * room for one more: DLSM_ADMITTED when taken (admission->slot).
  */
-static bool
+static DlsmAdmit
 take_slot(DlsmQueue *queue, const char *group, int n,
 		  DlsmAdmission *admission)
 {
 	int			held = 0;		/* by this transaction or others */
 	int			taken = -1;
+	uint64		since = dlsm_shmem_floor_clock();
+	int64		in_progress = 0;
 
+	admission->since = since;
 	for (int i = 0; i < n; i++)
 	{
 		DlsmSlotState state = dlsm_lock_slot_try(queue->relid, group, i);
@@ -257,22 +265,36 @@ take_slot(DlsmQueue *queue, const char *group, int n,
 			dlsm_lock_slot_release(queue->relid, group, i);
 	}
 	if (taken < 0)
-		return false;
+		return DLSM_AT_CONCURRENCY;
 	/*
 	 * Held from here, so that an error (a cancel in the count) gives it
-	 * back with its subtransaction; and whichever way this ends, the
-	 * transaction's end unparks the group (another claim may have parked
-	 * it, counting this slot).
+	 * back with its subtransaction, and the transaction's end then unparks
+	 * the group (another claim may have parked it, counting this slot).
 	 */
 	hold_slot(queue->relid, group, taken);
-	/* read after the slot was taken: see the file's header */
-	if (dlsm_limits_in_progress(queue, group) + held + 1 > n)
+	PG_TRY();
 	{
-		release_slot(queue->relid, group, taken);
-		return false;
+		/* read after the slot was taken: see the file's header */
+		in_progress = dlsm_limits_in_progress(queue, group);
 	}
+	PG_CATCH();
+	{
+		dlsm_wake_group_freed_at_end(queue->relid, group);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (in_progress + held + 1 > n)
+	{
+		/* no room: the slot comes free at once (see shmem.c) */
+		release_slot(queue->relid, group, taken);
+		dlsm_shmem_group_probed(queue->relid, dlsm_shmem_group_key(group),
+								since);
+		return in_progress >= n ? DLSM_FULL_IN_PROGRESS : DLSM_AT_CONCURRENCY;
+	}
+	/* whichever way this ends, the transaction's end unparks the group */
+	dlsm_wake_group_freed_at_end(queue->relid, group);
 	admission->slot = taken;
-	return true;
+	return DLSM_ADMITTED;
 }
 
 /*
@@ -298,6 +320,7 @@ dlsm_limits_admit(DlsmQueue *queue, const char *group,
 				  DlsmAdmission *admission)
 {
 	const DlsmLimit *limit = dlsm_limits_of(dlsm_limits_get(queue), group);
+	DlsmAdmit	why;
 
 	admission->group = NULL;
 	admission->slot = -1;
@@ -305,8 +328,9 @@ dlsm_limits_admit(DlsmQueue *queue, const char *group,
 	if (limit == NULL)
 		return DLSM_ADMITTED;
 	if (limit->concurrency > 0 &&
-		!take_slot(queue, group, limit->concurrency, admission))
-		return DLSM_AT_CONCURRENCY;
+		(why = take_slot(queue, group, limit->concurrency,
+						 admission)) != DLSM_ADMITTED)
+		return why;
 	if (limit->rate > 0)
 	{
 		if (!dlsm_shmem_rate_take(queue->relid, dlsm_shmem_group_key(group),
@@ -442,8 +466,6 @@ hold_slot(Oid relid, const char *group, int slot)
 	held->subid = GetCurrentSubTransactionId();
 	held_slots = lappend(held_slots, held);
 	MemoryContextSwitchTo(old);
-	/* claims passing over the group look again when this one ends */
-	dlsm_wake_group_freed_at_end(relid, group);
 }
 
 /* Give back slot of group of queue relid, which this transaction holds. */

@@ -44,6 +44,7 @@ typedef struct DlsmAdmission
 	int			slot;			/* the slot taken, or -1 */
 	bool		rate_taken;
 	DlsmRateTaken rate;
+	uint64		since;			/* the floors' clock before it counted */
 } DlsmAdmission;
 
 /* What dlsm_limits_admit says. */
@@ -51,7 +52,9 @@ typedef enum DlsmAdmit
 {
 	DLSM_ADMITTED,				/* the unit may be claimed */
 	DLSM_AT_CONCURRENCY,		/* its group has as many units in progress
-								 * as its limit */
+								 * or being claimed as its limit */
+	DLSM_FULL_IN_PROGRESS,		/* its group's units in progress, as
+								 * committed, alone fill its limit */
 	DLSM_AT_RATE				/* its group's rate lets no claim go now */
 } DlsmAdmit;
 

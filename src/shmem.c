@@ -73,7 +73,9 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
 #include "storage/shmem.h"
+#include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
 #include "shmem.h"
@@ -86,6 +88,13 @@
 
 /* The most queues whose floor is kept; more share the slots in turn. */
 #define DLSM_MAX_FLOORS 128
+
+/*
+ * The most groups at their concurrency limit that the floors pass over, in
+ * all, and the buckets by which a floor records the groups that came free.
+ */
+#define DLSM_MAX_PARKED_GROUPS 16384
+#define DLSM_GROUP_BUCKETS 1024
 
 /*
  * The most groups whose rate limit holds back their next claim at once,
@@ -137,6 +146,23 @@ typedef struct DlsmLowering
 } DlsmLowering;
 
 /*
+ * When groups of a bucket last came free at a floor (floor_clock values).
+ * A slot taken to ask whether a group has room, and given back at once
+ * because it had none, may have been counted by other claims meanwhile:
+ * its group comes free as any other (dlsm_shmem_group_probed), but the
+ * backend that took it may still park the group.  So the bucket keeps who
+ * made its latest change by such a probe, and the latest change before
+ * that by anyone else.
+ */
+typedef struct DlsmGroupBucket
+{
+	uint64		freed;			/* the latest */
+	uint64		freed_before;	/* the latest not by prober */
+	int			prober;			/* pgprocno of freed's prober, or -1 */
+	uint64		ended;			/* the latest by a unit's end (not a probe) */
+} DlsmGroupBucket;
+
+/*
  * Where the ready rows of a queue begin.  Rules: every row with an id in
  * (base, line] was seen by a claim not new, or new but belonging to a
  * parked entity (from its lowest id up), whose rows wait for a change of
@@ -151,9 +177,15 @@ typedef struct DlsmLowering
  * lowerings are kept: an insert above the line, the common case while
  * producers run, does not stop the claims of the moment from moving the
  * floor), and the generations of the buckets of the entities it parks did
- * not move.  Changes dlsm cannot see (a row set back to 'new' by hand) are
- * found by a claim that scans from its line in the sand again, at most
- * every check_ms (dlsm_shmem_floor_read).
+ * not move.  Groups at their limit are parked apart (DlsmParkedGroup): a
+ * group filled by its units in progress, as committed, is parked as soon
+ * as a claim finds it so, and unparked by the end of any unit of it; a
+ * group filled by slots taken by claims in flight is parked when the claim
+ * publishes, unless a group of its bucket came free meanwhile, and is
+ * unparked by the end of any unit or slot of it.  Changes dlsm cannot see
+ * (a row set back to 'new' by hand, a unit settled by hand) are found by a
+ * claim that scans from its line in the sand again, asking every group it
+ * meets, at most every check_ms (dlsm_shmem_floor_read).
  */
 typedef struct DlsmFloor
 {
@@ -172,7 +204,33 @@ typedef struct DlsmFloor
 	int			nparked;
 	DlsmParked	parked[DLSM_MAX_PARKED];
 	uint64		bucket_gen[DLSM_ENTITY_BUCKETS];
+	int			ngroups;		/* its groups in parked_groups */
+	DlsmGroupBucket group_freed[DLSM_GROUP_BUCKETS];
 } DlsmFloor;
+
+/*
+ * A group at its concurrency limit parked at a floor: its rows from lowest
+ * up wait for a unit of it to end.  A floor may park any number of groups
+ * (up to DLSM_MAX_PARKED_GROUPS in all), kept in one shared table; a walk
+ * asks it for each group it meets (dlsm_shmem_group_parked).  A group that
+ * comes free is unparked, lowering its floor below its lowest row.
+ */
+typedef struct DlsmGroupKey
+{
+	Oid			dboid;
+	Oid			relid;
+	uint64		group;			/* dlsm_shmem_group_key */
+} DlsmGroupKey;
+
+typedef struct DlsmParkedGroup
+{
+	DlsmGroupKey key;
+	int64		lowest;
+	uint64		parked_at;		/* floor_clock when it was parked */
+	bool		solid;			/* parked for units in progress, as
+								 * committed: only a unit's end unparks it */
+} DlsmParkedGroup;
+
 
 typedef struct DlsmShared
 {
@@ -199,6 +257,7 @@ typedef struct DlsmShared
 } DlsmShared;
 
 static DlsmShared *shared = NULL;
+static HTAB *parked_groups = NULL;	/* DlsmParkedGroup, under floor_lock */
 static DlsmSlot *my_slot = NULL;	/* the slot of this worker */
 static uint64 entity_seed = 0;	/* this backend's copy; 0: not read yet */
 
@@ -211,6 +270,8 @@ shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(MAXALIGN(sizeof(DlsmShared)));
+	RequestAddinShmemSpace(hash_estimate_size(DLSM_MAX_PARKED_GROUPS,
+											  sizeof(DlsmParkedGroup)));
 	RequestNamedLWLockTranche("dlsm", 3);
 }
 
@@ -243,6 +304,16 @@ shmem_startup(void)
 		shared->rate_lock = &(GetNamedLWLockTranche("dlsm"))[2].lock;
 		ConditionVariableInit(&shared->work_cv);
 		shared->entity_seed = random_seed();
+	}
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(DlsmGroupKey);
+		ctl.entrysize = sizeof(DlsmParkedGroup);
+		parked_groups = ShmemInitHash("dlsm parked groups",
+									  DLSM_MAX_PARKED_GROUPS,
+									  DLSM_MAX_PARKED_GROUPS, &ctl,
+									  HASH_ELEM | HASH_BLOBS);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -1225,6 +1296,47 @@ find_floor(Oid relid)
 	return NULL;
 }
 
+/* The key of group of floor f in parked_groups. */
+static DlsmGroupKey
+parked_group_key(const DlsmFloor *f, uint64 group)
+{
+	DlsmGroupKey key;
+
+	memset(&key, 0, sizeof(key));
+	key.dboid = f->dboid;
+	key.relid = f->relid;
+	key.group = group;
+	return key;
+}
+
+/* The parked group of floor f, or NULL.  floor_lock held. */
+static DlsmParkedGroup *
+find_parked_group(const DlsmFloor *f, uint64 group)
+{
+	DlsmGroupKey key;
+
+	if (f->ngroups == 0)
+		return NULL;
+	key = parked_group_key(f, group);
+	return hash_search(parked_groups, &key, HASH_FIND, NULL);
+}
+
+/* Unpark every group of floor f.  floor_lock held exclusively. */
+static void
+drop_parked_groups(DlsmFloor *f)
+{
+	HASH_SEQ_STATUS status;
+	DlsmParkedGroup *p;
+
+	if (f->ngroups == 0)
+		return;
+	hash_seq_init(&status, parked_groups);
+	while ((p = hash_seq_search(&status)) != NULL)
+		if (p->key.dboid == f->dboid && p->key.relid == f->relid)
+			hash_search(parked_groups, &p->key, HASH_REMOVE, NULL);
+	f->ngroups = 0;
+}
+
 /* A new floor for relid, in a free slot or the next one in turn. */
 static DlsmFloor *
 add_floor(Oid relid)
@@ -1238,6 +1350,7 @@ add_floor(Oid relid)
 	{
 		f = &shared->floors[shared->floor_victim];
 		shared->floor_victim = (shared->floor_victim + 1) % DLSM_MAX_FLOORS;
+		drop_parked_groups(f);
 	}
 	memset(f, 0, sizeof(DlsmFloor));
 	f->dboid = MyDatabaseId;
@@ -1286,6 +1399,7 @@ dlsm_shmem_floor_read(Oid relid, int64 after, int check_ms,
 			f = add_floor(relid);
 	}
 	seen->gen = f->gen;
+	seen->clock = shared->floor_clock;
 	seen->nin_flight = f->nin_flight;
 	memcpy(seen->in_flight, f->in_flight, sizeof(int64) * f->nin_flight);
 	seen->base = after;
@@ -1359,12 +1473,12 @@ park(DlsmFloor *f, const DlsmFloorSeen *seen, const DlsmParked *parked,
 	memcpy(all, f->parked, sizeof(DlsmParked) * count);
 	for (int i = 0; i < n; i++)
 	{
-		int			b = parked[i].entity % DLSM_ENTITY_BUCKETS;
+		int			b = parked[i].key % DLSM_ENTITY_BUCKETS;
 		int			k = 0;
 
 		if (!seen->may_park || f->bucket_gen[b] != seen->bucket_gen[b])
 			return false;
-		while (k < count && all[k].entity != parked[i].entity)
+		while (k < count && all[k].key != parked[i].key)
 			k++;
 		if (k == count && count == DLSM_MAX_PARKED)
 			return false;
@@ -1379,22 +1493,97 @@ park(DlsmFloor *f, const DlsmFloorSeen *seen, const DlsmParked *parked,
 }
 
 /*
+ * Did no group of the bucket of group of floor f come free since clock
+ * (for a group filled by its units in progress: no unit of one ended),
+ * but by this backend's own probes?
+ */
+static bool
+unfreed(const DlsmFloor *f, const DlsmParked *group, uint64 clock)
+{
+	const DlsmGroupBucket *b = &f->group_freed[group->key % DLSM_GROUP_BUCKETS];
+
+	/* a group filled by its units in progress waits for one of them */
+	if (group->solid ? b->ended <= clock : b->freed <= clock)
+		return true;
+	return b->prober == MyProc->pgprocno && b->freed_before <= clock;
+}
+
+/*
+ * A group of floor f came free (by a probe of backend prober, or -1):
+ * note it in its bucket.  floor_lock held exclusively.
+ */
+static void
+note_freed(DlsmFloor *f, uint64 group, int prober)
+{
+	DlsmGroupBucket *b = &f->group_freed[group % DLSM_GROUP_BUCKETS];
+
+	if (b->prober < 0 || b->prober != prober)
+		b->freed_before = b->freed;
+	b->freed = ++shared->floor_clock;
+	b->prober = prober;
+	if (prober < 0)
+		b->ended = b->freed;
+}
+
+/*
+ * Park at floor f the groups a claim found at their limit (n of them, by
+ * their lowest row, ascending), whose rows it passed over up to line;
+ * returns how far the floor may go: below the lowest row of the first
+ * group that may have come free since the claim read the floor (seen), or
+ * that does not fit.
+ */
+static int64
+park_groups(DlsmFloor *f, const DlsmFloorSeen *seen, int64 line,
+			const DlsmParked *groups, int n)
+{
+	for (int i = 0; i < n && groups[i].lowest <= line; i++)
+	{
+		DlsmGroupKey key = parked_group_key(f, groups[i].key);
+		DlsmParkedGroup *p = find_parked_group(f, groups[i].key);
+		bool		found = p != NULL;
+
+		/* parked already (by another claim): it waits still */
+		/* one filled by its units in progress was parked when found */
+		if (!found && (groups[i].solid ||
+					   !unfreed(f, &groups[i], seen->clock)))
+			return groups[i].lowest - 1;
+		if (!found)
+			p = hash_search(parked_groups, &key, HASH_ENTER_NULL, &found);
+		if (p == NULL)
+			return groups[i].lowest - 1;
+		if (!found)
+		{
+			p->lowest = groups[i].lowest;
+			p->parked_at = ++shared->floor_clock;
+			p->solid = groups[i].solid;
+			f->ngroups++;
+		}
+		else
+			p->lowest = Min(p->lowest, groups[i].lowest);
+	}
+	return line;
+}
+
+/*
  * A claim whose scan began at seen->line found no ready row up to line
- * but those of the parked entities (n of them): record it, unless a
- * change since seen was read may have made such a row ready.
+ * but those of the parked entities (n of them) and groups (ngroups):
+ * record it, unless a change since seen was read may have made such a row
+ * ready.
  */
 void
 dlsm_shmem_floor_publish(Oid relid, const DlsmFloorSeen *seen, int64 line,
-						 const DlsmParked *parked, int n)
+						 const DlsmParked *parked, int n,
+						 const DlsmParked *groups, int ngroups)
 {
 	DlsmFloor  *f;
 
 	if (shared == NULL || !seen->publish ||
-		(line == seen->line && n == 0 && !seen->check))
+		(line == seen->line && n == 0 && ngroups == 0 && !seen->check))
 		return;
 	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
 	f = find_floor(relid);
-	if (f == NULL && seen->gen == shared->floor_clock && n == 0)
+	if (f == NULL && seen->gen == shared->floor_clock && n == 0 &&
+		ngroups == 0)
 		f = add_floor(relid);
 	/* what the check cost counts, whether its finding is kept or not */
 	if (f != NULL && seen->check)
@@ -1404,7 +1593,7 @@ dlsm_shmem_floor_publish(Oid relid, const DlsmFloorSeen *seen, int64 line,
 		if (seen->check)
 			f->checked_at = GetCurrentTimestamp();
 		f->base = seen->base;
-		f->line = line;
+		f->line = park_groups(f, seen, line, groups, ngroups);
 	}
 	LWLockRelease(shared->floor_lock);
 }
@@ -1463,6 +1652,7 @@ dlsm_shmem_floor_reset(Oid relid)
 	{
 		lower(f, PG_INT64_MIN);
 		f->nparked = 0;
+		drop_parked_groups(f);
 	}
 	else
 		shared->floor_clock++;
@@ -1487,13 +1677,143 @@ dlsm_shmem_floor_entities(Oid relid, const uint64 *entities, int n)
 		f->bucket_gen[entities[i] % DLSM_ENTITY_BUCKETS]++;
 		for (int k = 0; k < f->nparked; k++)
 		{
-			if (f->parked[k].entity != entities[i])
+			if (f->parked[k].key != entities[i])
 				continue;
 			lower(f, f->parked[k].lowest);
 			f->parked[k--] = f->parked[--f->nparked];
 		}
 	}
 	LWLockRelease(shared->floor_lock);
+}
+
+/*
+ * Is group parked at relid's floor?  A walk passes over its rows: should
+ * it come free before the walk's claim publishes, the floor goes below
+ * them, and the claim's publish is refused (unlowered).
+ */
+bool
+dlsm_shmem_group_parked(Oid relid, uint64 group)
+{
+	DlsmFloor  *f;
+	bool		parked = false;
+
+	if (shared == NULL)
+		return false;
+	LWLockAcquire(shared->floor_lock, LW_SHARED);
+	f = find_floor(relid);
+	if (f != NULL)
+		parked = find_parked_group(f, group) != NULL;
+	LWLockRelease(shared->floor_lock);
+	return parked;
+}
+
+/*
+ * Groups of relid may have room (n keys: a unit of each ended, or a slot
+ * of each came free): unpark them.  Call once the change is visible.
+ */
+void
+dlsm_shmem_floor_groups(Oid relid, const uint64 *groups, int n)
+{
+	DlsmFloor  *f;
+
+	if (shared == NULL || n == 0)
+		return;
+	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+	f = find_floor(relid);
+	for (int i = 0; f != NULL && i < n; i++)
+	{
+		DlsmParkedGroup *p = find_parked_group(f, groups[i]);
+
+		note_freed(f, groups[i], -1);
+		if (p == NULL)
+			continue;
+		lower(f, p->lowest);
+		hash_search(parked_groups, &p->key, HASH_REMOVE, NULL);
+		f->ngroups--;
+	}
+	LWLockRelease(shared->floor_lock);
+}
+
+/*
+ * This backend took a slot of group of relid after the floor's clock read
+ * since, found the group without room and gave the slot back: other
+ * claims may have counted it, so the group comes free, and a parking of
+ * it since then is undone; this backend's own claim may still park it.
+ */
+void
+dlsm_shmem_group_probed(Oid relid, uint64 group, uint64 since)
+{
+	DlsmFloor  *f;
+	DlsmParkedGroup *p;
+
+	if (shared == NULL)
+		return;
+	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+	f = find_floor(relid);
+	if (f != NULL)
+	{
+		note_freed(f, group, MyProc->pgprocno);
+		p = find_parked_group(f, group);
+		if (p != NULL && !p->solid && p->parked_at > since)
+		{
+			lower(f, p->lowest);
+			hash_search(parked_groups, &p->key, HASH_REMOVE, NULL);
+			f->ngroups--;
+		}
+	}
+	LWLockRelease(shared->floor_lock);
+}
+
+/*
+ * A claim found group of relid filled by its units in progress, as
+ * committed, counted after the floors' clock read since, at its row
+ * lowest: park it now, unless a unit of a group of its bucket ended since
+ * (false).  Only a unit's end unparks it.
+ */
+bool
+dlsm_shmem_group_park(Oid relid, uint64 group, int64 lowest, uint64 since)
+{
+	DlsmFloor  *f;
+	DlsmParkedGroup *p = NULL;
+	DlsmGroupKey key;
+	bool		found;
+
+	if (shared == NULL)
+		return false;
+	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+	f = find_floor(relid);
+	if (f != NULL &&
+		f->group_freed[group % DLSM_GROUP_BUCKETS].ended <= since)
+	{
+		key = parked_group_key(f, group);
+		p = hash_search(parked_groups, &key, HASH_ENTER_NULL, &found);
+	}
+	if (p != NULL && !found)
+	{
+		p->lowest = lowest;
+		p->parked_at = ++shared->floor_clock;
+		f->ngroups++;
+	}
+	else if (p != NULL)
+		p->lowest = Min(p->lowest, lowest);
+	if (p != NULL)
+		p->solid = true;
+	LWLockRelease(shared->floor_lock);
+	return p != NULL;
+}
+
+/* The floors' clock, for dlsm_shmem_group_probed. */
+uint64
+dlsm_shmem_floor_clock(void)
+{
+	uint64		clock;
+
+	if (shared == NULL)
+		return 0;
+	LWLockAcquire(shared->floor_lock, LW_SHARED);
+	clock = shared->floor_clock;
+	LWLockRelease(shared->floor_lock);
+	return clock;
 }
 
 /*

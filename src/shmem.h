@@ -89,8 +89,11 @@ typedef enum DlsmStartDecision
  * in progress, or for a create still to come) may lie below the floor:
  * the floor passes over them, and keeps the entities so passed over, at
  * most DLSM_MAX_PARKED of them (claim.c moves the floor, wake.c lowers it).
- * A group at its concurrency limit is parked the same way, under its group
- * key (dlsm_shmem_group_key): its rows wait for a unit of it to end.
+ * A group at its concurrency limit is parked too, under its group key
+ * (dlsm_shmem_group_key): its rows wait for a unit of it to end.  A floor
+ * parks any number of groups (all floors together, up to a fixed number),
+ * and every claim asks whether a group it meets is parked, so that a group
+ * found at its limit is counted once, not by every claim.
  * Rows claimed by transactions still in flight lie below it too: the floor
  * knows them (at most DLSM_MAX_IN_FLIGHT), and their claim lowers it again
  * if it rolls back (pending.c), so that a claim does not walk over the
@@ -106,11 +109,13 @@ typedef enum DlsmStartDecision
 /* Entities fall into this many buckets, each with its own generation. */
 #define DLSM_ENTITY_BUCKETS 32
 
-/* An entity whose rows wait, passed over by a floor, from lowest up. */
+/* An entity or group whose rows wait, passed over by a floor, from lowest up. */
 typedef struct DlsmParked
 {
-	uint64		entity;			/* dlsm_shmem_entity_key */
+	uint64		key;			/* dlsm_shmem_entity_key, or group_key */
 	int64		lowest;
+	bool		solid;			/* a group whose units in progress, as
+								 * committed, filled it */
 } DlsmParked;
 
 /* What a claim read of its queue's floor before its scan (shmem.c). */
@@ -127,6 +132,7 @@ typedef struct DlsmFloorSeen
 	/* private to shmem.c */
 	int64		base;
 	uint64		gen;
+	uint64		clock;			/* floor_clock when it was read */
 	TimestampTz checked_at;		/* when it was read */
 	uint64		bucket_gen[DLSM_ENTITY_BUCKETS];
 } DlsmFloorSeen;
@@ -201,11 +207,18 @@ extern void dlsm_shmem_floor_read(Oid relid, int64 after, int check_ms,
 								  DlsmFloorSeen *seen);
 extern void dlsm_shmem_floor_publish(Oid relid, const DlsmFloorSeen *seen,
 									 int64 line, const DlsmParked *parked,
-									 int nparked);
+									 int nparked, const DlsmParked *groups,
+									 int ngroups);
 extern void dlsm_shmem_floor_lower(Oid relid, int64 below);
 extern void dlsm_shmem_floor_reset(Oid relid);
 extern void dlsm_shmem_floor_entities(Oid relid, const uint64 *entities,
 									  int n);
+extern bool dlsm_shmem_group_parked(Oid relid, uint64 group);
+extern void dlsm_shmem_floor_groups(Oid relid, const uint64 *groups, int n);
+extern void dlsm_shmem_group_probed(Oid relid, uint64 group, uint64 since);
+extern bool dlsm_shmem_group_park(Oid relid, uint64 group, int64 lowest,
+								  uint64 since);
+extern uint64 dlsm_shmem_floor_clock(void);
 extern bool dlsm_shmem_floor_in_flight(const DlsmFloorSeen *seen, int64 id);
 extern bool dlsm_shmem_floor_claimed(Oid relid, int64 id);
 extern void dlsm_shmem_floor_unclaimed(Oid relid, int64 id, bool ready);

@@ -90,7 +90,7 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 			QueueChanges *q = lfirst(lc);
 
 			/* a group's slots come free whichever way the transaction ends */
-			dlsm_shmem_floor_entities(q->relid, q->groups, q->ngroups);
+			dlsm_shmem_floor_groups(q->relid, q->groups, q->ngroups);
 			if (!isCommit)
 				continue;
 			if (q->reset)
@@ -300,7 +300,7 @@ dlsm_wake_group_freed_now(Oid relid, const char *group)
 {
 	uint64		key = dlsm_shmem_group_key(group);
 
-	dlsm_shmem_floor_entities(relid, &key, 1);
+	dlsm_shmem_floor_groups(relid, &key, 1);
 	dlsm_shmem_wake_all();
 }
 
