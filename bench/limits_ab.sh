@@ -9,12 +9,15 @@
 #            same queue without limits
 #   backlog  1,000,000 ready requests of one group at its limit ahead of
 #            20,000 requests of other groups; against a queue holding only
-#            those 20,000: the held-back rows must not turn into a scan
-#            (the floor parks the group)
+#            those 20,000, with the same limits (the issue's measure: the
+#            rate with the backlog against the rate without it): the
+#            held-back rows must not turn into a scan (the floor parks the
+#            group)
 # Each side gets a fresh queue and a warm-up claim (rolled back) before it
 # is measured; rounds alternate the order of the sides.  Prints claims per
-# second per side (median of the rounds) and the ratio limits/without
-# (goal: at least 0.9 for both).
+# second per side (median of the rounds) and the ratio of the second side
+# to the first (goal: at least 0.9 for both).  VARIANTS="groups backlog"
+# picks the variants.
 #   bash bench/limits_ab.sh [CLIENTS] [ROUNDS] [SECONDS]
 #   BENCH_PGBIN=/path/to/bin bash bench/limits_ab.sh   # a private installation
 # Run as root (or postgres) with dlsm installed in that PostgreSQL.
@@ -64,7 +67,9 @@ make_queue() {
 			INSERT INTO bq (entity, kind, group_key)
 			SELECT 'o' || i, 'job', 'o' || i FROM generate_series(1, 20000) i;" >/dev/null ;;
 	esac
-	[ "$limited" = 1 ] && cluster_psql -q -c "SELECT dlsm_set_limit('bq', concurrency => 2)" >/dev/null
+	# the backlog variant's sides both have the limits
+	[ "$limited" = 1 ] || [ "$1" = backlog ] &&
+		cluster_psql -q -c "SELECT dlsm_set_limit('bq', concurrency => 2)" >/dev/null
 	cluster_psql -q -c "VACUUM ANALYZE bq" -c "CHECKPOINT" >/dev/null
 	# the warm-up: one walk from the floor, rolled back
 	cluster_psql -q -c "BEGIN" -c "SELECT count(*) FROM dlsm_claim('bq')" -c "ROLLBACK" >/dev/null
@@ -78,24 +83,32 @@ one() {
 		awk '/^tps = / { printf "%.0f\n", $3 }'
 }
 
+# side VARIANT LIMITED: what a side of a variant has
+side() {
+	case $1.$2 in
+	groups.0) echo "no limits" ;; groups.1) echo "limits" ;;
+	backlog.0) echo "limits, no backlog" ;; backlog.1) echo "limits, backlog" ;;
+	esac
+}
+
 declare -A runs
 for r in $(seq 1 "$rounds"); do
-	for variant in groups backlog; do
+	for variant in ${VARIANTS:-groups backlog}; do
 		order="0 1"; [ $((r % 2)) = 0 ] && order="1 0"
 		for limited in $order; do
 			make_queue "$variant" "$limited"
 			v=$(one); v=${v:-0}
 			runs[$variant.$limited]+="$v "
-			echo "round $r $variant $([ "$limited" = 1 ] && echo limits || echo without) $v/s"
+			echo "round $r $variant $(side "$variant" "$limited") $v/s"
 		done
 	done
 done
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 echo
-printf '%-8s %12s %12s %7s %6s\n' variant without limits ratio goal
-for variant in groups backlog; do
+printf '%-8s %20s %20s %7s %6s\n' variant first second ratio goal
+for variant in ${VARIANTS:-groups backlog}; do
 	p=$(echo "${runs[$variant.0]}" | median); l=$(echo "${runs[$variant.1]}" | median)
-	printf '%-8s %12s %12s %7.3f %6s\n' "$variant" "$p" "$l" \
+	printf '%-8s %20s %20s %7.3f %6s\n' "$variant" "$(side "$variant" 0) $p" "$(side "$variant" 1) $l" \
 		"$(awk -v l="$l" -v p="$p" 'BEGIN { print (p > 0 ? l / p : 0) }')" 0.9
 done
 echo "(claim + settle per second, $clients clients, $rounds rounds of $seconds s, median)"

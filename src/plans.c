@@ -939,7 +939,9 @@ prepare_kept(const char *text, const DlsmQueryDef *def)
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
 			 text, SPI_result_code_string(SPI_result));
-	Assert(SPI_getargcount(plan) == def->nargs);
+	if (SPI_getargcount(plan) != def->nargs)
+		elog(ERROR, "%s takes %d parameters, not %d", def->what,
+			 SPI_getargcount(plan), def->nargs);
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "SPI_keepplan failed");
 	return plan;
@@ -955,8 +957,10 @@ check(int rc, const DlsmQueryDef *def)
 	if (rc != def->expected)
 		elog(ERROR, "unexpected result from %s: %s", def->what,
 			 SPI_result_code_string(rc));
-	Assert(SPI_tuptable == NULL || def->end == 0 ||
-		   SPI_tuptable->tupdesc->natts == def->end - 1);
+	if (SPI_tuptable != NULL && def->end != 0 &&
+		SPI_tuptable->tupdesc->natts != def->end - 1)
+		elog(ERROR, "%s returned %d columns, not %d", def->what,
+			 SPI_tuptable->tupdesc->natts, def->end - 1);
 	return SPI_processed;
 }
 
