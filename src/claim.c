@@ -105,7 +105,8 @@ typedef struct Candidate
 	char	   *entity;
 	char	   *group;			/* its group, or NULL */
 	bool		due;			/* its run_at has come */
-	bool		blocked;		/* its entity blocks it (limited queues) */
+	bool		blocked;		/* its entity blocks it (limited groups,
+								 * asked by admit) */
 	bool		in_flight;		/* claimed by a transaction in flight */
 	DlsmAdmission admission;	/* what it took of its group's limits */
 } Candidate;
@@ -347,12 +348,34 @@ check_create(ClaimPass *pass, Candidate *c)
 
 static SeenEntity *seen_entity(ClaimPass *pass, Candidate *c);
 
+/* Does its entity block candidate c (DLSM_Q_BLOCKED)? */
+static bool
+candidate_blocked(ClaimPass *pass, Candidate *c)
+{
+	DlsmQueue  *queue = pass->args->queue;
+	Datum		values[N_BLOCKED_PARAMS];
+	bool		isnull;
+	bool		blocked;
+
+	values[P_BLOCKED_ID] = Int64GetDatum(c->id);
+	values[P_BLOCKED_ENTITY] = CStringGetTextDatum(c->entity);
+	values[P_BLOCKED_KIND] = CStringGetTextDatum(c->kind);
+	values[P_BLOCKED_WAIT_FOR_CREATE] =
+		BoolGetDatum(queue->updates_wait_for_create);
+	dlsm_plan_run(&queue->plans, DLSM_Q_BLOCKED, values, NULL, 1);
+	blocked = DatumGetBool(dlsm_plan_value(0, A_BLOCKED_ANY, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return blocked;
+}
+
 /*
  * May candidate c be claimed under its group's limits?  A group refused
  * is passed over for the rest of the pass, as a busy entity is.  A
- * candidate its entity blocks (as the scan saw it) is refused without
- * asking: its claim would fail, and the slot it took meanwhile would keep
- * a claimable unit of its group out of this pass.
+ * candidate its entity blocks is refused without asking: its claim would
+ * fail, and the slot it took meanwhile would keep a claimable unit of its
+ * group out of this pass.  (Whether it is blocked is asked only of a
+ * candidate of a limited group, and of a single only when its group is not
+ * known to be at its limit: it is passed over either way.)
  */
 static bool
 admit(ClaimPass *pass, Candidate *c)
@@ -361,22 +384,32 @@ admit(ClaimPass *pass, Candidate *c)
 	uint64		key;
 	DlsmAdmit	why;
 	FullGroup  *full;
+	bool		known_full;
+	bool		parked = false;
 
 	c->admission.group = NULL;
-	if (pass->full == NULL || c->group == NULL)
+	if (pass->full == NULL || c->group == NULL ||
+		dlsm_limits_of(dlsm_limits_get(queue), c->group) == NULL)
 		return true;
-	if (c->blocked && !seen_entity(pass, c)->changed)
-		return false;
 	key = dlsm_shmem_group_key(c->group);
-	if (hash_search(pass->full, &key, HASH_FIND, NULL) != NULL)
-		return false;
+	known_full = hash_search(pass->full, &key, HASH_FIND, NULL) != NULL;
 
 	/*
 	 * A group parked at the floor is at its limit until a unit of it ends,
 	 * which unparks it; a check asks again (changes made by hand).
 	 */
-	if (pass->floor.seen.may_park && !pass->floor.seen.check &&
-		dlsm_shmem_group_parked(queue->relid, key))
+	if (!known_full && pass->floor.seen.may_park &&
+		!pass->floor.seen.check)
+		parked = dlsm_shmem_group_parked(queue->relid, key);
+	if ((!known_full && !parked) || strcmp(c->kind, "update") == 0)
+	{
+		c->blocked = candidate_blocked(pass, c);
+		if (c->blocked && !seen_entity(pass, c)->changed)
+			return false;
+	}
+	if (known_full)
+		return false;
+	if (parked)
 		why = DLSM_AT_CONCURRENCY;
 	else
 		why = dlsm_limits_admit(queue, c->group, &c->admission);
@@ -607,8 +640,6 @@ scan(ClaimPass *pass, int64 line, int limit, Candidate *batch)
 	memset(nulls, ' ', sizeof(nulls));
 	values[P_SCAN_AFTER] = Int64GetDatum(line);
 	values[P_SCAN_LIMIT] = Int64GetDatum(limit);
-	values[P_SCAN_WAIT_FOR_CREATE] =
-		BoolGetDatum(pass->args->queue->updates_wait_for_create);
 	values[P_SCAN_FULL_GROUPS] = full_groups_param(pass, &nulls[P_SCAN_FULL_GROUPS]);
 	dlsm_plan_run(&pass->args->queue->plans,
 				  pass->full ? DLSM_Q_SCAN_LIMITED : DLSM_Q_SCAN, values, nulls, 0);
@@ -622,8 +653,7 @@ scan(ClaimPass *pass, int64 line, int limit, Candidate *batch)
 		batch[i].entity = dlsm_plan_text(i, A_SCAN_ENTITY);
 		batch[i].due = DatumGetBool(dlsm_plan_value(i, A_SCAN_DUE, &isnull));
 		batch[i].group = dlsm_plan_text(i, A_SCAN_GROUP);
-		batch[i].blocked = pass->full &&
-			DatumGetBool(dlsm_plan_value(i, A_SCAN_BLOCKED, &isnull));
+		batch[i].blocked = false;
 		batch[i].in_flight = false;
 	}
 	SPI_freetuptable(SPI_tuptable);

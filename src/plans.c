@@ -163,30 +163,36 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		SPI_OK_SELECT, N_SCAN, "the candidate scan"
 	},
 	[DLSM_Q_SCAN_LIMITED] = {
-		/*
-		 * SCAN for a queue with limits: a candidate that its entity blocks
-		 * (an older request, one in progress, for an update a create not
-		 * complete) takes nothing of its group's limits (claim.c)
-		 */
+		/* SCAN for a queue with limits */
 		"SELECT c.{id}, c.{kind}, c.{entity},"
-		" c.run_at {<=} pg_catalog.clock_timestamp(), {group},"
-		" EXISTS (SELECT 1 FROM {q} o WHERE o.{entity} {=} c.{entity}"
-		"  AND " BLOCKS("o", "c.{id}", "c.{kind}") ")"
-		" OR (c.{kind} {=} 'update' AND EXISTS (SELECT 1 FROM {q} k"
-		"  WHERE k.{entity} {=} c.{entity} AND k.{kind} {=} 'create'"
-		"  AND k.{status} {<>} 'complete'))"
-		" OR (c.{kind} {=} 'update' AND $3 AND NOT EXISTS (SELECT 1 FROM {q} k"
-		"  WHERE k.{entity} {=} c.{entity} AND k.{kind} {=} 'create'))"
+		" c.run_at {<=} pg_catalog.clock_timestamp(), {group}"
 		" FROM {q} c WHERE c.{status} {=} 'new' AND c.{id} {>} $1"
-		/* groups this pass found at their limit ($4) are left out */
-		" AND ($4 IS NULL OR {group} IS NULL OR {group} {<>} ALL ($4))"
+		/* groups this pass found at their limit ($3) are left out */
+		" AND ($3 IS NULL OR {group} IS NULL OR {group} {<>} ALL ($3))"
 		" ORDER BY c.{id} LIMIT $2",
-		N_SCAN_LIMITED_PARAMS, {INT8OID, INT8OID, BOOLOID, TEXTARRAYOID},
+		N_SCAN_LIMITED_PARAMS, {INT8OID, INT8OID, TEXTARRAYOID},
 		/*
 		 * its generic plan's cost, with LIMIT $2 unknown, passes
 		 * jit_above_cost: compiling it would cost more than the scan
 		 */
-		SPI_OK_SELECT, N_SCAN_LIMITED, "the candidate scan", false, true
+		SPI_OK_SELECT, N_SCAN, "the candidate scan", false, true
+	},
+	[DLSM_Q_BLOCKED] = {
+		/*
+		 * Does its entity block candidate $1 (entity $2, kind $3): an older
+		 * request, one in progress, for an update a create not complete
+		 * (or, when $4, not enqueued)?  Such a candidate of a limited group
+		 * takes nothing of its group's limits (claim.c).
+		 */
+		"SELECT EXISTS (SELECT 1 FROM {q} o WHERE o.{entity} {=} $2"
+		"  AND " BLOCKS("o", "$1", "$3") ")"
+		" OR ($3 {=} 'update' AND EXISTS (SELECT 1 FROM {q} k"
+		"  WHERE k.{entity} {=} $2 AND k.{kind} {=} 'create'"
+		"  AND k.{status} {<>} 'complete'))"
+		" OR ($3 {=} 'update' AND $4 AND NOT EXISTS (SELECT 1 FROM {q} k"
+		"  WHERE k.{entity} {=} $2 AND k.{kind} {=} 'create'))",
+		N_BLOCKED_PARAMS, {INT8OID, TEXTOID, TEXTOID, BOOLOID},
+		SPI_OK_SELECT, N_BLOCKED, "the blocking check"
 	},
 	[DLSM_Q_ENTITY_STATE] = {
 		"SELECT c.st, c.cid, EXISTS (SELECT 1 FROM {q} o"

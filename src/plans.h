@@ -27,7 +27,8 @@
 typedef enum DlsmQueryId
 {
 	DLSM_Q_SCAN,				/* new rows after a line in the sand */
-	DLSM_Q_SCAN_LIMITED,		/* the same, and is each one blocked? */
+	DLSM_Q_SCAN_LIMITED,		/* the same, but for groups at their limit */
+	DLSM_Q_BLOCKED,				/* does its entity block a candidate? */
 	DLSM_Q_ENTITY_STATE,		/* an entity's create, and is it blocked? */
 	DLSM_Q_LOCK_SINGLES,		/* lock single-request units to claim */
 	DLSM_Q_LOCK_ONE,			/* lock one single-request unit to claim */
@@ -65,8 +66,7 @@ enum
 };
 enum
 {
-	P_SCAN_WAIT_FOR_CREATE = N_SCAN_PARAMS, P_SCAN_FULL_GROUPS,
-	N_SCAN_LIMITED_PARAMS
+	P_SCAN_FULL_GROUPS = N_SCAN_PARAMS, N_SCAN_LIMITED_PARAMS
 };
 enum
 {
@@ -74,7 +74,12 @@ enum
 };
 enum
 {
-	A_SCAN_BLOCKED = N_SCAN, N_SCAN_LIMITED
+	P_BLOCKED_ID, P_BLOCKED_ENTITY, P_BLOCKED_KIND, P_BLOCKED_WAIT_FOR_CREATE,
+	N_BLOCKED_PARAMS
+};
+enum
+{
+	A_BLOCKED_ANY = 1, N_BLOCKED
 };
 enum
 {
