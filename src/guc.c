@@ -168,7 +168,7 @@ dlsm_guc_init(void)
 
 	DefineCustomIntVariable("dlsm.handler_batch",
 							"Sets how many units a dlsm worker's handlers run in a row.",
-							"After this many units the worker serves notifications and the reaper before it runs more.",
+							"After this many units the worker serves its other requests and the reaper before it runs more.",
 							&dlsm_handler_batch,
 							100,
 							1,

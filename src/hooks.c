@@ -1,17 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * hooks.c
- *	  dlsm's utility hook: LISTEN counting, and workers out of the way of
- *	  commands that need a database to themselves.
+ *	  dlsm's utility hook: LISTEN counting, NOTIFY dlsm, 'reap', and
+ *	  workers out of the way of commands that need a database to
+ *	  themselves.
  *
  * DROP DATABASE, ALTER DATABASE ... RENAME or SET TABLESPACE and CREATE
  * DATABASE ... TEMPLATE wait for no other session in the database: before
  * them, the database's worker is asked to stop and kept from starting
  * again for STOP_PAUSE_MS (for the database's owner only: others are
  * refused by the command anyway).  LISTEN and UNLISTEN are passed to
- * notify.c, which counts the client backends that listen.
+ * notify.c, which counts the client backends that listen; NOTIFY dlsm,
+ * 'reap' asks the database's worker to reap when it commits (wake.c).
  *
- * Calls notify.c and shmem.c.
+ * Calls notify.c, wake.c and shmem.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -37,6 +39,7 @@
 #include "hooks.h"
 #include "notify.h"
 #include "shmem.h"
+#include "wake.h"
 
 #define STOP_PAUSE_MS			10000	/* after DROP/RENAME DATABASE */
 #define STOP_WAIT_MS			5000	/* wait for a stopped worker */
@@ -114,6 +117,17 @@ database_needed(Node *stmt)
 	return NULL;
 }
 
+/*
+ * NOTIFY dlsm, 'reap': the database's worker reaps at once when the
+ * transaction commits (its workers do not listen: notify.c).
+ */
+static bool
+is_reap_request(NotifyStmt *stmt)
+{
+	return strcmp(stmt->conditionname, "dlsm") == 0 && stmt->payload != NULL &&
+		strcmp(stmt->payload, "reap") == 0;
+}
+
 static void
 utility_hook(PlannedStmt *pstmt, const char *queryString,
 			 bool readOnlyTree, ProcessUtilityContext context,
@@ -125,6 +139,8 @@ utility_hook(PlannedStmt *pstmt, const char *queryString,
 
 	if (IsA(stmt, ListenStmt) || IsA(stmt, UnlistenStmt))
 		dlsm_notify_client_listens(stmt);
+	else if (IsA(stmt, NotifyStmt) && is_reap_request((NotifyStmt *) stmt))
+		dlsm_wake_worker_request_at_commit(DLSM_REQUEST_REAP);
 	else if ((dbname = database_needed(stmt)) != NULL)
 		stop_worker_of(dbname);
 

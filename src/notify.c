@@ -1,28 +1,23 @@
 /*-------------------------------------------------------------------------
  *
  * notify.c
- *	  How a dlsm worker listens: LISTEN without a client connection.
+ *	  dlsm and NOTIFY: the notifications dlsm sends, and NOTIFY dlsm,
+ *	  'reap'.
  *
- * SQL LISTEN is refused in background workers, so the worker calls
- * Async_Listen itself, as LISTEN does, and drains the notification queue
- * itself (ProcessNotifyInterrupt), as a client backend does between
- * queries.  It must always drain: a listener that does not holds back the
- * cleanup of the cluster's notification queue.
+ * dlsm's workers do not listen: they are woken through shared memory, by
+ * the commit of an enqueue into a handler queue, of a change of the
+ * registry, or of NOTIFY dlsm, 'reap' (wake.c, shmem.c), as autoprewarm and
+ * the logical replication launcher are.  NOTIFY dlsm, 'reap' is seen by
+ * the utility hook (hooks.c), as the statement it is; it is a NOTIFY like
+ * any other for the clients that listen.  (pg_notify('dlsm', 'reap'), a
+ * function call, is not seen.)
  *
- * ProcessNotifyInterrupt hands each notification to NotifyMyFrontEnd,
- * which sends a protocol 'A' message when output goes to a client.  While
- * draining, the worker points PqCommMethods at methods of its own that keep
- * the 'A' messages (sender pid, channel, payload) and drop everything else,
- * and restores the real ones afterwards, whatever happens (PG_FINALLY);
- * core swaps PqCommMethods the same way for parallel workers (pqmq.c).
- *
- * The other way round, dlsm's own NOTIFYs (a queue's channel, at the
- * commit of an enqueue or a reap, wake.c) take a cluster-wide lock at
- * commit; they are sent only while some client backend of the database
- * listens.  Backends are counted as listeners (shmem.c) as a LISTEN they
- * ran commits, and uncounted when an UNLISTEN * committed or they exit: a
- * LISTEN or UNLISTEN rolled back changes nothing.  dlsm's workers do not
- * need the NOTIFYs: enqueues set their latch directly.
+ * dlsm's own NOTIFYs (a queue's channel, at the commit of an enqueue or a
+ * reap, wake.c) take a cluster-wide lock at commit; they are sent only
+ * while some client backend of the database listens.  Backends are counted
+ * as listeners (shmem.c) as a LISTEN they ran commits, and uncounted when
+ * an UNLISTEN * committed or they exit: a LISTEN or UNLISTEN rolled back
+ * changes nothing.
  *
  * Calls shmem.c.
  *
@@ -40,121 +35,9 @@
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "storage/ipc.h"
-#include "libpq/libpq.h"
-#include "tcop/dest.h"
-#include "tcop/tcopprot.h"
 
 #include "notify.h"
 #include "shmem.h"
-
-/* Where the notifications of the current drain go. */
-static DlsmNotifySink current_sink = NULL;
-static void *current_arg = NULL;
-
-static void
-capture_comm_reset(void)
-{
-}
-
-static int
-capture_flush(void)
-{
-	return 0;
-}
-
-static int
-capture_flush_if_writable(void)
-{
-	return 0;
-}
-
-static bool
-capture_is_send_pending(void)
-{
-	return false;
-}
-
-/* Keep 'A' messages: int32 sender pid, channel\0, payload\0. */
-static int
-capture_putmessage(char msgtype, const char *s, size_t len)
-{
-	const char *channel;
-	const char *payload;
-	size_t		channel_len;
-
-	if (msgtype != 'A' || len < 6 || current_sink == NULL)
-		return 0;
-	channel = s + 4;
-	channel_len = strnlen(channel, len - 4);
-	if (4 + channel_len + 1 >= len)
-		return 0;
-	payload = channel + channel_len + 1;
-	if (strnlen(payload, len - 4 - channel_len - 1) == len - 4 - channel_len - 1)
-		return 0;				/* not terminated: not a message of ours */
-	current_sink(current_arg, channel, payload);
-	return 0;
-}
-
-static void
-capture_putmessage_noblock(char msgtype, const char *s, size_t len)
-{
-	(void) capture_putmessage(msgtype, s, len);
-}
-
-static const PQcommMethods capture_methods = {
-	capture_comm_reset,
-	capture_flush,
-	capture_flush_if_writable,
-	capture_is_send_pending,
-	capture_putmessage,
-	capture_putmessage_noblock
-};
-
-/* Listen on channel from the end of the current transaction on. */
-void
-dlsm_notify_listen(const char *channel)
-{
-	Assert(IsTransactionState());
-	Async_Listen(channel);
-}
-
-/* Stop listening on every channel when the current transaction commits. */
-void
-dlsm_notify_unlisten_all(void)
-{
-	Assert(IsTransactionState());
-	Async_UnlistenAll();
-}
-
-/*
- * Read every notification waiting for this process and hand each to sink.
- * Call outside any transaction, when notifyInterruptPending is set.
- */
-void
-dlsm_notify_drain(DlsmNotifySink sink, void *arg)
-{
-	const PQcommMethods *save_methods = PqCommMethods;
-	CommandDest save_dest = whereToSendOutput;
-
-	if (!notifyInterruptPending)
-		return;
-	current_sink = sink;
-	current_arg = arg;
-	PG_TRY();
-	{
-		PqCommMethods = &capture_methods;
-		whereToSendOutput = DestRemote;
-		ProcessNotifyInterrupt(false);
-	}
-	PG_FINALLY();
-	{
-		PqCommMethods = save_methods;
-		whereToSendOutput = save_dest;
-		current_sink = NULL;
-		current_arg = NULL;
-	}
-	PG_END_TRY();
-}
 
 /* This backend's standing as a listener, and the change its transaction makes. */
 static bool counted_as_listener = false;

@@ -15,14 +15,7 @@
 
 #include "nodes/nodes.h"
 
-/* Receives one notification: its channel and payload. */
-typedef void (*DlsmNotifySink) (void *arg, const char *channel,
-								const char *payload);
-
 extern void dlsm_notify_init(void);
-extern void dlsm_notify_listen(const char *channel);
-extern void dlsm_notify_unlisten_all(void);
-extern void dlsm_notify_drain(DlsmNotifySink sink, void *arg);
 extern void dlsm_notify_client_listens(Node *stmt);
 extern void dlsm_notify_send(const char *channel);
 

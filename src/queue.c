@@ -20,8 +20,8 @@
  * after the caller's right to the table has been checked here, so that
  * nobody needs privileges on dlsm's schema to use a queue.
  *
- * Calls plans.c (and so extension.c); sends the worker a notification
- * when the registry changes.
+ * Calls plans.c (and so extension.c) and shmem.c, to ask the database's
+ * worker to read the registry again when a change of it commits.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -40,7 +40,6 @@
 #include "catalog/pg_index.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
-#include "commands/async.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -59,6 +58,7 @@
 #include "extension.h"
 #include "names.h"
 #include "queue.h"
+#include "shmem.h"
 
 /* The hash entry of a queue: its current descriptor. */
 typedef struct QueueEntry
@@ -188,9 +188,13 @@ pin_of(QueuePin *pin, SubTransactionId subid)
 	return pin->subid == subid;
 }
 
+/* This transaction wrote the registry (write_registry). */
+static bool registry_written = false;
+
 /*
- * The transaction ended: drop the pins left (an error between open and
- * close), and free what is stale.
+ * The transaction ended: ask the worker to read the registry if it
+ * changed, drop the pins left (an error between open and close), and free
+ * what is stale.
  */
 static void
 end_of_transaction(XactEvent event, void *arg)
@@ -201,6 +205,10 @@ end_of_transaction(XactEvent event, void *arg)
 	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
 		event != XACT_EVENT_PREPARE)
 		return;
+	/* the worker reads the registry again (a prepared one: in time) */
+	if (registry_written && event == XACT_EVENT_COMMIT)
+		dlsm_shmem_worker_request(MyDatabaseId, DLSM_REQUEST_REGISTRY);
+	registry_written = false;
 	if (pins != NIL && event == XACT_EVENT_COMMIT)
 		elog(WARNING, "dlsm queue reference leak: %d pins left",
 			 list_length(pins));
@@ -625,7 +633,7 @@ write_registry(DlsmCatalogQueryId query, Oid relid, Datum *values,
 			   const char *nulls)
 {
 	(void) dlsm_plan_run_catalog(query, values, nulls, 0);
-	Async_Notify("dlsm", "queues");
+	registry_written = true;
 	CacheInvalidateRelcacheByRelid(relid);
 }
 

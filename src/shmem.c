@@ -117,6 +117,7 @@ typedef struct DlsmSlot
 	TimestampTz late_said_at;	/* the launcher logged it past its bound */
 	bool		pending;		/* a handler queue got work since its last
 								 * handler pass */
+	int			requests;		/* DLSM_REQUEST_*, not yet taken */
 	bool		outdated_said;	/* a worker logged that the extension awaits
 								 * its UPDATE */
 } DlsmSlot;
@@ -1078,6 +1079,42 @@ dlsm_shmem_worker_take_pending(void)
 	my_slot->pending = false;
 	LWLockRelease(shared->lock);
 	return pending;
+}
+
+/*
+ * Ask the worker of database dboid (requests: DLSM_REQUEST_*) to reap or
+ * read the registry at once: set its latch, if one runs; the next one
+ * starts with both anyway.
+ */
+void
+dlsm_shmem_worker_request(Oid dboid, int requests)
+{
+	if (!lock_state(LW_EXCLUSIVE))
+		return;
+	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+	{
+		DlsmSlot   *slot = &shared->slots[i];
+
+		if (slot->info.dboid != dboid)
+			continue;
+		slot->requests |= requests;
+		if (slot->latch != NULL)
+			SetLatch(slot->latch);
+	}
+	LWLockRelease(shared->lock);
+}
+
+/* What this worker was asked to do since it last looked (DLSM_REQUEST_*). */
+int
+dlsm_shmem_worker_take_requests(void)
+{
+	int			requests;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	requests = my_slot->requests;
+	my_slot->requests = 0;
+	LWLockRelease(shared->lock);
+	return requests;
 }
 
 /*

@@ -36,7 +36,7 @@ typedef struct DlsmWorkerCounts
 	int64		handled;		/* units its handlers completed */
 	int64		errors;			/* units its handlers failed, other errors */
 	int64		skipped;		/* queue passes skipped: locked, timed out */
-	int64		wakeups;		/* notifications and latch wake-ups seen */
+	int64		wakeups;		/* times its latch woke it */
 } DlsmWorkerCounts;
 
 /* Where a database stands with the workers (dlsm_worker_status.state). */
@@ -181,6 +181,13 @@ extern void dlsm_shmem_wake_worker(Oid dboid);
 extern bool dlsm_shmem_worker_visiting(void);
 extern bool dlsm_shmem_worker_outdated(bool outdated);
 extern bool dlsm_shmem_worker_take_pending(void);
+
+/* What a worker is asked to do at once (dlsm_shmem_worker_request). */
+#define DLSM_REQUEST_REAP		0x01	/* NOTIFY dlsm, 'reap' committed */
+#define DLSM_REQUEST_REGISTRY	0x02	/* the registry of queues changed */
+
+extern void dlsm_shmem_worker_request(Oid dboid, int requests);
+extern int	dlsm_shmem_worker_take_requests(void);
 extern void dlsm_shmem_worker_leave(bool more);
 
 /* What does not work without preloading (dlsm_shmem_warn_no_worker). */

@@ -10,8 +10,8 @@
  * here; at the end of the transaction, after its locks are released (a
  * commit callback would run before the entity locks are gone, and a woken
  * claimer would find them busy), waiting claims are woken (shmem.c), the
- * database's worker when a handler queue got work, the launcher after
- * CREATE EXTENSION.
+ * database's worker when a handler queue got work (or the registry changed,
+ * or NOTIFY dlsm, 'reap' was sent), the launcher after CREATE EXTENSION.
  *
  * Queue channels are notified (NOTIFY, through notify.c) for the clients
  * that LISTEN: which channels is noted during the transaction, and whether
@@ -61,6 +61,7 @@ static bool wake_at_commit = false; /* enqueued, settled or reaped */
 static bool wake_at_abort = false;	/* claimed: rollback frees rows */
 static bool wake_worker = false;	/* enqueued into a queue with a handler */
 static bool wake_launcher = false;	/* the extension was created */
+static int	worker_requests = 0;	/* DLSM_REQUEST_* for the worker */
 static List *channels = NIL;		/* to notify, in TopTransactionContext */
 static List *changes = NIL;		/* of QueueChanges, in TopTransactionContext */
 
@@ -82,6 +83,8 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 		dlsm_shmem_wake_worker(MyDatabaseId);
 	if (isCommit && wake_launcher)
 		dlsm_shmem_wake_launcher();
+	if (isCommit && worker_requests != 0)
+		dlsm_shmem_worker_request(MyDatabaseId, worker_requests);
 	{
 		ListCell   *lc;
 
@@ -109,6 +112,7 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 	wake_at_abort = false;
 	wake_worker = false;
 	wake_launcher = false;
+	worker_requests = 0;
 	channels = NIL;				/* lived in TopTransactionContext */
 }
 
@@ -130,6 +134,17 @@ dlsm_wake_init(void)
 {
 	RegisterResourceReleaseCallback(release_callback, NULL);
 	RegisterXactCallback(wake_xact_callback, NULL);
+}
+
+/*
+ * Ask the database's worker, when this transaction commits, to reap at
+ * once (NOTIFY dlsm, 'reap') or to read the registry again (requests:
+ * DLSM_REQUEST_*).
+ */
+void
+dlsm_wake_worker_request_at_commit(int requests)
+{
+	worker_requests |= requests;
 }
 
 /* Wake waiting claimers when this transaction commits. */

@@ -15,6 +15,7 @@
 
 extern void dlsm_wake_init(void);
 extern void dlsm_wake_claimers_at_commit(void);
+extern void dlsm_wake_worker_request_at_commit(int requests);
 extern void dlsm_wake_claimers_at_end(void);
 extern void dlsm_wake_worker_at_commit(void);
 extern void dlsm_wake_launcher_at_commit(void);

@@ -3,12 +3,13 @@
  * worker.c
  *	  dlsm's per-database worker: listen, reap, purge, run handlers.
  *
- * A worker (started by launcher.c) listens on the channel "dlsm" and on
- * every queue's channel (notify.c), and loops: drain notifications, read
- * the registry, reap (every dlsm.reap_interval, or at once on NOTIFY dlsm,
- * 'reap'; expired leases of named locks are deleted in the same pass), run
- * the handlers of handler queues, sleep on its latch until the next
- * deadline.  Each queue is reaped, purged and handled in transactions of
+ * A worker (started by launcher.c) loops: read the registry, reap (every
+ * dlsm.reap_interval, or at once on NOTIFY dlsm, 'reap'; expired leases of
+ * named locks are deleted in the same pass), run the handlers of handler
+ * queues, sleep on its latch until the next deadline.  It does not listen:
+ * the commit of an enqueue into a handler queue, of a change of the
+ * registry or of NOTIFY dlsm, 'reap' sets its latch and says which
+ * (shmem.c).  Each queue is reaped, purged and handled in transactions of
  * its own, as the queue's owner; an error is logged and counted, and the
  * worker goes on with the next queue.
  *
@@ -33,7 +34,7 @@
  * never the handlers' time shorter), and exits; handler work left, or an
  * enqueue meanwhile, brings the next visit first.
  *
- * Calls handler.c, state.c, queue.c, namedlock.c, notify.c, identity.c,
+ * Calls handler.c, state.c, queue.c, namedlock.c, identity.c,
  * extension.c, bound.c and shmem.c.
  *
  * Copyright (c) 2026, dlsm developers
@@ -46,7 +47,6 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "commands/async.h"
 #include "commands/dbcommands.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -70,7 +70,6 @@
 #include "identity.h"
 #include "namedlock.h"
 #include "names.h"
-#include "notify.h"
 #include "queue.h"
 #include "shmem.h"
 #include "state.h"
@@ -80,9 +79,6 @@
 #define PURGE_BATCHES			100		/* retention batches per pass */
 #define SHUN_BOUNDS				10	/* dlsm.step_timeouts a queue is shunned */
 
-/* What the worker's notifications asked for. */
-static bool reap_requested = false;
-static bool registry_changed = false;
 static char *my_dbname = NULL;
 
 /*
@@ -233,7 +229,7 @@ typedef struct RegistryPass
 	MemoryContext context;
 } RegistryPass;
 
-/* List the queues and listen on their channels, and on those only. */
+/* List the queues. */
 static void
 read_registry(void *arg)
 {
@@ -244,8 +240,6 @@ read_registry(void *arg)
 	pass->outdated = pass->extension && !dlsm_extension_current();
 	if (!pass->extension || pass->outdated)
 		return;
-	dlsm_notify_unlisten_all();
-	dlsm_notify_listen("dlsm");
 	foreach(lc, dlsm_queue_list())
 	{
 		DlsmQueue  *queue = dlsm_queue_open(lfirst_oid(lc),
@@ -256,7 +250,6 @@ read_registry(void *arg)
 
 		if (queue == NULL)
 			continue;
-		dlsm_notify_listen(queue->channel);
 		old = MemoryContextSwitchTo(pass->context);
 		wq = palloc(sizeof(WorkerQueue));
 		wq->relid = queue->relid;
@@ -517,21 +510,6 @@ handler_pass(List *queues)
  * ---------------------------------------------------------------------
  */
 
-/*
- * A notification: NOTIFY dlsm, 'reap' reaps now; 'queues', sent by dlsm
- * itself when the registry changed, reads it again; every one is a wake-up.
- */
-static void
-on_notification(void *arg, const char *channel, const char *payload)
-{
-	if (strcmp(channel, "dlsm") != 0)
-		return;
-	if (strcmp(payload, "reap") == 0)
-		reap_requested = true;
-	else if (strcmp(payload, "queues") == 0)
-		registry_changed = true;
-}
-
 /* Every wait of the worker for a lock is bounded by dlsm.lock_timeout. */
 static void
 apply_settings(void)
@@ -651,7 +629,14 @@ worker_sleep(TimestampTz next_reap, bool more)
 					   timeout, PG_WAIT_EXTENSION) & WL_LATCH_SET) != 0;
 	ResetLatch(MyLatch);
 	CHECK_FOR_INTERRUPTS();
-	return woken;				/* an enqueue into a handler queue */
+	if (woken)
+	{
+		DlsmWorkerCounts delta = {.wakeups = 1};
+
+		dlsm_shmem_worker_count(&delta, NULL);
+	}
+	return woken;				/* an enqueue into a handler queue, or a
+								 * request */
 }
 
 void
@@ -676,26 +661,19 @@ dlsm_worker_main(Datum main_arg)
 			(errmsg("dlsm worker started for database \"%s\"", my_dbname)));
 	for (;;)
 	{
-		MemoryContextSwitchTo(loop_context);
-		if (notifyInterruptPending)
-		{
-			DlsmWorkerCounts delta = {.wakeups = 1};
+		int			requests = dlsm_shmem_worker_take_requests();
+		bool		reap_now = (requests & DLSM_REQUEST_REAP) != 0 ||
+			GetCurrentTimestamp() >= next_reap;
 
-			dlsm_shmem_worker_count(&delta, NULL);
-			dlsm_notify_drain(on_notification, NULL);
-			more = true;		/* a queue's channel: its handler may have work */
-		}
-		if (reap_requested || registry_changed ||
-			GetCurrentTimestamp() >= next_reap)
+		MemoryContextSwitchTo(loop_context);
+		if (reap_now || (requests & DLSM_REQUEST_REGISTRY) != 0)
 		{
-			registry_changed = false;
 			MemoryContextReset(queues_context);
 			queues = registry_pass(queues_context);
 			more = true;
 		}
-		if (reap_requested || GetCurrentTimestamp() >= next_reap)
+		if (reap_now)
 		{
-			reap_requested = false;
 			reaping_pass(queues);
 			passed = true;
 			next_reap = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),

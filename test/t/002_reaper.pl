@@ -4,8 +4,9 @@
 # interval, with their attempts counted, then to error once max_attempts
 # is spent; the old claimant's late settle or heartbeat fails with 55000;
 # a heartbeat keeps a lease alive, and a row locked by a live transaction
-# is not reaped.  NOTIFY dlsm, 'reap' and a queue's channel wake the
-# worker; a reload (SIGHUP) changes dlsm.reap_interval.
+# is not reaped.  NOTIFY dlsm, 'reap' and the creation of a queue wake the
+# worker (it does not listen); a reload (SIGHUP) changes
+# dlsm.reap_interval.
 use strict;
 use warnings;
 
@@ -191,14 +192,26 @@ ok( $node->poll_query_until(
 is(status(q{SELECT passes FROM reap_passes(1.5)}),
 	'0', 'reap_interval 30 s: no pass in 1.5 s');
 
-# a queue's channel wakes the worker
+# the worker does not listen: a queue created while it sleeps (30 s
+# interval) is served at once, because the creation's commit asks it to
+# read the registry again (shared memory and its latch); its handler runs
+# on the enqueue's commit
+status(q{
+SELECT dlsm_create_queue('hq2');
+CREATE TABLE handled2 (id bigint);
+CREATE FUNCTION h2(entity text, kind text, ids bigint[], payloads jsonb[])
+RETURNS void LANGUAGE sql AS $$ INSERT INTO handled2 SELECT unnest(ids) $$;
+SELECT dlsm_set_handler('hq2', 'h2');
+});
 my $wakeups = worker_counter('wakeups');
-status(q{NOTIFY lq});
-ok( $node->poll_query_until(
-		'postgres',
-		qq{SELECT wakeups > $wakeups FROM dlsm_worker_status
-		   WHERE database = current_database()}),
-	'NOTIFY on a queue channel wakes the worker (wakeups)');
+status(q{SELECT dlsm_enqueue('hq2', 'x')});
+# (the next pass would come 30 s later: 15 s tell them apart under load)
+my $took = poll_within($node, 'postgres',
+	q{SELECT count(*) = 1 FROM handled2}, 15);
+ok(defined $took,
+	'a queue created while the worker sleeps is handled at once (registry read on request)');
+cmp_ok(worker_counter('wakeups'), '>', $wakeups,
+	'the wakeups counter grew (latch)');
 
 # an expired lease waits for the next pass, or for NOTIFY dlsm, 'reap'
 status(q{SELECT dlsm_enqueue('lq', 'd')});
