@@ -2,7 +2,7 @@
 -- of the extension with its arguments (defaults included), result,
 -- language, volatility, strictness, SECURITY, settings and whether PUBLIC
 -- may call it; the row type of dlsm_claim, and the views' columns.  A
--- change here is a change of the API: dlsm_proxy 1.0 is installed as is,
+-- change here is a change of the API: an installed dlsm_proxy is not changed,
 -- so a changed signature needs an update script and a new version.
 CREATE EXTENSION dlsm_proxy CASCADE;
 SELECT e.extversion, e.extrelocatable, e.extnamespace::regnamespace AS schema,

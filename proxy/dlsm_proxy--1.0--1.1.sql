@@ -1,0 +1,81 @@
+/* proxy/dlsm_proxy--1.0--1.1.sql */
+
+-- complain if script is sourced in psql, rather than via ALTER EXTENSION
+\echo Use "ALTER EXTENSION dlsm_proxy UPDATE TO '1.1'" to load this file. \quit
+
+-- 1.1: dlsm_enqueue takes dlsm 1.3's group_key, dedup_key and
+-- dedup_window, and passes them to the entity's shard; dlsm_enqueue_-
+-- deduplicated() says whether the session's last dlsm_enqueue through the
+-- router returned an existing request.  A dedup key is the shard's: two
+-- requests with one key go to one shard only when they have one entity.
+-- An enqueue without a group or dedup key calls the shard as 1.0 did, so
+-- that shards still at dlsm 1.2 keep working.
+
+DROP FUNCTION @extschema@.dlsm_enqueue(pg_catalog.text, pg_catalog.text,
+	pg_catalog.text, pg_catalog.jsonb, pg_catalog.timestamptz);
+
+CREATE FUNCTION @extschema@.dlsm_proxy_enqueue_keyed_on(
+	p_queue pg_catalog.text, p_entity pg_catalog.text, p_kind pg_catalog.text,
+	p_payload pg_catalog.jsonb, p_run_at pg_catalog.timestamptz,
+	p_group_key pg_catalog.text, p_dedup_key pg_catalog.text,
+	p_dedup_window pg_catalog.interval,
+	OUT id pg_catalog.int8, OUT deduplicated pg_catalog.bool)
+RETURNS record
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON @extschema@.dlsm_proxy_route_entity(p_entity);
+	SELECT dlsm_enqueue(p_queue, p_entity, p_kind, p_payload, p_run_at,
+						group_key => p_group_key, dedup_key => p_dedup_key,
+						dedup_window => p_dedup_window) AS id,
+		   dlsm_enqueue_deduplicated() AS deduplicated;
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_enqueue(
+	queue pg_catalog.text,
+	entity pg_catalog.text,
+	kind pg_catalog.text DEFAULT 'create',
+	payload pg_catalog.jsonb DEFAULT NULL,
+	run_at pg_catalog.timestamptz DEFAULT NULL,
+	group_key pg_catalog.text DEFAULT NULL,
+	dedup_key pg_catalog.text DEFAULT NULL,
+	dedup_window pg_catalog.interval DEFAULT NULL)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	v_id		pg_catalog.int8;
+	v_found		pg_catalog.bool := false;
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	IF group_key IS NULL AND dedup_key IS NULL AND dedup_window IS NULL THEN
+		v_id := @extschema@.dlsm_proxy_enqueue_on(queue, entity, kind, payload,
+												  run_at);
+	ELSE
+		SELECT k.id, k.deduplicated INTO v_id, v_found
+		  FROM @extschema@.dlsm_proxy_enqueue_keyed_on(queue, entity, kind,
+			payload, run_at, group_key, dedup_key, dedup_window) k;
+	END IF;
+	PERFORM pg_catalog.set_config('dlsm_proxy.deduplicated',
+								  v_found::pg_catalog.text, false);
+	RETURN v_id;
+EXCEPTION WHEN OTHERS THEN
+	IF @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+		PERFORM @extschema@.dlsm_proxy_raise_unreachable(
+			@extschema@.dlsm_proxy_route_name(entity) + 1,
+			format('dlsm_enqueue of "%s"', entity), SQLERRM);
+	END IF;
+	GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+	PERFORM @extschema@.dlsm_proxy_reraise(@extschema@.dlsm_proxy_route_name(entity) + 1, SQLSTATE, SQLERRM, e_detail, e_hint);
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_enqueue(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb, pg_catalog.timestamptz, pg_catalog.text, pg_catalog.text, pg_catalog.interval) IS
+'add a request to the queue on the entity''s shard; its id is unique on that shard';
+
+CREATE FUNCTION @extschema@.dlsm_enqueue_deduplicated()
+RETURNS pg_catalog.bool
+LANGUAGE sql VOLATILE AS $$
+	SELECT NULLIF(pg_catalog.current_setting('dlsm_proxy.deduplicated', true), '')::pg_catalog.bool
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_enqueue_deduplicated() IS
+'whether this session''s last dlsm_enqueue through the router returned an existing request (NULL before the first)';
