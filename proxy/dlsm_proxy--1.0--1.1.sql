@@ -79,3 +79,96 @@ LANGUAGE sql VOLATILE AS $$
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_enqueue_deduplicated() IS
 'whether this session''s last dlsm_enqueue through the router returned an existing request (NULL before the first)';
+
+-- Dead letters through the router: request ids are per shard, so
+-- dlsm_requeue and dlsm_cancel take the node that holds the requests.
+
+CREATE FUNCTION @extschema@.dlsm_proxy_requeue_on(
+	node_index pg_catalog.int4, p_queue pg_catalog.text, p_ids pg_catalog.int8[])
+RETURNS pg_catalog.int8
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON node_index;
+	SELECT dlsm_requeue(p_queue, p_ids);
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_proxy_cancel_on(
+	node_index pg_catalog.int4, p_queue pg_catalog.text, p_ids pg_catalog.int8[])
+RETURNS pg_catalog.int8
+LANGUAGE plproxy AS $$
+	CLUSTER 'dlsm_shards';
+	RUN ON node_index;
+	SELECT dlsm_cancel(p_queue, p_ids);
+$$;
+
+-- The node of a dead-letter call (node_id), checked: 22004 for NULL,
+-- 22023 for a node the router does not have.
+CREATE FUNCTION @extschema@.dlsm_proxy_dead_letter_node(node_id pg_catalog.int4)
+RETURNS pg_catalog.int4
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+	all_nodes	int4[];
+BEGIN
+	IF node_id IS NULL THEN
+		RAISE EXCEPTION 'argument "node_id" must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	SELECT pg_catalog.array_agg(x.node_id ORDER BY x.node_id) INTO all_nodes
+	  FROM @extschema@.dlsm_proxy_nodes x;
+	IF all_nodes IS NULL THEN
+		PERFORM @extschema@.dlsm_proxy_not_configured();
+	END IF;
+	IF NOT node_id OPERATOR(pg_catalog.=) ANY (all_nodes) THEN
+		RAISE EXCEPTION 'no such node of dlsm_proxy among %', ARRAY[node_id]
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = format('The nodes are %s.', all_nodes);
+	END IF;
+	RETURN node_id;
+END
+$$;
+
+CREATE FUNCTION @extschema@.dlsm_requeue_on(
+	node_id pg_catalog.int4, queue pg_catalog.text, ids pg_catalog.int8[])
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	node		int4 := @extschema@.dlsm_proxy_dead_letter_node(node_id);
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	RETURN @extschema@.dlsm_proxy_requeue_on(node - 1, queue, ids);
+EXCEPTION WHEN OTHERS THEN
+	IF @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+		PERFORM @extschema@.dlsm_proxy_raise_unreachable(node,
+			'dlsm_requeue', SQLERRM);
+	END IF;
+	GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+	PERFORM @extschema@.dlsm_proxy_reraise(node, SQLSTATE, SQLERRM, e_detail, e_hint);
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_requeue_on(pg_catalog.int4, pg_catalog.text, pg_catalog.int8[]) IS
+'send requests in error back to new, on the node that holds them';
+
+CREATE FUNCTION @extschema@.dlsm_cancel_on(
+	node_id pg_catalog.int4, queue pg_catalog.text, ids pg_catalog.int8[])
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	node		int4 := @extschema@.dlsm_proxy_dead_letter_node(node_id);
+	e_detail	text;
+	e_hint		text;
+BEGIN
+	RETURN @extschema@.dlsm_proxy_cancel_on(node - 1, queue, ids);
+EXCEPTION WHEN OTHERS THEN
+	IF @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+		PERFORM @extschema@.dlsm_proxy_raise_unreachable(node,
+			'dlsm_cancel', SQLERRM);
+	END IF;
+	GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+	PERFORM @extschema@.dlsm_proxy_reraise(node, SQLSTATE, SQLERRM, e_detail, e_hint);
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.dlsm_cancel_on(pg_catalog.int4, pg_catalog.text, pg_catalog.int8[]) IS
+'cancel new requests (to error), on the node that holds them';

@@ -4,8 +4,9 @@
 # dedup_key and dedup_window to the entity's shard, and
 # dlsm_enqueue_deduplicated() on the router says whether the session's
 # last enqueue through it returned an existing request; an enqueue without
-# keys calls the shard as 1.0 did.  A router updated from 1.0 has the same
-# functions as one installed at 1.1.
+# keys calls the shard as 1.0 did; dlsm_requeue_on and dlsm_cancel_on reach
+# the node that holds the requests.  A router updated from 1.0 has the
+# same functions as one installed at 1.1.
 use strict;
 use warnings;
 
@@ -64,6 +65,21 @@ is( rsql(q{SELECT string_agg(entity, ',') FROM dlsm_claim_on(2, 'kq',
 		   units => 10, lease => '1 minute')}),
 	$entity,
 	'a claim through the router takes one unit of group tenant-a (at most 1); the request without a group waits behind its entity');
+
+# dead letters through the router, on the node that holds them: a
+# request failed, requeued, then cancelled
+my $dl = rsql(qq{SELECT dlsm_enqueue('kq', 'dead-$entity', 'job')});
+my $dl_node = rsql(qq{SELECT dlsm_proxy_node_of('dead-$entity')});
+rsql(qq{SELECT dlsm_settle('kq', process_id, 'error', 'it broke')
+		FROM dlsm_claim_on($dl_node, 'kq', lease => '1 minute', units => 10)
+		WHERE id = $dl});
+is(rsql(qq{SELECT dlsm_requeue_on($dl_node, 'kq', ARRAY[$dl])}), '1',
+	'dlsm_requeue_on sends the failed request back to new on its node');
+is(rsql(qq{SELECT dlsm_cancel_on($dl_node, 'kq', ARRAY[$dl])}), '1',
+	'dlsm_cancel_on cancels it there');
+is( $shards[$dl_node - 1]->safe_psql('postgres',
+		qq{SELECT status || '|' || (detail LIKE '%cancelled%') FROM kq WHERE id = $dl}),
+	'error|true', 'the request ends in error, its detail naming the cancel');
 
 # a bad key argument is the shard's error, named with its node
 my ($ret, $out, $err) = $router->psql('postgres',

@@ -50,6 +50,10 @@ SELECT c.n, c.call, e.*
 	$$SELECT dlsm_drop_queue('q')$$,
 	$$SELECT dlsm_set_handler('q', 'h')$$,
 	$$SELECT dlsm_reap('q')$$,
+	$$SELECT dlsm_requeue_on(NULL, 'q', '{1}')$$,
+	$$SELECT dlsm_requeue_on(1, 'q', '{1}')$$,
+	$$SELECT dlsm_cancel_on(NULL, 'q', '{1}')$$,
+	$$SELECT dlsm_cancel_on(1, 'q', '{1}')$$,
 	$$SELECT dlsm_proxy_node_of('e1')$$,
 	$$SELECT dlsm_proxy_add_node('host=shard3')$$,
 	$$SELECT dlsm_proxy_set_node(1, 'host=shard1')$$,
@@ -144,6 +148,8 @@ SELECT c.n, c.call, e.*
 	$$SELECT dlsm_proxy_configure(ARRAY['host=a'])$$,
 	$$SELECT * FROM dlsm_claim_on(3, 'q', '1 min')$$,
 	$$SELECT * FROM dlsm_claim_on(0, 'q', '1 min')$$,
+	$$SELECT dlsm_requeue_on(3, 'q', '{1}')$$,
+	$$SELECT dlsm_cancel_on(0, 'q', '{1}')$$,
 	$$SELECT dlsm_proxy_set_node(3, 'host=a')$$,
 	$$SELECT dlsm_proxy_set_node(1, 'host=a password=secret')$$,
 	$$SELECT dlsm_proxy_add_node('host=a password=secret')$$,
@@ -199,7 +205,9 @@ SELECT c.n, c.call, e.state, e.message
 	$$SELECT dlsm_heartbeat('q', '00000000-0000-4000-8000-000000000002')$$,
 	$$SELECT dlsm_create_queue('q')$$,
 	$$SELECT count(*) FROM dlsm_queue_stats$$,
-	$$SELECT dlsm_proxy_remote(1, 'SELECT 1')$$
+	$$SELECT dlsm_proxy_remote(1, 'SELECT 1')$$,
+	$$SELECT dlsm_requeue_on(2, 'q', '{1}')$$,
+	$$SELECT dlsm_cancel_on(1, 'q', '{1}')$$
   ]) WITH ORDINALITY AS c(call, n),
 	   LATERAL pg_temp.error_of(c.call) e
  ORDER BY c.n;
