@@ -155,3 +155,14 @@ SELECT dlsm_enqueue('hq', 'victim-entity-0000000001', 'update');
 SELECT id, entity, kind FROM dlsm_claim('hq');
 SELECT id, entity, kind, status FROM hq ORDER BY id;
 DROP TABLE hq;
+
+-- dlsm.log_statements: each statement dlsm prepares, with the queue's
+-- names put in, one LOG line each (a superuser's setting)
+SELECT dlsm_create_queue('lsq');
+SET client_min_messages = log;
+SET dlsm.log_statements = on;
+SELECT count(*) FROM dlsm_claim('lsq');
+SELECT count(*) FROM dlsm_claim('lsq');
+RESET dlsm.log_statements;
+RESET client_min_messages;
+DROP TABLE lsq;

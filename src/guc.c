@@ -57,6 +57,9 @@ int			dlsm_node_id = 0;
 /* The most dlsm workers running at once; fewer than databases: turns. */
 int			dlsm_max_workers = 3;
 
+/* Log each statement dlsm prepares, expanded, at LOG. */
+bool		dlsm_log_statements = false;
+
 static bool
 check_databases(char **newval, void **extra, GucSource source)
 {
@@ -189,6 +192,15 @@ dlsm_guc_init(void)
 							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("dlsm.log_statements",
+							 "Logs each statement dlsm prepares for a queue or its catalog, as it runs it.",
+							 "Each is prepared once per session and queue, with the queue's table and column names put in.",
+							 &dlsm_log_statements,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("dlsm.node_id",
 							"Sets the number of this server in a sharded layout.",

@@ -57,6 +57,7 @@
 #include "utils/snapmgr.h"
 
 #include "extension.h"
+#include "guc.h"
 #include "identity.h"
 #include "names.h"
 #include "plans.h"
@@ -934,6 +935,11 @@ static SPIPlanPtr
 prepare_kept(const char *text, const DlsmQueryDef *def)
 {
 	SPIPlanPtr	plan;
+
+	/* dlsm.log_statements: every statement, as it runs, one line each */
+	if (dlsm_log_statements)
+		ereport(LOG,
+				(errmsg_internal("dlsm prepares %s: %s", def->what, text)));
 
 	/*
 	 * Generic plans: parameters only pick rows, never a better plan, so

@@ -97,47 +97,59 @@ dlsm_outcome_parse(const char *name, DlsmOutcome *outcome)
 	return false;
 }
 
-/* Parameters and statement of a settle, after the rows' own (base). */
+/* A retry's parameters, at the given positions of values and nulls. */
+static void
+retry_values(DlsmQueue *queue, DlsmSettle *settle, Datum *values,
+			 char *nulls, int detail, int after, int max_attempts)
+{
+	values[detail] = settle->detail ?
+		CStringGetTextDatum(settle->detail) : (Datum) 0;
+	nulls[detail] = settle->detail ? ' ' : 'n';
+	values[after] = PointerGetDatum(settle->retry_after);
+	nulls[after] = settle->retry_after ? ' ' : 'n';
+	values[max_attempts] = Int32GetDatum(queue->max_attempts);
+}
+
+/* A final outcome's parameters, at the given positions. */
+static void
+final_values(DlsmSettle *settle, Datum *values, char *nulls, int status,
+			 int detail)
+{
+	values[status] = CStringGetTextDatum(dlsm_outcome_name(settle->outcome));
+	values[detail] = settle->detail ?
+		CStringGetTextDatum(settle->detail) : (Datum) 0;
+	nulls[detail] = settle->detail ? ' ' : 'n';
+}
+
+/*
+ * The statement of a settle (of claimed rows, or by process ids) and its
+ * outcome's parameters; the caller fills in the rows'.
+ */
 static DlsmQueryId
 settle_params(DlsmQueue *queue, DlsmSettle *settle, bool claimed,
 			  Datum *values, char *nulls)
 {
-	const char *detail = settle->detail;
-	int			base = claimed ? N_CLAIMED_PARAMS : 1;
-
-	StaticAssertStmt((int) P_RETRY_PROCESS_IDS == (int) P_SETTLE_PROCESS_IDS &&
-					 (int) P_RETRY_DETAIL == 1 && (int) P_SETTLE_STATUS == 1 &&
-					 (int) P_CLAIMED_RETRY_DETAIL == (int) N_CLAIMED_PARAMS &&
-					 (int) P_CLAIMED_STATUS == (int) N_CLAIMED_PARAMS &&
-					 (int) P_RETRY_AFTER - (int) P_RETRY_DETAIL ==
-					 (int) P_CLAIMED_RETRY_AFTER - (int) P_CLAIMED_RETRY_DETAIL &&
-					 (int) P_RETRY_MAX_ATTEMPTS - (int) P_RETRY_DETAIL ==
-					 (int) P_CLAIMED_RETRY_MAX_ATTEMPTS - (int) P_CLAIMED_RETRY_DETAIL &&
-					 (int) P_SETTLE_DETAIL - (int) P_SETTLE_STATUS ==
-					 (int) P_CLAIMED_DETAIL - (int) P_CLAIMED_STATUS,
-					 "the settles' own parameters follow their rows' in one order");
+	/* the widest of the four statements' parameters */
 	memset(nulls, ' ', N_SETTLE_CLAIMED_RETRY_PARAMS);
+	if (settle->outcome == DLSM_OUTCOME_RETRY && claimed)
+	{
+		retry_values(queue, settle, values, nulls, P_CLAIMED_RETRY_DETAIL,
+					 P_CLAIMED_RETRY_AFTER, P_CLAIMED_RETRY_MAX_ATTEMPTS);
+		return DLSM_Q_SETTLE_CLAIMED_RETRY;
+	}
 	if (settle->outcome == DLSM_OUTCOME_RETRY)
 	{
-		int			d = base - P_RETRY_DETAIL;
-
-		values[d + P_RETRY_DETAIL] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
-		nulls[d + P_RETRY_DETAIL] = detail ? ' ' : 'n';
-		values[d + P_RETRY_AFTER] = PointerGetDatum(settle->retry_after);
-		nulls[d + P_RETRY_AFTER] = settle->retry_after ? ' ' : 'n';
-		values[d + P_RETRY_MAX_ATTEMPTS] = Int32GetDatum(queue->max_attempts);
-		return claimed ? DLSM_Q_SETTLE_CLAIMED_RETRY : DLSM_Q_SETTLE_RETRY;
+		retry_values(queue, settle, values, nulls, P_RETRY_DETAIL,
+					 P_RETRY_AFTER, P_RETRY_MAX_ATTEMPTS);
+		return DLSM_Q_SETTLE_RETRY;
 	}
-	else
+	if (claimed)
 	{
-		int			d = base - P_SETTLE_STATUS;
-
-		values[d + P_SETTLE_STATUS] =
-			CStringGetTextDatum(dlsm_outcome_name(settle->outcome));
-		values[d + P_SETTLE_DETAIL] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
-		nulls[d + P_SETTLE_DETAIL] = detail ? ' ' : 'n';
-		return claimed ? DLSM_Q_SETTLE_CLAIMED_FINAL : DLSM_Q_SETTLE_FINAL;
+		final_values(settle, values, nulls, P_CLAIMED_STATUS, P_CLAIMED_DETAIL);
+		return DLSM_Q_SETTLE_CLAIMED_FINAL;
 	}
+	final_values(settle, values, nulls, P_SETTLE_STATUS, P_SETTLE_DETAIL);
+	return DLSM_Q_SETTLE_FINAL;
 }
 
 /*
