@@ -11,7 +11,9 @@
  * again for STOP_PAUSE_MS (for the database's owner only: others are
  * refused by the command anyway).  LISTEN and UNLISTEN are passed to
  * notify.c, which counts the client backends that listen; NOTIFY dlsm,
- * 'reap' asks the database's worker to reap when it commits (wake.c).
+ * 'reap' asks the database's worker to reap when it commits (wake.c);
+ * COMMIT PREPARED and ROLLBACK PREPARED unpark the groups of the
+ * database's queues (shmem.c).
  *
  * Calls notify.c, wake.c and shmem.c.
  *
@@ -136,6 +138,9 @@ utility_hook(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *stmt = pstmt->utilityStmt;
 	const char *dbname;
+	bool		prepared_end = IsA(stmt, TransactionStmt) &&
+		(((TransactionStmt *) stmt)->kind == TRANS_STMT_COMMIT_PREPARED ||
+		 ((TransactionStmt *) stmt)->kind == TRANS_STMT_ROLLBACK_PREPARED);
 
 	if (IsA(stmt, ListenStmt) || IsA(stmt, UnlistenStmt))
 		dlsm_notify_client_listens(stmt);
@@ -150,6 +155,16 @@ utility_hook(PlannedStmt *pstmt, const char *queryString,
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
+
+	/*
+	 * A prepared transaction ended: its group slots came free, and its
+	 * settles, whose end was told at PREPARE, are visible now
+	 */
+	if (prepared_end)
+	{
+		dlsm_shmem_floors_prepared_ended(MyDatabaseId);
+		dlsm_shmem_wake_all();
+	}
 }
 
 /* Install the utility hook; called once from _PG_init. */

@@ -1839,6 +1839,49 @@ dlsm_shmem_group_park(Oid relid, uint64 group, int64 lowest, uint64 since)
 	return p != NULL;
 }
 
+/*
+ * A prepared transaction of database dboid was committed or rolled back:
+ * its slots came free, and its settles (whose end was told at PREPARE)
+ * became visible.  Unpark every group of the database's floors, and let
+ * no claim that read a floor before park a group.
+ */
+void
+dlsm_shmem_floors_prepared_ended(Oid dboid)
+{
+	if (shared == NULL)
+		return;
+	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+	for (int i = 0; i < DLSM_MAX_FLOORS; i++)
+	{
+		DlsmFloor  *f = &shared->floors[i];
+		HASH_SEQ_STATUS status;
+		DlsmParkedGroup *p;
+		uint64		clock = ++shared->floor_clock;
+
+		if (f->relid == InvalidOid || f->dboid != dboid)
+			continue;
+		if (f->ngroups > 0)
+		{
+			hash_seq_init(&status, parked_groups);
+			while ((p = hash_seq_search(&status)) != NULL)
+				if (p->key.dboid == f->dboid && p->key.relid == f->relid)
+				{
+					lower(f, p->lowest);
+					hash_search(parked_groups, &p->key, HASH_REMOVE, NULL);
+				}
+			f->ngroups = 0;
+		}
+		for (int b = 0; b < DLSM_GROUP_BUCKETS; b++)
+		{
+			f->group_freed[b].freed_before = clock;
+			f->group_freed[b].freed = clock;
+			f->group_freed[b].ended = clock;
+			f->group_freed[b].prober = -1;
+		}
+	}
+	LWLockRelease(shared->floor_lock);
+}
+
 /* The floors' clock, for dlsm_shmem_group_probed. */
 uint64
 dlsm_shmem_floor_clock(void)

@@ -226,6 +226,7 @@ extern void dlsm_shmem_group_probed(Oid relid, uint64 group, uint64 since);
 extern bool dlsm_shmem_group_park(Oid relid, uint64 group, int64 lowest,
 								  uint64 since);
 extern uint64 dlsm_shmem_floor_clock(void);
+extern void dlsm_shmem_floors_prepared_ended(Oid dboid);
 extern bool dlsm_shmem_floor_in_flight(const DlsmFloorSeen *seen, int64 id);
 extern bool dlsm_shmem_floor_claimed(Oid relid, int64 id);
 extern void dlsm_shmem_floor_unclaimed(Oid relid, int64 id, bool ready);
