@@ -12,7 +12,7 @@
  * refused by the command anyway).  LISTEN and UNLISTEN are passed to
  * notify.c, which counts the client backends that listen; NOTIFY dlsm,
  * 'reap' asks the database's worker to reap when it commits (wake.c);
- * COMMIT PREPARED and ROLLBACK PREPARED unpark the groups of the
+ * COMMIT PREPARED and ROLLBACK PREPARED reset the floors of the
  * database's queues (shmem.c).
  *
  * Calls notify.c, wake.c and shmem.c.
@@ -158,7 +158,7 @@ utility_hook(PlannedStmt *pstmt, const char *queryString,
 
 	/*
 	 * A prepared transaction ended: its group slots came free, and its
-	 * settles, whose end was told at PREPARE, are visible now
+	 * changes, told to the floors at PREPARE, are visible now or undone
 	 */
 	if (prepared_end)
 	{

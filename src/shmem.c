@@ -1841,9 +1841,10 @@ dlsm_shmem_group_park(Oid relid, uint64 group, int64 lowest, uint64 since)
 
 /*
  * A prepared transaction of database dboid was committed or rolled back:
- * its slots came free, and its settles (whose end was told at PREPARE)
- * became visible.  Unpark every group of the database's floors, and let
- * no claim that read a floor before park a group.
+ * its slots came free, and its inserts, settles and claims (told to the
+ * floors at PREPARE, before anyone could see them) are visible now, or
+ * undone.  Lower the database's floors to their base, unpark every entity
+ * and group, and let no claim that read a floor before park one.
  */
 void
 dlsm_shmem_floors_prepared_ended(Oid dboid)
@@ -1854,23 +1855,16 @@ dlsm_shmem_floors_prepared_ended(Oid dboid)
 	for (int i = 0; i < DLSM_MAX_FLOORS; i++)
 	{
 		DlsmFloor  *f = &shared->floors[i];
-		HASH_SEQ_STATUS status;
-		DlsmParkedGroup *p;
-		uint64		clock = ++shared->floor_clock;
+		uint64		clock;
 
 		if (f->relid == InvalidOid || f->dboid != dboid)
 			continue;
-		if (f->ngroups > 0)
-		{
-			hash_seq_init(&status, parked_groups);
-			while ((p = hash_seq_search(&status)) != NULL)
-				if (p->key.dboid == f->dboid && p->key.relid == f->relid)
-				{
-					lower(f, p->lowest);
-					hash_search(parked_groups, &p->key, HASH_REMOVE, NULL);
-				}
-			f->ngroups = 0;
-		}
+		lower(f, PG_INT64_MIN);
+		f->nparked = 0;
+		for (int b = 0; b < DLSM_ENTITY_BUCKETS; b++)
+			f->bucket_gen[b]++;
+		drop_parked_groups(f);
+		clock = ++shared->floor_clock;
 		for (int b = 0; b < DLSM_GROUP_BUCKETS; b++)
 		{
 			f->group_freed[b].freed_before = clock;
