@@ -178,3 +178,13 @@ SELECT dlsm_drop_queue('adopted', drop_table => true);
 SELECT dlsm_drop_queue('lq', drop_table => true);
 SELECT count(*) FROM dlsm_group_limits;
 DROP ROLE limits_other;
+
+-- a claim waiting on a group held back by its rate wakes when the group's
+-- next claim is due (300 ms here), not at its once-a-second look
+SELECT dlsm_create_queue('rq');
+SELECT dlsm_enqueue('rq', 'w' || i, 'job', group_key => 'w') > 0 FROM generate_series(1, 2) i;
+SELECT dlsm_set_limit('rq', 'w', rate => 1, per => '300 ms');
+SELECT entity FROM dlsm_claim('rq');
+SELECT entity, clock_timestamp() - statement_timestamp() < interval '800 ms' AS woken_when_due
+  FROM dlsm_claim('rq', wait => '5 s');
+DROP TABLE rq;

@@ -168,6 +168,8 @@ typedef struct ClaimPass
 	List	   *full_names;		/* their names, as text Datums */
 	FloorWalk	floor;
 	bool		wrote;			/* wrote rows (failed updates) */
+	TimestampTz rate_due;		/* the soonest a group its rate held back
+								 * may be claimed; 0: none */
 	int			units;			/* claimed so far */
 	Candidate  *singles[SCAN_WIDE]; /* entity locked, to claim together */
 	int			nsingles;
@@ -421,6 +423,13 @@ admit(ClaimPass *pass, Candidate *c)
 										   memcpy(palloc(sizeof(uint64)),
 												  &key, sizeof(uint64)));
 		return true;
+	}
+	if (why == DLSM_AT_RATE)
+	{
+		TimestampTz due = dlsm_limits_next_claim(queue, c->group);
+
+		if (pass->rate_due == 0 || due < pass->rate_due)
+			pass->rate_due = due;
 	}
 	full = hash_search(pass->full, &key, HASH_ENTER, NULL);
 	full->parkable = why != DLSM_AT_RATE;
@@ -851,6 +860,7 @@ claim_pass(ClaimPass *pass, MemoryContext pass_context)
 	pass->units = 0;
 	pass->nsingles = 0;
 	pass->wrote = false;
+	pass->rate_due = 0;
 	read_floor(pass);
 	line = pass->floor.seen.line;
 	for (;;)
@@ -923,6 +933,11 @@ dlsm_claim_units(DlsmClaimArgs *args, DlsmClaimEmit emit, void *arg)
 				break;
 			timeout = Min(timeout, left);
 		}
+		/* a group its rate held back may be claimed then: look again */
+		if (pass.rate_due != 0)
+			timeout = Min(timeout,
+						  Max(1, TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+																 pass.rate_due)));
 		dlsm_shmem_wait(timeout);
 	}
 	if (waiting)
