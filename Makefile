@@ -33,8 +33,9 @@ OBJS = \
 
 EXTENSION = dlsm
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" dlsm.control)
-DATA = sql/dlsm--1.0.sql sql/dlsm--1.1.sql sql/dlsm--1.2.sql sql/dlsm--1.3.sql \
-	sql/dlsm--1.0--1.1.sql sql/dlsm--1.1--1.2.sql sql/dlsm--1.2--1.3.sql
+DATA = sql/dlsm--1.0.sql sql/dlsm--1.1.sql sql/dlsm--1.2.sql sql/dlsm--1.3.sql sql/dlsm--1.4.sql \
+	sql/dlsm--1.0--1.1.sql sql/dlsm--1.1--1.2.sql sql/dlsm--1.2--1.3.sql \
+	sql/dlsm--1.3--1.4.sql
 PGFILEDESC = "dlsm - distributed lock state machine"
 
 REGRESS = queue claim settle group handler locks register capture errors privileges fences definer limits waitcreate deadletter dedup

@@ -227,6 +227,39 @@ SELECT dlsm_uncapture('s2', 'cq2');
 DROP TABLE s2;
 SELECT dlsm_drop_queue('cq2', drop_table => true);
 
+-- group_column (1.4): a column of the source table written into the
+-- queue's group column, so that the queue's limits hold per tenant
+SELECT dlsm_create_queue('tq');
+CREATE TABLE tenants_docs (id int PRIMARY KEY, tenant text, body text);
+SELECT dlsm_capture('tenants_docs', 'tq', group_column => 'tenant');
+SELECT group_column FROM dlsm_captures WHERE source = 'tenants_docs'::regclass;
+INSERT INTO tenants_docs VALUES (1, 'acme', 'a'), (2, 'globex', 'b'), (3, NULL, 'c');
+UPDATE tenants_docs SET tenant = 'initech' WHERE id = 2;
+DELETE FROM tenants_docs WHERE id = 1;
+SELECT entity, kind, group_key, payload->>'op' AS op FROM tq ORDER BY id;
+-- acme at most 1 unit: of two acme documents, one is claimed
+INSERT INTO tenants_docs VALUES (4, 'acme', 'd');
+SELECT dlsm_set_limit('tq', 'acme', concurrency => 1);
+BEGIN;
+SELECT c.entity, t.group_key FROM dlsm_claim('tq', units => 10) c
+  JOIN tq t USING (id) ORDER BY c.id;
+ROLLBACK;
+-- an unknown column, a queue without a group column: refused, nothing kept
+SELECT dlsm_uncapture('tenants_docs', 'tq');
+SELECT dlsm_capture('tenants_docs', 'tq', group_column => 'nosuch');
+CREATE TABLE plain_q (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	entity text NOT NULL, kind text NOT NULL, payload jsonb,
+	status text NOT NULL DEFAULT 'new', process_id uuid, fence bigint,
+	attempts int NOT NULL DEFAULT 0, run_at timestamptz NOT NULL DEFAULT now(),
+	enqueued_at timestamptz NOT NULL DEFAULT now(), claimed_at timestamptz,
+	lease_until timestamptz, settled_at timestamptz, detail text);
+SELECT dlsm_register_queue('plain_q');
+SELECT dlsm_capture('tenants_docs', 'plain_q', group_column => 'tenant');
+SELECT count(*) FROM dlsm_captures WHERE source = 'tenants_docs'::regclass;
+SELECT dlsm_drop_queue('plain_q', drop_table => true);
+DROP TABLE tenants_docs;
+SELECT dlsm_drop_queue('tq', drop_table => true);
+
 DROP TABLE orders, lines, notes, keyless, changes;
 DROP OWNED BY dlsm_writer;
 DROP ROLE dlsm_writer;

@@ -827,10 +827,13 @@ dlsm_capture(PG_FUNCTION_ARGS)
 {
 	enum
 	{
-		ARG_SOURCE, ARG_QUEUE, ARG_KIND, ARG_ENTITY_COLUMN, ARG_COLUMNS
+		ARG_SOURCE, ARG_QUEUE, ARG_KIND, ARG_ENTITY_COLUMN, ARG_COLUMNS,
+		ARG_GROUP_COLUMN
 	};
 	Oid			relid;
 	DlsmQueue  *queue;
+	const char *group_column = PG_ARGISNULL(ARG_GROUP_COLUMN) ? NULL :
+		NameStr(*PG_GETARG_NAME(ARG_GROUP_COLUMN));
 
 	require_primary("dlsm_capture()");
 	require_arg(fcinfo, ARG_SOURCE, "source");
@@ -846,12 +849,14 @@ dlsm_capture(PG_FUNCTION_ARGS)
 	dlsm_queue_check_privileges(relid, ACL_INSERT);
 	dlsm_plan_connect();
 	queue = dlsm_queue_open(relid, 0);
+	if (group_column != NULL)
+		require_group_column(queue);
 	dlsm_capture_attach(PG_GETARG_OID(ARG_SOURCE), queue->relid,
 						text_to_cstring(PG_GETARG_TEXT_PP(ARG_KIND)),
 						PG_ARGISNULL(ARG_ENTITY_COLUMN) ? NULL :
 						NameStr(*PG_GETARG_NAME(ARG_ENTITY_COLUMN)),
 						PG_ARGISNULL(ARG_COLUMNS) ? NULL :
-						PG_GETARG_ARRAYTYPE_P(ARG_COLUMNS));
+						PG_GETARG_ARRAYTYPE_P(ARG_COLUMNS), group_column);
 	end_queue_call(queue);
 	PG_RETURN_VOID();
 }

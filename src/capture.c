@@ -79,6 +79,7 @@ typedef struct CaptureDesc
 	AttrNumber *entity;			/* the entity's columns */
 	int			nwatched;
 	AttrNumber *watched;		/* the watched columns, or none */
+	AttrNumber	group;			/* the column of the group, or 0 */
 } CaptureDesc;
 
 static HTAB *capture_cache = NULL;
@@ -263,7 +264,8 @@ check_capture(Oid source, Oid queue)
  */
 void
 dlsm_capture_attach(Oid source, Oid queue, const char *kind,
-					const char *entity_column, ArrayType *columns)
+					const char *entity_column, ArrayType *columns,
+					const char *group_column)
 {
 	AttrNumber	entity[INDEX_MAX_KEYS];
 	AttrNumber *watched = palloc(sizeof(AttrNumber) * MaxAttrNumber);
@@ -271,6 +273,7 @@ dlsm_capture_attach(Oid source, Oid queue, const char *kind,
 	int			nwatched;
 	char	   *trigger;
 	Datum		values[N_CAPTURE_ADD_PARAMS];
+	char		nulls[N_CAPTURE_ADD_PARAMS];
 
 	/*
 	 * the caller's ownership first (no lock for a stranger to queue behind),
@@ -283,6 +286,8 @@ dlsm_capture_attach(Oid source, Oid queue, const char *kind,
 	check_capture(source, queue);
 	nentity = entity_columns(source, entity_column, entity);
 	nwatched = watched_columns(source, columns, watched);
+	if (group_column != NULL)
+		(void) column_of(source, group_column);
 	trigger = choose_trigger_name(source, queue);
 	dlsm_plan_capture_trigger(source, trigger);
 
@@ -295,7 +300,11 @@ dlsm_capture_attach(Oid source, Oid queue, const char *kind,
 		PointerGetDatum(name_array(source, entity, nentity));
 	values[P_CAPTURE_ADD_COLUMNS] =
 		PointerGetDatum(name_array(source, watched, nwatched));
-	dlsm_plan_run_catalog(DLSM_C_CAPTURE_ADD, values, NULL, 0);
+	memset(nulls, ' ', sizeof(nulls));
+	values[P_CAPTURE_ADD_GROUP_COLUMN] = group_column == NULL ? (Datum) 0 :
+		DirectFunctionCall1(namein, CStringGetDatum(group_column));
+	nulls[P_CAPTURE_ADD_GROUP_COLUMN] = group_column == NULL ? 'n' : ' ';
+	dlsm_plan_run_catalog(DLSM_C_CAPTURE_ADD, values, nulls, 0);
 	CacheInvalidateRelcacheByRelid(source);
 }
 
@@ -367,6 +376,21 @@ dlsm_capture_detach(Oid source, Oid queue)
  * ---------------------------------------------------------------------
  */
 
+/* The attribute number, in rel, of captured column name; 42703 if gone. */
+static AttrNumber
+captured_column(Relation rel, const char *name)
+{
+	AttrNumber	att = get_attnum(RelationGetRelid(rel), name);
+
+	if (att == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" captured from table \"%s\" does not exist",
+						name, RelationGetRelationName(rel)),
+				 errhint("Capture the table again with dlsm_uncapture() and dlsm_capture().")));
+	return att;
+}
+
 /*
  * The attribute numbers, in rel, of the names in a name[] column, in the
  * current memory context.
@@ -383,18 +407,18 @@ resolve_names(Relation rel, int attno, AttrNumber **out)
 					  TYPALIGN_CHAR, &names, NULL, &n);
 	*out = palloc(sizeof(AttrNumber) * Max(n, 1));
 	for (int i = 0; i < n; i++)
-	{
-		const char *name = NameStr(*DatumGetName(names[i]));
-
-		(*out)[i] = get_attnum(RelationGetRelid(rel), name);
-		if ((*out)[i] == InvalidAttrNumber)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("column \"%s\" captured from table \"%s\" does not exist",
-							name, RelationGetRelationName(rel)),
-					 errhint("Capture the table again with dlsm_uncapture() and dlsm_capture().")));
-	}
+		(*out)[i] = captured_column(rel, NameStr(*DatumGetName(names[i])));
 	return n;
+}
+
+/* The attribute number, in rel, of the group column read, or 0 for none. */
+static AttrNumber
+resolve_group(Relation rel)
+{
+	bool		isnull;
+	Datum		d = dlsm_plan_value(0, A_CAPTURE_READ_GROUP_COLUMN, &isnull);
+
+	return isnull ? 0 : captured_column(rel, NameStr(*DatumGetName(d)));
 }
 
 /*
@@ -435,6 +459,7 @@ load_capture(CaptureDesc *desc, Relation rel, Trigger *trigger)
 	fresh.nentity = resolve_names(rel, A_CAPTURE_READ_ENTITY_COLUMNS,
 								  &fresh.entity);
 	fresh.nwatched = resolve_names(rel, A_CAPTURE_READ_COLUMNS, &fresh.watched);
+	fresh.group = resolve_group(rel);
 	fresh.valid = true;
 	MemoryContextSwitchTo(old);
 	SPI_freetuptable(SPI_tuptable);
@@ -593,6 +618,18 @@ describe_change(TriggerData *trigdata, CaptureDesc *capture, Change *change)
 		entity_of(oldtup, desc, capture->entity, capture->nentity) : NULL;
 	change->new_entity = newtup ?
 		entity_of(newtup, desc, capture->entity, capture->nentity) : NULL;
+	change->values[P_CAPTURE_GROUP] = (Datum) 0;
+	change->nulls[P_CAPTURE_GROUP] = 'n';
+	if (capture->group != 0)
+	{
+		/* the new row's group, or the deleted row's */
+		char	   *group = column_text(newtup ? newtup : oldtup, desc,
+										capture->group);
+
+		change->values[P_CAPTURE_GROUP] =
+			group ? CStringGetTextDatum(group) : (Datum) 0;
+		change->nulls[P_CAPTURE_GROUP] = group ? ' ' : 'n';
+	}
 	return true;
 }
 

@@ -19,7 +19,7 @@
 extern void dlsm_capture_init(void);
 extern void dlsm_capture_attach(Oid source, Oid queue, const char *kind,
 								const char *entity_column,
-								ArrayType *columns);
+								ArrayType *columns, const char *group_column);
 extern void dlsm_capture_detach(Oid source, Oid queue);
 extern void dlsm_capture_row(TriggerData *trigdata);
 

@@ -459,10 +459,12 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		SPI_OK_SELECT, N_STATS, "the queue statistics"
 	},
 	[DLSM_Q_CAPTURE] = {
-		"INSERT INTO {q} ({entity}, {kind}, payload)"
+		/* $7, the group, is written only to a queue with a group column */
+		"INSERT INTO {q} ({entity}, {kind}, payload{groupcol})"
 		" VALUES ($1, $2, pg_catalog.jsonb_build_object('op', $3, 'table', $4,"
-		"  'old', $5::pg_catalog.jsonb, 'new', $6::pg_catalog.jsonb))",
-		N_CAPTURE_PARAMS, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONOID, JSONOID},
+		"  'old', $5::pg_catalog.jsonb, 'new', $6::pg_catalog.jsonb){capgroupval})",
+		N_CAPTURE_PARAMS, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONOID, JSONOID,
+		TEXTOID},
 		SPI_OK_INSERT, 0, "a captured change"
 	},
 	[DLSM_Q_ENQUEUE] = {
@@ -620,10 +622,11 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 	},
 	[DLSM_C_CAPTURE_ADD] = {
 		"INSERT INTO {captures}"
-		" (source, queue, trigger_name, kind, entity_columns, columns)"
-		" VALUES ($1, $2, $3, $4, $5, $6)",
+		" (source, queue, trigger_name, kind, entity_columns, columns,"
+		"  group_column)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7)",
 		N_CAPTURE_ADD_PARAMS, {REGCLASSOID, REGCLASSOID, NAMEOID, TEXTOID,
-		NAMEARRAYOID, NAMEARRAYOID},
+		NAMEARRAYOID, NAMEARRAYOID, NAMEOID},
 		SPI_OK_INSERT, 0, "registering a capture"
 	},
 	[DLSM_C_CAPTURE_REMOVE] = {
@@ -632,7 +635,7 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		SPI_OK_DELETE, 0, "unregistering a capture"
 	},
 	[DLSM_C_CAPTURE_READ] = {
-		"SELECT queue, kind, entity_columns, columns FROM {captures}"
+		"SELECT queue, kind, entity_columns, columns, group_column FROM {captures}"
 		" WHERE source {=} $1 AND trigger_name {=} $2",
 		N_CAPTURE_KEY_PARAMS, {REGCLASSOID, NAMEOID},
 		SPI_OK_SELECT, N_CAPTURE_READ, "reading a capture"
@@ -994,7 +997,7 @@ execute_utility(const char *template, const Subst *subst, int n)
  */
 
 /* The placeholders of a queue's names, filled into the first entries. */
-#define NUM_NAME_SUBSTS 14
+#define NUM_NAME_SUBSTS 15
 
 static void
 name_substs(const DlsmQueueNames *names, Subst *subst)
@@ -1012,6 +1015,7 @@ name_substs(const DlsmQueueNames *names, Subst *subst)
 		{"group", names->group ? names->group : "NULL::pg_catalog.text"},
 		{"groupcol", names->group ? psprintf(", %s", names->group) : ""},
 		{"groupval", names->group ? ", $5" : ""},
+		{"capgroupval", names->group ? ", $7" : ""},
 		{"tgroup", names->group ? psprintf("t.%s", names->group) : "NULL::pg_catalog.text"},
 		{"dedup", names->dedup},	/* NULL: left as it is, never run */
 	};

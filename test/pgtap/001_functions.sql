@@ -69,9 +69,10 @@ INSERT INTO api VALUES
  'name text, fence bigint'),
 (14, 'dlsm_refresh_lock', '{text,bigint,interval}', 'timestamp with time zone',
  'name text, fence bigint, lease interval'),
-(15, 'dlsm_capture', '{regclass,regclass,text,name,name[]}', 'void',
+(15, 'dlsm_capture', '{regclass,regclass,text,name,name[],name}', 'void',
  'source regclass, queue regclass, kind text DEFAULT ''update''::text, '
- 'entity_column name DEFAULT NULL::name, columns name[] DEFAULT NULL::name[]'),
+ 'entity_column name DEFAULT NULL::name, columns name[] DEFAULT NULL::name[], '
+ 'group_column name DEFAULT NULL::name'),
 (16, 'dlsm_uncapture', '{regclass,regclass}', 'void',
  'source regclass, queue regclass'),
 (17, 'dlsm_alter_queue', '{regclass,text,integer,interval,interval,boolean}', 'void',

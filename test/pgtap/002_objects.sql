@@ -108,7 +108,8 @@ SELECT is((SELECT pg_catalog.array_agg(c::regclass::text ORDER BY c::regclass::t
 
 -- The captures: one row per capture trigger, columns kept by name
 SELECT columns_are('dlsm_ext', 'dlsm_captures', ARRAY[
-	'source', 'queue', 'trigger_name', 'kind', 'entity_columns', 'columns']);
+	'source', 'queue', 'trigger_name', 'kind', 'entity_columns', 'columns',
+	'group_column']);
 SELECT col_is_pk('dlsm_ext', 'dlsm_captures', '{source,trigger_name}'::name[],
 				 'dlsm_captures is keyed by the source and the trigger');
 SELECT col_type_is('dlsm_ext', 'dlsm_leases', 'holder_role', 'regrole',
