@@ -65,8 +65,8 @@
 
 #include "claim.h"
 #include "fence.h"
-#include "guc.h"
 #include "grouplimit.h"
+#include "guc.h"
 #include "locks.h"
 #include "names.h"
 #include "pending.h"

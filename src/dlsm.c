@@ -43,13 +43,13 @@
 #include "extension.h"
 #include "guc.h"
 #include "hooks.h"
+#include "launcher.h"
 #include "namedlock.h"
 #include "notify.h"
 #include "pending.h"
 #include "queue.h"
 #include "shmem.h"
 #include "wake.h"
-#include "launcher.h"
 
 PG_MODULE_MAGIC;
 

@@ -50,8 +50,8 @@
 
 #include "access/xact.h"
 #include "utils/builtins.h"
-#include "utils/memutils.h"
 #include "utils/inval.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "grouplimit.h"

@@ -64,8 +64,8 @@
 
 #include "compat.h"
 #include "guc.h"
-#include "shmem.h"
 #include "launcher.h"
+#include "shmem.h"
 
 #define LAUNCHER_NAP_MS			5000	/* launcher looks at databases */
 #define RESTART_PAUSE_MS		1000	/* between starts of one worker */

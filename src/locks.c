@@ -69,9 +69,9 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
-#include "access/xact.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
 #include "utils/guc.h"

@@ -7,6 +7,7 @@
 # past 100 lines; every .c opens with what it owns and what it calls; no
 # statement parameter or result column is indexed by a bare number; no
 # comment sends the reader to a document outside the repository;
+# includes keep PostgreSQL's order (postgres.h first, each block sorted);
 # src/typedefs.list (what pgindent reads) lists exactly the typedefs of
 # src/; no two files define a function of the same name (static ones
 # included: a backtrace or a profile names them without their file);
@@ -55,6 +56,7 @@ closedir $dh;
 my @c = grep { /\.c$/ } @files;
 
 my (@up, @unknown, @shared, @long, @headerless, @bare, @outside, @spliced);
+my @include_order;
 my %typedef;
 my %defined;	# function name -> files defining it
 for my $file (@files)
@@ -82,6 +84,17 @@ for my $file (@files)
 	{
 		next if $1 eq $module || !defined $layer{$1};	# its own, PostgreSQL's
 		push @up, "$file includes $1.h" if $layer{$1} >= $layer{$module};
+	}
+	# PostgreSQL's order: postgres.h first in a .c, then blocks of
+	# includes (system, PostgreSQL's, dlsm's), each in alphabetical order
+	push @include_order, "$file: postgres.h is not its first include"
+	  if $file =~ /\.c$/ && $text !~ /\A(?:(?!#include).)*#include "postgres\.h"\n/s;
+	while ($text =~ /((?:^#include [<"][^>"]+[>"]\n)+)/mg)
+	{
+		my @names = $1 =~ /^#include [<"]([^>"]+)[>"]/mg;
+		next if "@names" eq 'postgres.h';
+		push @include_order, "$file: " . join(' ', @names)
+		  if join("\n", @names) ne join("\n", sort @names);
 	}
 	push @shared, $file
 	  if $module ne 'shmem' && $text =~ /\bDlsmShared\b|\bshared->/;
@@ -127,6 +140,9 @@ for my $file (@files)
 check(!@unknown, 'every file of src/ belongs to a layer', @unknown);
 check(!@up, 'every include of a dlsm header goes to a lower layer', @up);
 check(!@shared, 'only shmem.c touches the shared struct', @shared);
+check(!@include_order,
+	'includes: postgres.h first, then each block in alphabetical order',
+	@include_order);
 check(!@long, 'no function runs past 100 lines', @long);
 check(!@headerless,
 	'every .c opens with its banner, what it owns and what it calls',
