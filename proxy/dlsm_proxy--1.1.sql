@@ -2400,13 +2400,18 @@ LANGUAGE plproxy AS $$
 	SELECT dlsm_cancel(p_queue, p_ids);
 $$;
 
--- The node of a dead-letter call (node_id), checked: 22004 for NULL,
--- 22023 for a node the router does not have.
-CREATE FUNCTION @extschema@.dlsm_proxy_dead_letter_node(node_id pg_catalog.int4)
-RETURNS pg_catalog.int4
-LANGUAGE plpgsql STABLE AS $$
+-- A dead-letter call (what: dlsm_requeue or dlsm_cancel) on node node_id,
+-- checked: 22004 for NULL, 22023 for a node the router does not have; the
+-- shard's errors are its own, named with the node.
+CREATE FUNCTION @extschema@.dlsm_proxy_dead_letter(
+	what pg_catalog.text, node_id pg_catalog.int4, queue pg_catalog.text,
+	ids pg_catalog.int8[])
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
 	all_nodes	int4[];
+	e_detail	text;
+	e_hint		text;
 BEGIN
 	IF node_id IS NULL THEN
 		RAISE EXCEPTION 'argument "node_id" must not be null'
@@ -2422,29 +2427,30 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				  DETAIL = format('The nodes are %s.', all_nodes);
 	END IF;
-	RETURN node_id;
+	BEGIN
+		IF what = 'dlsm_requeue' THEN
+			RETURN @extschema@.dlsm_proxy_requeue_on(node_id - 1, queue, ids);
+		END IF;
+		RETURN @extschema@.dlsm_proxy_cancel_on(node_id - 1, queue, ids);
+	EXCEPTION WHEN OTHERS THEN
+		IF @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
+			PERFORM @extschema@.dlsm_proxy_raise_unreachable(node_id, what,
+															  SQLERRM);
+		END IF;
+		GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL,
+								e_hint = PG_EXCEPTION_HINT;
+		PERFORM @extschema@.dlsm_proxy_reraise(node_id, SQLSTATE, SQLERRM,
+											   e_detail, e_hint);
+		RETURN NULL;
+	END;
 END
 $$;
 
 CREATE FUNCTION @extschema@.dlsm_requeue_on(
 	node_id pg_catalog.int4, queue pg_catalog.text, ids pg_catalog.int8[])
 RETURNS pg_catalog.int8
-LANGUAGE plpgsql VOLATILE AS $$
-DECLARE
-	node		int4 := @extschema@.dlsm_proxy_dead_letter_node(node_id);
-	e_detail	text;
-	e_hint		text;
-BEGIN
-	RETURN @extschema@.dlsm_proxy_requeue_on(node - 1, queue, ids);
-EXCEPTION WHEN OTHERS THEN
-	IF @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
-		PERFORM @extschema@.dlsm_proxy_raise_unreachable(node,
-			'dlsm_requeue', SQLERRM);
-	END IF;
-	GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
-	PERFORM @extschema@.dlsm_proxy_reraise(node, SQLSTATE, SQLERRM, e_detail, e_hint);
-	RETURN NULL;
-END
+LANGUAGE sql VOLATILE AS $$
+	SELECT @extschema@.dlsm_proxy_dead_letter('dlsm_requeue', $1, $2, $3)
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_requeue_on(pg_catalog.int4, pg_catalog.text, pg_catalog.int8[]) IS
 'send requests in error back to new, on the node that holds them';
@@ -2452,22 +2458,8 @@ COMMENT ON FUNCTION @extschema@.dlsm_requeue_on(pg_catalog.int4, pg_catalog.text
 CREATE FUNCTION @extschema@.dlsm_cancel_on(
 	node_id pg_catalog.int4, queue pg_catalog.text, ids pg_catalog.int8[])
 RETURNS pg_catalog.int8
-LANGUAGE plpgsql VOLATILE AS $$
-DECLARE
-	node		int4 := @extschema@.dlsm_proxy_dead_letter_node(node_id);
-	e_detail	text;
-	e_hint		text;
-BEGIN
-	RETURN @extschema@.dlsm_proxy_cancel_on(node - 1, queue, ids);
-EXCEPTION WHEN OTHERS THEN
-	IF @extschema@.dlsm_proxy_unreachable(SQLSTATE, SQLERRM) THEN
-		PERFORM @extschema@.dlsm_proxy_raise_unreachable(node,
-			'dlsm_cancel', SQLERRM);
-	END IF;
-	GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
-	PERFORM @extschema@.dlsm_proxy_reraise(node, SQLSTATE, SQLERRM, e_detail, e_hint);
-	RETURN NULL;
-END
+LANGUAGE sql VOLATILE AS $$
+	SELECT @extschema@.dlsm_proxy_dead_letter('dlsm_cancel', $1, $2, $3)
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_cancel_on(pg_catalog.int4, pg_catalog.text, pg_catalog.int8[]) IS
 'cancel new requests (to error), on the node that holds them';
