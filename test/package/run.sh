@@ -263,9 +263,9 @@ fn=$(cluster_psql -Atc "SELECT e.extname FROM pg_depend d JOIN pg_extension e ON
 check "dlsm_proxy_node_of(text) exists and is dlsm_proxy's ($fn)" test "$fn" = dlsm_proxy
 fn=$(cluster_psql -Atc "SELECT e.extname FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
 	WHERE d.classid = 'pg_proc'::regclass
-	AND d.objid = 'dlsm_enqueue(text,text,text,jsonb,timestamptz)'::regprocedure
+	AND d.objid = 'dlsm_enqueue(text,text,text,jsonb,timestamptz,text,text,interval)'::regprocedure
 	AND d.deptype = 'e'" 2>&1)
-check "the router's dlsm_enqueue(text, text, text, jsonb, timestamptz) is dlsm_proxy's ($fn)" \
+check "the router's dlsm_enqueue(text, text, text, jsonb, timestamptz, text, text, interval) is dlsm_proxy's ($fn)" \
 	test "$fn" = dlsm_proxy
 cluster_stop
 
