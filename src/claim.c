@@ -428,7 +428,9 @@ admit(ClaimPass *pass, Candidate *c)
 	{
 		TimestampTz due = dlsm_limits_next_claim(queue, c->group);
 
-		if (pass->rate_due == 0 || due < pass->rate_due)
+		/* (not when its spacing is not known: no entry was free for it) */
+		if (due > GetCurrentTimestamp() &&
+			(pass->rate_due == 0 || due < pass->rate_due))
 			pass->rate_due = due;
 	}
 	full = hash_search(pass->full, &key, HASH_ENTER, NULL);

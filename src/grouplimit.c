@@ -240,6 +240,18 @@ static void hold_slot(Oid relid, const char *group, int slot);
 static void release_slot(Oid relid, const char *group, int slot);
 
 /*
+ * A slot of group of queue relid, taken after the floors' clock read
+ * since, was given back before the transaction's end: another claim may
+ * have counted it and found the group without room, so the group comes
+ * free (shmem.c).
+ */
+static void
+slot_given_back(Oid relid, const char *group, uint64 since)
+{
+	dlsm_shmem_group_probed(relid, dlsm_shmem_group_key(group), since);
+}
+
+/*
  * Take a slot of group's n for a unit, if the units in progress leave
  * room for one more: DLSM_ADMITTED when taken (admission->slot).
  */
@@ -249,6 +261,7 @@ take_slot(DlsmQueue *queue, const char *group, int n,
 {
 	int			held = 0;		/* by this transaction or others */
 	int			taken = -1;
+	bool		passed = false; /* took and gave back another slot */
 	uint64		since = dlsm_shmem_floor_clock();
 	int64		in_progress = 0;
 
@@ -262,8 +275,14 @@ take_slot(DlsmQueue *queue, const char *group, int n,
 		else if (taken < 0)
 			taken = i;
 		else
+		{
 			dlsm_lock_slot_release(queue->relid, group, i);
+			passed = true;
+		}
 	}
+	/* another claim may have counted a slot taken and given back */
+	if (passed)
+		slot_given_back(queue->relid, group, since);
 	if (taken < 0)
 		return DLSM_AT_CONCURRENCY;
 	/*
@@ -287,8 +306,7 @@ take_slot(DlsmQueue *queue, const char *group, int n,
 	{
 		/* no room: the slot comes free at once (see shmem.c) */
 		release_slot(queue->relid, group, taken);
-		dlsm_shmem_group_probed(queue->relid, dlsm_shmem_group_key(group),
-								since);
+		slot_given_back(queue->relid, group, since);
 		return in_progress >= n ? DLSM_FULL_IN_PROGRESS : DLSM_AT_CONCURRENCY;
 	}
 	/* whichever way this ends, the transaction's end unparks the group */
@@ -337,7 +355,10 @@ dlsm_limits_admit(DlsmQueue *queue, const char *group,
 								  rate_spacing(limit), &admission->rate))
 		{
 			if (admission->slot >= 0)
+			{
 				release_slot(queue->relid, group, admission->slot);
+				slot_given_back(queue->relid, group, admission->since);
+			}
 			admission->slot = -1;
 			return DLSM_AT_RATE;
 		}
@@ -354,7 +375,10 @@ dlsm_limits_give_back(DlsmQueue *queue, DlsmAdmission *admission)
 	if (admission->group == NULL)
 		return;
 	if (admission->slot >= 0)
+	{
 		release_slot(queue->relid, admission->group, admission->slot);
+		slot_given_back(queue->relid, admission->group, admission->since);
+	}
 	if (admission->rate_taken)
 		dlsm_shmem_rate_give_back(queue->relid,
 								  dlsm_shmem_group_key(admission->group),
@@ -440,6 +464,8 @@ held_subxact_end(SubXactEvent event, SubTransactionId mySubid,
 		else
 		{
 			dlsm_lock_slot_release(held->relid, held->group, held->slot);
+			/* a claim may have counted it, at any time since it was taken */
+			slot_given_back(held->relid, held->group, 0);
 			held_slots = foreach_delete_current(held_slots, lc);
 		}
 	}

@@ -164,6 +164,8 @@ utility_hook(PlannedStmt *pstmt, const char *queryString,
 	{
 		dlsm_shmem_floors_prepared_ended(MyDatabaseId);
 		dlsm_shmem_wake_all();
+		/* it may have changed the registry (queue.c) */
+		dlsm_shmem_worker_request(MyDatabaseId, DLSM_REQUEST_REGISTRY);
 	}
 }
 

@@ -52,6 +52,7 @@
 #include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
+#include "utils/resowner.h"
 #include "utils/syscache.h"
 
 #include "cache.h"
@@ -192,9 +193,25 @@ pin_of(QueuePin *pin, SubTransactionId subid)
 static bool registry_written = false;
 
 /*
- * The transaction ended: ask the worker to read the registry if it
- * changed, drop the pins left (an error between open and close), and free
- * what is stale.
+ * The transaction that wrote the registry committed: once every backend
+ * was told to drop its descriptors (after the invalidations), ask the
+ * worker to read the registry again.  (A prepared one asks at COMMIT
+ * PREPARED: hooks.c.)
+ */
+static void
+registry_release(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
+				 void *arg)
+{
+	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel)
+		return;
+	if (registry_written && isCommit)
+		dlsm_shmem_worker_request(MyDatabaseId, DLSM_REQUEST_REGISTRY);
+	registry_written = false;
+}
+
+/*
+ * The transaction ended: drop the pins left (an error between open and
+ * close), and free what is stale.
  */
 static void
 end_of_transaction(XactEvent event, void *arg)
@@ -205,10 +222,9 @@ end_of_transaction(XactEvent event, void *arg)
 	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
 		event != XACT_EVENT_PREPARE)
 		return;
-	/* the worker reads the registry again (a prepared one: in time) */
-	if (registry_written && event == XACT_EVENT_COMMIT)
-		dlsm_shmem_worker_request(MyDatabaseId, DLSM_REQUEST_REGISTRY);
-	registry_written = false;
+	/* prepared: the worker is asked at COMMIT PREPARED (hooks.c) */
+	if (event == XACT_EVENT_PREPARE)
+		registry_written = false;
 	if (pins != NIL && event == XACT_EVENT_COMMIT)
 		elog(WARNING, "dlsm queue reference leak: %d pins left",
 			 list_length(pins));
@@ -246,6 +262,7 @@ dlsm_queue_init(void)
 	CacheRegisterRelcacheCallback(queue_relcache_invalidate, (Datum) 0);
 	CacheRegisterSyscacheCallback(NAMESPACEOID, queue_namespace_invalidate, (Datum) 0);
 	RegisterXactCallback(end_of_transaction, NULL);
+	RegisterResourceReleaseCallback(registry_release, NULL);
 	RegisterSubXactCallback(end_of_subtransaction, NULL);
 }
 

@@ -311,10 +311,12 @@ shmem_startup(void)
 
 		ctl.keysize = sizeof(DlsmGroupKey);
 		ctl.entrysize = sizeof(DlsmParkedGroup);
+		/* fixed: past it, groups are not parked (HASH_ENTER_NULL) */
 		parked_groups = ShmemInitHash("dlsm parked groups",
 									  DLSM_MAX_PARKED_GROUPS,
 									  DLSM_MAX_PARKED_GROUPS, &ctl,
-									  HASH_ELEM | HASH_BLOBS);
+									  HASH_ELEM | HASH_BLOBS |
+									  HASH_FIXED_SIZE);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -1379,6 +1381,7 @@ static DlsmFloor *
 add_floor(Oid relid)
 {
 	DlsmFloor  *f = NULL;
+	uint64		clock;
 
 	for (int i = 0; i < DLSM_MAX_FLOORS && f == NULL; i++)
 		if (shared->floors[i].relid == InvalidOid)
@@ -1394,6 +1397,15 @@ add_floor(Oid relid)
 	f->relid = relid;
 	f->gen = shared->floor_clock;
 	f->forgotten = f->gen;		/* what came before is not known */
+	/* nor which groups came free: any may have, since any clock read */
+	clock = ++shared->floor_clock;
+	for (int b = 0; b < DLSM_GROUP_BUCKETS; b++)
+	{
+		f->group_freed[b].freed_before = clock;
+		f->group_freed[b].freed = clock;
+		f->group_freed[b].ended = clock;
+		f->group_freed[b].prober = -1;
+	}
 	return f;
 }
 
