@@ -133,7 +133,8 @@ show_diffs() {	# show_diffs FILE: print pg_regress's diffs, if any
 virtualenv() {	# run a command in a throwaway preloaded cluster
 	# (the worker's reaper stays out of the way of tests that reap by hand)
 	run_pg pg_virtualenv -v 15 -o shared_preload_libraries=dlsm \
-		-o max_connections=100 -o dlsm.reap_interval=1h "$@"
+		-o max_connections=100 -o max_prepared_transactions=10 \
+		-o dlsm.reap_interval=1h "$@"
 }
 
 # pg_regress, through PGXS installcheck
