@@ -1542,17 +1542,15 @@ park(DlsmFloor *f, const DlsmFloorSeen *seen, const DlsmParked *parked,
 }
 
 /*
- * Did no group of the bucket of group of floor f come free since clock
- * (for a group filled by its units in progress: no unit of one ended),
+ * Did no group of the bucket of group of floor f come free since clock,
  * but by this backend's own probes?
  */
 static bool
-unfreed(const DlsmFloor *f, const DlsmParked *group, uint64 clock)
+unfreed(const DlsmFloor *f, uint64 group, uint64 clock)
 {
-	const DlsmGroupBucket *b = &f->group_freed[group->key % DLSM_GROUP_BUCKETS];
+	const DlsmGroupBucket *b = &f->group_freed[group % DLSM_GROUP_BUCKETS];
 
-	/* a group filled by its units in progress waits for one of them */
-	if (group->solid ? b->ended <= clock : b->freed <= clock)
+	if (b->freed <= clock)
 		return true;
 	return b->prober == MyProc->pgprocno && b->freed_before <= clock;
 }
@@ -1591,10 +1589,13 @@ park_groups(DlsmFloor *f, const DlsmFloorSeen *seen, int64 line,
 		DlsmParkedGroup *p = find_parked_group(f, groups[i].key);
 		bool		found = p != NULL;
 
-		/* parked already (by another claim): it waits still */
-		/* one filled by its units in progress was parked when found */
+		/*
+		 * Parked already (by another claim): it waits still.  One filled
+		 * by its units in progress was parked when found, and is gone only
+		 * if one of them ended since.
+		 */
 		if (!found && (groups[i].solid ||
-					   !unfreed(f, &groups[i], seen->clock)))
+					   !unfreed(f, groups[i].key, seen->clock)))
 			return groups[i].lowest - 1;
 		if (!found)
 			p = hash_search(parked_groups, &key, HASH_ENTER_NULL, &found);
