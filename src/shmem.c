@@ -1376,12 +1376,29 @@ drop_parked_groups(DlsmFloor *f)
 	f->ngroups = 0;
 }
 
+/*
+ * Every group of floor f may have come free, now: no claim that read the
+ * floors' clock before parks one.  floor_lock held exclusively.
+ */
+static void
+all_groups_freed(DlsmFloor *f)
+{
+	uint64		clock = ++shared->floor_clock;
+
+	for (int b = 0; b < DLSM_GROUP_BUCKETS; b++)
+	{
+		f->group_freed[b].freed_before = clock;
+		f->group_freed[b].freed = clock;
+		f->group_freed[b].ended = clock;
+		f->group_freed[b].prober = -1;
+	}
+}
+
 /* A new floor for relid, in a free slot or the next one in turn. */
 static DlsmFloor *
 add_floor(Oid relid)
 {
 	DlsmFloor  *f = NULL;
-	uint64		clock;
 
 	for (int i = 0; i < DLSM_MAX_FLOORS && f == NULL; i++)
 		if (shared->floors[i].relid == InvalidOid)
@@ -1398,14 +1415,7 @@ add_floor(Oid relid)
 	f->gen = shared->floor_clock;
 	f->forgotten = f->gen;		/* what came before is not known */
 	/* nor which groups came free: any may have, since any clock read */
-	clock = ++shared->floor_clock;
-	for (int b = 0; b < DLSM_GROUP_BUCKETS; b++)
-	{
-		f->group_freed[b].freed_before = clock;
-		f->group_freed[b].freed = clock;
-		f->group_freed[b].ended = clock;
-		f->group_freed[b].prober = -1;
-	}
+	all_groups_freed(f);
 	return f;
 }
 
@@ -1758,6 +1768,18 @@ dlsm_shmem_group_parked(Oid relid, uint64 group)
 }
 
 /*
+ * Unpark group p of floor f, lowering the floor below its lowest row.
+ * floor_lock held exclusively.
+ */
+static void
+unpark_group(DlsmFloor *f, DlsmParkedGroup *p)
+{
+	lower(f, p->lowest);
+	hash_search(parked_groups, &p->key, HASH_REMOVE, NULL);
+	f->ngroups--;
+}
+
+/*
  * Groups of relid may have room (n keys: a unit of each ended, or a slot
  * of each came free): unpark them.  Call once the change is visible.
  */
@@ -1775,11 +1797,8 @@ dlsm_shmem_floor_groups(Oid relid, const uint64 *groups, int n)
 		DlsmParkedGroup *p = find_parked_group(f, groups[i]);
 
 		note_freed(f, groups[i], -1);
-		if (p == NULL)
-			continue;
-		lower(f, p->lowest);
-		hash_search(parked_groups, &p->key, HASH_REMOVE, NULL);
-		f->ngroups--;
+		if (p != NULL)
+			unpark_group(f, p);
 	}
 	LWLockRelease(shared->floor_lock);
 }
@@ -1805,11 +1824,7 @@ dlsm_shmem_group_probed(Oid relid, uint64 group, uint64 since)
 		note_freed(f, group, MyProc->pgprocno);
 		p = find_parked_group(f, group);
 		if (p != NULL && !p->solid && p->parked_at > since)
-		{
-			lower(f, p->lowest);
-			hash_search(parked_groups, &p->key, HASH_REMOVE, NULL);
-			f->ngroups--;
-		}
+			unpark_group(f, p);
 	}
 	LWLockRelease(shared->floor_lock);
 }
@@ -1868,7 +1883,6 @@ dlsm_shmem_floors_prepared_ended(Oid dboid)
 	for (int i = 0; i < DLSM_MAX_FLOORS; i++)
 	{
 		DlsmFloor  *f = &shared->floors[i];
-		uint64		clock;
 
 		if (f->relid == InvalidOid || f->dboid != dboid)
 			continue;
@@ -1877,14 +1891,7 @@ dlsm_shmem_floors_prepared_ended(Oid dboid)
 		for (int b = 0; b < DLSM_ENTITY_BUCKETS; b++)
 			f->bucket_gen[b]++;
 		drop_parked_groups(f);
-		clock = ++shared->floor_clock;
-		for (int b = 0; b < DLSM_GROUP_BUCKETS; b++)
-		{
-			f->group_freed[b].freed_before = clock;
-			f->group_freed[b].freed = clock;
-			f->group_freed[b].ended = clock;
-			f->group_freed[b].prober = -1;
-		}
+		all_groups_freed(f);
 	}
 	LWLockRelease(shared->floor_lock);
 }
