@@ -74,6 +74,89 @@
 #include "wake.h"
 
 /*
+ * The parameters and result columns of the statements this file runs (their
+ * text is in plans.c): P_<STATEMENT>_<NAME> indexes the values and nulls
+ * arrays, N_<STATEMENT>_PARAMS counts them; A_<STATEMENT>_<NAME> is a result
+ * column's attribute number, from 1.
+ */
+enum
+{
+	P_SCAN_AFTER, P_SCAN_LIMIT, N_SCAN_PARAMS
+};
+enum
+{
+	P_SCAN_FULL_GROUPS = N_SCAN_PARAMS, N_SCAN_LIMITED_PARAMS
+};
+enum
+{
+	A_SCAN_ID = 1, A_SCAN_KIND, A_SCAN_ENTITY, A_SCAN_DUE, A_SCAN_GROUP, N_SCAN
+};
+enum
+{
+	P_BLOCKED_ID, P_BLOCKED_ENTITY, P_BLOCKED_KIND, P_BLOCKED_WAIT_FOR_CREATE,
+	N_BLOCKED_PARAMS
+};
+enum
+{
+	A_BLOCKED_ANY = 1, N_BLOCKED
+};
+enum
+{
+	P_ENTITY_STATE_ENTITY, P_ENTITY_STATE_ID, N_ENTITY_STATE_PARAMS
+};
+enum
+{
+	A_ENTITY_STATE_CREATE_STATUS = 1, A_ENTITY_STATE_CREATE_ID,
+	A_ENTITY_STATE_BLOCKED, N_ENTITY_STATE
+};
+/*
+ * The claim statements lock the rows they claim and write nothing
+ * (pending.c keeps what the claim gave them); they share their parameters
+ * and their result.
+ */
+enum
+{
+	P_LOCK_ID,					/* LOCK_SINGLES: the ids; LOCK_ONE: the id;
+								 * LOCK_GROUP: the first */
+	P_LOCK_NOW,					/* the claim's clock */
+	P_LOCK_ENTITY,				/* LOCK_GROUP only */
+	P_LOCK_WAIT_FOR_CREATE,		/* LOCK_GROUP only: the queue option */
+	N_LOCK_GROUP_PARAMS
+};
+#define N_LOCK_SINGLES_PARAMS P_LOCK_ENTITY
+enum
+{
+	A_LOCK_ID = 1, A_LOCK_KIND, A_LOCK_ENTITY, A_LOCK_PAYLOAD, N_LOCK
+};
+enum
+{
+	P_FAIL_UPDATES_ENTITY, P_FAIL_UPDATES_DETAIL, N_FAIL_UPDATES_PARAMS
+};
+enum
+{
+	P_GROUP_ENTITY, P_GROUP_PROCESS_ID, P_GROUP_LEASE, P_GROUP_FENCE,
+	P_GROUP_NOW, N_GROUP_PARAMS
+};
+#define N_GROUP_BUSY_PARAMS P_GROUP_LEASE
+enum
+{
+	A_GROUP_BUSY_HELD = 1, A_GROUP_BUSY_CREATE_OPEN, N_GROUP_BUSY
+};
+#define N_UPDATES_GROUP_PARAMS N_GROUP_BUSY_PARAMS
+enum
+{
+	A_UPDATES_GROUP_GROUP = 1, A_UPDATES_GROUP_HELD, N_UPDATES_GROUP
+};
+enum
+{
+	P_CREATE_ARRIVED_ENTITY, N_CREATE_ARRIVED_PARAMS
+};
+enum
+{
+	A_CREATE_ARRIVED_ANY = 1, N_CREATE_ARRIVED
+};
+
+/*
  * Candidates read per scan.  A pass reads SCAN_WIDE at a time when it
  * claims many units, or once a scan claimed nothing (rows waiting behind a
  * busy entity).

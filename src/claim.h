@@ -32,7 +32,7 @@ typedef struct DlsmClaimArgs
 
 /*
  * Called for each claimed row, oldest first: values and nulls are its
- * columns A_CLAIM_* of plans.h, at index A_CLAIM_* - 1.
+ * columns A_CLAIM_* (below), at index A_CLAIM_* - 1.
  */
 typedef void (*DlsmClaimEmit) (void *arg, Datum *values, bool *nulls);
 
@@ -40,5 +40,16 @@ extern int	dlsm_claim_units(DlsmClaimArgs *args, DlsmClaimEmit emit,
 							 void *arg);
 extern int64 dlsm_claim_group(DlsmQueue *queue, const char *entity,
 							  pg_uuid_t *process_id, int64 lease_us);
+
+/*
+ * Parameters (P_, indexes into values and nulls) and result columns (A_,
+ * attribute numbers from 1) of statements in plans.c that several files run.
+ */
+/* What dlsm_claim returns for a claimed row. */
+enum
+{
+	A_CLAIM_ID = 1, A_CLAIM_KIND, A_CLAIM_ENTITY, A_CLAIM_PAYLOAD,
+	A_CLAIM_PROCESS_ID, A_CLAIM_FENCE, A_CLAIM_LEASE_UNTIL, N_CLAIM
+};
 
 #endif							/* DLSM_CLAIM_H */

@@ -55,6 +55,22 @@
 #include "wake.h"
 
 /*
+ * The parameters and result columns of the statements this file runs (their
+ * text is in plans.c): P_<STATEMENT>_<NAME> indexes the values and nulls
+ * arrays, N_<STATEMENT>_PARAMS counts them; A_<STATEMENT>_<NAME> is a result
+ * column's attribute number, from 1.
+ */
+/* Dead letters: REQUEUE, CANCEL_LOCK and CANCEL take the ids, then a role. */
+enum
+{
+	P_DEAD_IDS, P_DEAD_ROLE, N_DEAD_PARAMS
+};
+enum
+{
+	A_DEAD_ID = 1, A_DEAD_ENTITY, A_DEAD_STATUS, N_DEAD
+};
+
+/*
  * Note the rows the last statement returned (A_DEAD_*) for the commit:
  * their entities changed, and when ready, rows from the lowest id up may
  * be ready.  Returns how many.

@@ -21,4 +21,13 @@ extern int64 dlsm_fence_next(bool as_owner);
 extern int64 dlsm_fence_raise(int64 at_least);
 extern int64 dlsm_fence_initial(void);
 
+/*
+ * Parameters (P_, indexes into values and nulls) and result columns (A_,
+ * attribute numbers from 1) of statements in plans.c that several files run.
+ */
+enum
+{
+	A_FENCE_VALUE = 1, N_FENCE
+};
+
 #endif							/* DLSM_FENCE_H */

@@ -31,7 +31,7 @@ typedef struct DlsmClaimed
 
 /*
  * The pending claims of one queue held by some process ids, as the
- * parameters of a statement that writes them (P_CLAIMED_* of plans.h).
+ * parameters of a statement that writes them (P_CLAIMED_*, below).
  */
 typedef struct DlsmPendingSet
 {
@@ -58,5 +58,21 @@ extern void dlsm_pending_written(DlsmPendingSet *set);
 extern void dlsm_pending_write(DlsmQueue *queue, const pg_uuid_t *process_ids,
 							   int n);
 extern void dlsm_pending_write_own(DlsmQueue *queue);
+
+/*
+ * Parameters (P_, indexes into values and nulls) and result columns (A_,
+ * attribute numbers from 1) of statements in plans.c that several files run.
+ */
+/*
+ * Statements that write pending claims (WRITE_CLAIMS, SETTLE_CLAIMED_*):
+ * the rows and what their claim gave them, as arrays of one length
+ * (SETTLE_ONE_FINAL: one row, as scalars); the settles take the parameters
+ * of SETTLE_FINAL or SETTLE_RETRY after these.
+ */
+enum
+{
+	P_CLAIMED_IDS, P_CLAIMED_PROCESS_IDS, P_CLAIMED_FENCES, P_CLAIMED_AT,
+	P_CLAIMED_LEASE_UNTIL, N_CLAIMED_PARAMS
+};
 
 #endif							/* DLSM_PENDING_H */

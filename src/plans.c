@@ -141,13 +141,16 @@
 #define ONE_CLOCK \
 	"WITH u AS MATERIALIZED (SELECT pg_catalog.clock_timestamp() AS now)"
 
+/* A statement's parameters: their count, and their types in order. */
+#define ARGS(...) lengthof(((const Oid[]) {__VA_ARGS__})), {__VA_ARGS__}
+
 typedef struct DlsmQueryDef
 {
 	const char *text;
 	int			nargs;
 	Oid			argtypes[MAX_PARAMS];
 	int			expected;		/* SPI result code */
-	int			end;			/* its result columns' N_ value, or 0 */
+	int			ncols;			/* its result's columns, or 0: unchecked */
 	const char *what;			/* the statement, in an error */
 	bool		no_seqscan;		/* planned with enable_seqscan off */
 	bool		no_jit;			/* planned with jit off */
@@ -160,8 +163,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" run_at {<=} pg_catalog.clock_timestamp(), {group} FROM {q}"
 		" WHERE {status} {=} 'new' AND {id} {>} $1"
 		" ORDER BY {id} LIMIT $2",
-		N_SCAN_PARAMS, {INT8OID, INT8OID},
-		SPI_OK_SELECT, N_SCAN, "the candidate scan"
+		ARGS(INT8OID, INT8OID),
+		SPI_OK_SELECT, 5, "the candidate scan"
 	},
 	[DLSM_Q_SCAN_LIMITED] = {
 		/* SCAN for a queue with limits */
@@ -171,12 +174,12 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		/* groups this pass found at their limit ($3) are left out */
 		" AND ($3 IS NULL OR {group} IS NULL OR {group} {<>} ALL ($3))"
 		" ORDER BY c.{id} LIMIT $2",
-		N_SCAN_LIMITED_PARAMS, {INT8OID, INT8OID, TEXTARRAYOID},
+		ARGS(INT8OID, INT8OID, TEXTARRAYOID),
 		/*
 		 * its generic plan's cost, with LIMIT $2 unknown, passes
 		 * jit_above_cost: compiling it would cost more than the scan
 		 */
-		SPI_OK_SELECT, N_SCAN, "the candidate scan", false, true
+		SPI_OK_SELECT, 5, "the candidate scan", false, true
 	},
 	[DLSM_Q_BLOCKED] = {
 		/*
@@ -192,8 +195,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  AND k.{status} {<>} 'complete'))"
 		" OR ($3 {=} 'update' AND $4 AND NOT EXISTS (SELECT 1 FROM {q} k"
 		"  WHERE k.{entity} {=} $2 AND k.{kind} {=} 'create'))",
-		N_BLOCKED_PARAMS, {INT8OID, TEXTOID, TEXTOID, BOOLOID},
-		SPI_OK_SELECT, N_BLOCKED, "the blocking check"
+		ARGS(INT8OID, TEXTOID, TEXTOID, BOOLOID),
+		SPI_OK_SELECT, 1, "the blocking check"
 	},
 	[DLSM_Q_ENTITY_STATE] = {
 		"SELECT c.st, c.cid, EXISTS (SELECT 1 FROM {q} o"
@@ -202,8 +205,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  SELECT {status} AS st, {id} AS cid FROM {q}"
 		"  WHERE {entity} {=} $1 AND {kind} {=} 'create'"
 		"  ORDER BY {id} LIMIT 1) c ON true",
-		N_ENTITY_STATE_PARAMS, {TEXTOID, INT8OID},
-		SPI_OK_SELECT, N_ENTITY_STATE, "the entity state query"
+		ARGS(TEXTOID, INT8OID),
+		SPI_OK_SELECT, 3, "the entity state query"
 	},
 	[DLSM_Q_LOCK_SINGLES] = {
 		/*
@@ -213,14 +216,14 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		 * blocking it.
 		 */
 		LOCK_SINGLES("ANY ($1)"),
-		N_LOCK_SINGLES_PARAMS, {INT8ARRAYOID, TIMESTAMPTZOID},
-		SPI_OK_SELECT, N_LOCK, "a claim"
+		ARGS(INT8ARRAYOID, TIMESTAMPTZOID),
+		SPI_OK_SELECT, 4, "a claim"
 	},
 	[DLSM_Q_LOCK_ONE] = {
 		/* LOCK_SINGLES for one candidate */
 		LOCK_SINGLES("$1"),
-		N_LOCK_SINGLES_PARAMS, {INT8OID, TIMESTAMPTZOID},
-		SPI_OK_SELECT, N_LOCK, "a claim"
+		ARGS(INT8OID, TIMESTAMPTZOID),
+		SPI_OK_SELECT, 4, "a claim"
 	},
 	[DLSM_Q_LOCK_GROUP] = {
 		/*
@@ -249,8 +252,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  AND (n.{kind} {<>} 'update' OR n.run_at {>} $2)),"
 		"  9223372036854775807)"
 		" FOR UPDATE OF g SKIP LOCKED",
-		N_LOCK_GROUP_PARAMS, {INT8OID, TIMESTAMPTZOID, TEXTOID, BOOLOID},
-		SPI_OK_SELECT, N_LOCK, "a claim"
+		ARGS(INT8OID, TIMESTAMPTZOID, TEXTOID, BOOLOID),
+		SPI_OK_SELECT, 4, "a claim"
 	},
 	[DLSM_Q_WRITE_CLAIMS] = {
 		/* pending claims not settled by their transaction, at its commit */
@@ -258,9 +261,9 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" settled_at = NULL, detail = NULL"
 		CLAIMED_ROWS CLAIMED_WHERE
 		" RETURNING t.{entity}",
-		N_CLAIMED_PARAMS, {INT8ARRAYOID, UUIDARRAYOID, INT8ARRAYOID,
-		TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID},
-		SPI_OK_UPDATE_RETURNING, N_WRITE_CLAIMS, "writing claims"
+		ARGS(INT8ARRAYOID, UUIDARRAYOID, INT8ARRAYOID,
+		TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID),
+		SPI_OK_UPDATE_RETURNING, 1, "writing claims"
 	},
 	[DLSM_Q_SETTLE_CLAIMED_FINAL] = {
 		/* as SETTLE_FINAL, for claims of this transaction: one row version */
@@ -268,10 +271,10 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" settled_at = pg_catalog.clock_timestamp(), detail = $7"
 		CLAIMED_ROWS CLAIMED_WHERE
 		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}, {tgroup}",
-		N_SETTLE_CLAIMED_FINAL_PARAMS, {INT8ARRAYOID, UUIDARRAYOID,
+		ARGS(INT8ARRAYOID, UUIDARRAYOID,
 		INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, TEXTOID,
-		TEXTOID},
-		SPI_OK_UPDATE_RETURNING, N_SETTLE, "a settle"
+		TEXTOID),
+		SPI_OK_UPDATE_RETURNING, 4, "a settle"
 	},
 	[DLSM_Q_SETTLE_ONE_FINAL] = {
 		/* SETTLE_CLAIMED_FINAL for one row, its values as scalars */
@@ -280,9 +283,9 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" settled_at = pg_catalog.clock_timestamp(), detail = $7"
 		" WHERE t.{id} {=} $1 AND t.{status} {=} 'new'"
 		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}, {tgroup}",
-		N_SETTLE_CLAIMED_FINAL_PARAMS, {INT8OID, UUIDOID, INT8OID,
-		TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID},
-		SPI_OK_UPDATE_RETURNING, N_SETTLE, "a settle"
+		ARGS(INT8OID, UUIDOID, INT8OID,
+		TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID),
+		SPI_OK_UPDATE_RETURNING, 4, "a settle"
 	},
 	[DLSM_Q_SETTLE_CLAIMED_RETRY] = {
 		/* as SETTLE_RETRY, for claims of this transaction */
@@ -295,10 +298,10 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  THEN" EXHAUSTED_DETAIL("(t.attempts {+} 1)", "$6") " ELSE $6 END"
 		CLAIMED_ROWS ", u" CLAIMED_WHERE
 		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}, {tgroup}",
-		N_SETTLE_CLAIMED_RETRY_PARAMS, {INT8ARRAYOID, UUIDARRAYOID,
+		ARGS(INT8ARRAYOID, UUIDARRAYOID,
 		INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, TEXTOID,
-		INTERVALOID, INT4OID},
-		SPI_OK_UPDATE_RETURNING, N_SETTLE, "a settle"
+		INTERVALOID, INT4OID),
+		SPI_OK_UPDATE_RETURNING, 4, "a settle"
 	},
 	[DLSM_Q_FAIL_UPDATES] = {
 		"UPDATE {q} SET {status} = 'error',"
@@ -306,7 +309,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" WHERE {id} {=} ANY (SELECT {id} FROM {q}"
 		"  WHERE {entity} {=} $1 AND {kind} {=} 'update'"
 		"  AND {status} {=} 'new' FOR UPDATE SKIP LOCKED)",
-		N_FAIL_UPDATES_PARAMS, {TEXTOID, TEXTOID},
+		ARGS(TEXTOID, TEXTOID),
 		SPI_OK_UPDATE, 0, "failing updates"
 	},
 	[DLSM_Q_GROUP_BUSY] = {
@@ -314,8 +317,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  AND {status} {=} 'in-progress' AND {pid} {<>} $2{pidin}),"
 		" EXISTS (SELECT 1 FROM {q} WHERE {entity} {=} $1"
 		"  AND {kind} {=} 'create' AND {status} {<>} 'complete')",
-		N_GROUP_BUSY_PARAMS, {TEXTOID, UUIDOID},
-		SPI_OK_SELECT, N_GROUP_BUSY, "the group check"
+		ARGS(TEXTOID, UUIDOID),
+		SPI_OK_SELECT, 2, "the group check"
 	},
 	[DLSM_Q_GROUP] = {
 		/*
@@ -339,7 +342,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"   AND ({kind} {<>} 'update' OR run_at {>} $5)),"
 		"   9223372036854775807)"
 		"  ORDER BY {id} FOR UPDATE NOWAIT)",
-		N_GROUP_PARAMS, {TEXTOID, UUIDOID, INTERVALOID, INT8OID, TIMESTAMPTZOID},
+		ARGS(TEXTOID, UUIDOID, INTERVALOID, INT8OID, TIMESTAMPTZOID),
 		SPI_OK_UPDATE, 0, "grouping updates"
 	},
 	[DLSM_Q_SETTLE_FINAL] = {
@@ -347,8 +350,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" settled_at = pg_catalog.clock_timestamp(), detail = $3"
 		" WHERE {pid} {=} ANY ($1{pidarr}) AND {status} {=} 'in-progress'"
 		" RETURNING {pid}{pidout}, {id}, {entity}, {group}",
-		N_SETTLE_FINAL_PARAMS, {UUIDARRAYOID, TEXTOID, TEXTOID},
-		SPI_OK_UPDATE_RETURNING, N_SETTLE, "a settle"
+		ARGS(UUIDARRAYOID, TEXTOID, TEXTOID),
+		SPI_OK_UPDATE_RETURNING, 4, "a settle"
 	},
 	[DLSM_Q_SETTLE_RETRY] = {
 		/* one clock for the statement: a unit comes back as one unit */
@@ -362,8 +365,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" FROM u"
 		" WHERE {pid} {=} ANY ($1{pidarr}) AND {status} {=} 'in-progress'"
 		" RETURNING {pid}{pidout}, {id}, {entity}, {group}",
-		N_SETTLE_RETRY_PARAMS, {UUIDARRAYOID, TEXTOID, INTERVALOID, INT4OID},
-		SPI_OK_UPDATE_RETURNING, N_SETTLE, "a settle"
+		ARGS(UUIDARRAYOID, TEXTOID, INTERVALOID, INT4OID),
+		SPI_OK_UPDATE_RETURNING, 4, "a settle"
 	},
 	[DLSM_Q_HEARTBEAT] = {
 		"WITH u AS MATERIALIZED"
@@ -371,8 +374,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" UPDATE {q} SET lease_until = u.until FROM u"
 		" WHERE {pid} {=} $1{pidin} AND {status} {=} 'in-progress'"
 		" RETURNING u.until",
-		N_HEARTBEAT_PARAMS, {UUIDOID, INTERVALOID},
-		SPI_OK_UPDATE_RETURNING, N_HEARTBEAT, "a heartbeat"
+		ARGS(UUIDOID, INTERVALOID),
+		SPI_OK_UPDATE_RETURNING, 1, "a heartbeat"
 	},
 	[DLSM_Q_REAP] = {
 		/*
@@ -404,8 +407,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" WHERE t.{id} {=} ANY (SELECT {id} FROM expired"
 		"  WHERE {pid} {=} ANY (SELECT {pid} FROM whole))"
 		" RETURNING t.{status}, t.{id}, t.{entity}, {tgroup}",
-		N_REAP_PARAMS, {INT4OID},
-		SPI_OK_UPDATE_RETURNING, N_REAP, "the reaper"
+		ARGS(INT4OID),
+		SPI_OK_UPDATE_RETURNING, 4, "the reaper"
 	},
 	[DLSM_Q_PURGE] = {
 		/* oldest settled rows first */
@@ -413,7 +416,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" WHERE {status} {=} ANY ('{complete,error}'::pg_catalog.text[])"
 		" AND settled_at {<} (pg_catalog.clock_timestamp() {-} $1)"
 		" ORDER BY {id} LIMIT $2 FOR UPDATE SKIP LOCKED))",
-		N_PURGE_PARAMS, {INTERVALOID, INT4OID},
+		ARGS(INTERVALOID, INT4OID),
 		SPI_OK_DELETE, 0, "the retention pass"
 	},
 	[DLSM_Q_STATS] = {
@@ -455,16 +458,16 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  AND NOT EXISTS (SELECT 1 FROM {q} c WHERE c.{entity} {=} t.{entity}"
 		"   AND c.{kind} {=} 'create'))"
 		" FROM (SELECT *, {group} AS dlsm_group FROM {q}) t",
-		N_STATS_PARAMS, {OIDOID, INT4OID, TEXTARRAYOID, INT4ARRAYOID, BOOLOID},
-		SPI_OK_SELECT, N_STATS, "the queue statistics"
+		ARGS(OIDOID, INT4OID, TEXTARRAYOID, INT4ARRAYOID, BOOLOID),
+		SPI_OK_SELECT, 14, "the queue statistics"
 	},
 	[DLSM_Q_CAPTURE] = {
 		/* $7, the group, is written only to a queue with a group column */
 		"INSERT INTO {q} ({entity}, {kind}, payload{groupcol})"
 		" VALUES ($1, $2, pg_catalog.jsonb_build_object('op', $3, 'table', $4,"
 		"  'old', $5::pg_catalog.jsonb, 'new', $6::pg_catalog.jsonb){capgroupval})",
-		N_CAPTURE_PARAMS, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONOID, JSONOID,
-		TEXTOID},
+		ARGS(TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONOID, JSONOID,
+		TEXTOID),
 		SPI_OK_INSERT, 0, "a captured change"
 	},
 	[DLSM_Q_ENQUEUE] = {
@@ -472,8 +475,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"INSERT INTO {q} ({entity}, {kind}, payload, run_at{groupcol})"
 		" VALUES ($1, $2, $3, COALESCE($4, pg_catalog.now()){groupval})"
 		" RETURNING {id}",
-		N_ENQUEUE_PARAMS, {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TEXTOID},
-		SPI_OK_INSERT_RETURNING, N_ENQUEUE, "an enqueue"
+		ARGS(TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TEXTOID),
+		SPI_OK_INSERT_RETURNING, 1, "an enqueue"
 	},
 	[DLSM_Q_GROUP_LOAD] = {
 		/*
@@ -482,8 +485,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		 */
 		"SELECT pg_catalog.count(DISTINCT ({pid}, {entity})) FROM {q}"
 		" WHERE {group} {=} $1 AND {status} {=} 'in-progress'",
-		N_GROUP_LOAD_PARAMS, {TEXTOID},
-		SPI_OK_SELECT, N_GROUP_LOAD, "the group's load"
+		ARGS(TEXTOID),
+		SPI_OK_SELECT, 1, "the group's load"
 	},
 	[DLSM_Q_UPDATES_GROUP] = {
 		/*
@@ -495,14 +498,14 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  ORDER BY {id} LIMIT 1),"
 		" EXISTS (SELECT 1 FROM {q} WHERE {entity} {=} $1"
 		"  AND {status} {=} 'in-progress' AND {pid} {=} $2{pidin})",
-		N_UPDATES_GROUP_PARAMS, {TEXTOID, UUIDOID},
-		SPI_OK_SELECT, N_UPDATES_GROUP, "the group of updates"
+		ARGS(TEXTOID, UUIDOID),
+		SPI_OK_SELECT, 2, "the group of updates"
 	},
 	[DLSM_Q_CREATE_ARRIVED] = {
 		"SELECT EXISTS (SELECT 1 FROM {q}"
 		" WHERE {entity} {=} $1 AND {kind} {=} 'create')",
-		N_CREATE_ARRIVED_PARAMS, {TEXTOID},
-		SPI_OK_SELECT, N_CREATE_ARRIVED, "the create check"
+		ARGS(TEXTOID),
+		SPI_OK_SELECT, 1, "the create check"
 	},
 	/*
 	 * Dead letters (deadletter.c).  Each locks the rows it names in id
@@ -520,8 +523,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  ORDER BY {id} FOR UPDATE))"
 		" AND t.{status} {=} 'error'"
 		" RETURNING t.{id}, t.{entity}, t.{status}",
-		N_DEAD_PARAMS, {INT8ARRAYOID, TEXTOID},
-		SPI_OK_UPDATE_RETURNING, N_DEAD, "a requeue"
+		ARGS(INT8ARRAYOID, TEXTOID),
+		SPI_OK_UPDATE_RETURNING, 3, "a requeue"
 	},
 	[DLSM_Q_CANCEL_LOCK] = {
 		/*
@@ -532,8 +535,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" WHERE {id} {=} ANY ($1)"
 		" AND {status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])"
 		" ORDER BY {id} FOR UPDATE",
-		N_CANCEL_LOCK_PARAMS, {INT8ARRAYOID},
-		SPI_OK_SELECT, N_DEAD, "a cancel"
+		ARGS(INT8ARRAYOID),
+		SPI_OK_SELECT, 3, "a cancel"
 	},
 	[DLSM_Q_CANCEL] = {
 		/* the new rows of $1, locked by CANCEL_LOCK, to error; $2: who */
@@ -542,8 +545,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" detail = pg_catalog.format('cancelled by role \"%s\"', $2)"
 		" WHERE {id} {=} ANY ($1) AND {status} {=} 'new'"
 		" RETURNING {id}, {entity}, {status}",
-		N_DEAD_PARAMS, {INT8ARRAYOID, TEXTOID},
-		SPI_OK_UPDATE_RETURNING, N_DEAD, "a cancel"
+		ARGS(INT8ARRAYOID, TEXTOID),
+		SPI_OK_UPDATE_RETURNING, 3, "a cancel"
 	},
 	[DLSM_Q_DEDUP_LOOKUP] = {
 		/*
@@ -559,17 +562,17 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"  OR ({status} {=} ANY ('{complete,error}'::pg_catalog.text[])"
 		"   AND settled_at {>} (pg_catalog.clock_timestamp() {-} $2)))"
 		" ORDER BY {id} DESC LIMIT 1",
-		N_DEDUP_LOOKUP_PARAMS, {TEXTOID, INTERVALOID},
-		SPI_OK_SELECT, N_DEDUP_LOOKUP, "a dedup key lookup", true
+		ARGS(TEXTOID, INTERVALOID),
+		SPI_OK_SELECT, 1, "a dedup key lookup", true
 	},
 	[DLSM_Q_ENQUEUE_DEDUP] = {
 		/* ENQUEUE with the key, $6 */
 		"INSERT INTO {q} ({entity}, {kind}, payload, run_at{groupcol}, {dedup})"
 		" VALUES ($1, $2, $3, COALESCE($4, pg_catalog.now()){groupval}, $6)"
 		" RETURNING {id}",
-		N_ENQUEUE_DEDUP_PARAMS, {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
-		TEXTOID, TEXTOID},
-		SPI_OK_INSERT_RETURNING, N_ENQUEUE, "an enqueue"
+		ARGS(TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
+		TEXTOID, TEXTOID),
+		SPI_OK_INSERT_RETURNING, 1, "an enqueue"
 	},
 };
 
@@ -579,8 +582,8 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		" entity_column, process_id_column, retention, handler,"
 		" handler_timeout, group_column, updates_wait_for_create, dedup_column"
 		" FROM {queues} WHERE queue {=} $1",
-		N_LOOKUP_PARAMS, {REGCLASSOID},
-		SPI_OK_SELECT, N_LOOKUP, "the dlsm registry lookup"
+		ARGS(REGCLASSOID),
+		SPI_OK_SELECT, 13, "the dlsm registry lookup"
 	},
 	[DLSM_C_REGISTER] = {
 		"INSERT INTO {queues}"
@@ -588,18 +591,18 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		"  id_column, status_column, kind_column, entity_column,"
 		"  process_id_column, dedup_column)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-		N_REGISTER_PARAMS, {REGCLASSOID, TEXTOID, INT4OID, INTERVALOID,
-		REGROLEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID},
+		ARGS(REGCLASSOID, TEXTOID, INT4OID, INTERVALOID,
+		REGROLEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID),
 		SPI_OK_INSERT, 0, "registering a queue"
 	},
 	[DLSM_C_UNREGISTER] = {
 		"DELETE FROM {queues} WHERE queue {=} $1",
-		N_UNREGISTER_PARAMS, {REGCLASSOID},
+		ARGS(REGCLASSOID),
 		SPI_OK_DELETE, 0, "unregistering a queue"
 	},
 	[DLSM_C_SET_HANDLER] = {
 		"UPDATE {queues} SET handler = $2 WHERE queue {=} $1",
-		N_SET_HANDLER_PARAMS, {REGCLASSOID, TEXTOID},
+		ARGS(REGCLASSOID, TEXTOID),
 		SPI_OK_UPDATE, 0, "setting a handler"
 	},
 	[DLSM_C_ALTER] = {
@@ -611,52 +614,52 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		" handler_timeout = CASE WHEN $5 IS NULL THEN handler_timeout"
 		"  WHEN $5 {=} '0'::pg_catalog.interval THEN NULL ELSE $5 END"
 		" WHERE queue {=} $1",
-		N_ALTER_PARAMS, {REGCLASSOID, TEXTOID, INT4OID, INTERVALOID,
-		INTERVALOID},
+		ARGS(REGCLASSOID, TEXTOID, INT4OID, INTERVALOID,
+		INTERVALOID),
 		SPI_OK_UPDATE, 0, "changing a queue"
 	},
 	[DLSM_C_LIST] = {
 		"SELECT queue FROM {queues} ORDER BY queue",
 		0, {InvalidOid},
-		SPI_OK_SELECT, N_LIST, "the dlsm registry list"
+		SPI_OK_SELECT, 1, "the dlsm registry list"
 	},
 	[DLSM_C_CAPTURE_ADD] = {
 		"INSERT INTO {captures}"
 		" (source, queue, trigger_name, kind, entity_columns, columns,"
 		"  group_column)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $7)",
-		N_CAPTURE_ADD_PARAMS, {REGCLASSOID, REGCLASSOID, NAMEOID, TEXTOID,
-		NAMEARRAYOID, NAMEARRAYOID, NAMEOID},
+		ARGS(REGCLASSOID, REGCLASSOID, NAMEOID, TEXTOID,
+		NAMEARRAYOID, NAMEARRAYOID, NAMEOID),
 		SPI_OK_INSERT, 0, "registering a capture"
 	},
 	[DLSM_C_CAPTURE_REMOVE] = {
 		"DELETE FROM {captures} WHERE source {=} $1 AND trigger_name {=} $2",
-		N_CAPTURE_KEY_PARAMS, {REGCLASSOID, NAMEOID},
+		ARGS(REGCLASSOID, NAMEOID),
 		SPI_OK_DELETE, 0, "unregistering a capture"
 	},
 	[DLSM_C_CAPTURE_READ] = {
 		"SELECT queue, kind, entity_columns, columns, group_column FROM {captures}"
 		" WHERE source {=} $1 AND trigger_name {=} $2",
-		N_CAPTURE_KEY_PARAMS, {REGCLASSOID, NAMEOID},
-		SPI_OK_SELECT, N_CAPTURE_READ, "reading a capture"
+		ARGS(REGCLASSOID, NAMEOID),
+		SPI_OK_SELECT, 5, "reading a capture"
 	},
 	[DLSM_C_CAPTURE_TRIGGER] = {
 		"SELECT trigger_name FROM {captures}"
 		" WHERE source {=} $1 AND queue {=} $2",
-		N_CAPTURE_TRIGGER_PARAMS, {REGCLASSOID, REGCLASSOID},
-		SPI_OK_SELECT, N_CAPTURE_TRIGGER, "a capture lookup"
+		ARGS(REGCLASSOID, REGCLASSOID),
+		SPI_OK_SELECT, 1, "a capture lookup"
 	},
 	[DLSM_C_CAPTURED_INTO] = {
 		"SELECT source FROM {captures} WHERE queue {=} $1 LIMIT 1",
-		N_CAPTURED_INTO_PARAMS, {REGCLASSOID},
-		SPI_OK_SELECT, N_CAPTURED_INTO, "a capture lookup"
+		ARGS(REGCLASSOID),
+		SPI_OK_SELECT, 1, "a capture lookup"
 	},
 	[DLSM_C_LEASE_READ] = {
 		"SELECT fence, lease_until,"
 		" lease_until {<} pg_catalog.clock_timestamp(), holder_role"
 		" FROM {leases} WHERE name {=} $1",
-		N_LEASE_READ_PARAMS, {TEXTOID},
-		SPI_OK_SELECT, N_LEASE_READ, "reading a lease"
+		ARGS(TEXTOID),
+		SPI_OK_SELECT, 4, "reading a lease"
 	},
 	[DLSM_C_LEASE_TAKE] = {
 		/* take it unless a live lease holds it */
@@ -670,20 +673,20 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		"  lease_until = excluded.lease_until"
 		"  WHERE l.lease_until {<} excluded.acquired_at"
 		" RETURNING fence",
-		N_LEASE_TAKE_PARAMS, {TEXTOID, INTERVALOID, TEXTOID, REGROLEOID, INT8OID},
-		SPI_OK_INSERT_RETURNING, N_FENCE, "taking a lease"
+		ARGS(TEXTOID, INTERVALOID, TEXTOID, REGROLEOID, INT8OID),
+		SPI_OK_INSERT_RETURNING, 1, "taking a lease"
 	},
 	[DLSM_C_LEASE_RELEASE] = {
 		"DELETE FROM {leases} WHERE name {=} $1 AND fence {=} $2",
-		N_LEASE_RELEASE_PARAMS, {TEXTOID, INT8OID},
+		ARGS(TEXTOID, INT8OID),
 		SPI_OK_DELETE, 0, "releasing a lease"
 	},
 	[DLSM_C_LEASE_REFRESH] = {
 		ONE_CLOCK
 		" UPDATE {leases} SET lease_until = u.now {+} $3 FROM u"
 		" WHERE name {=} $1 AND fence {=} $2 RETURNING lease_until",
-		N_LEASE_REFRESH_PARAMS, {TEXTOID, INT8OID, INTERVALOID},
-		SPI_OK_UPDATE_RETURNING, N_REFRESH, "refreshing a lease"
+		ARGS(TEXTOID, INT8OID, INTERVALOID),
+		SPI_OK_UPDATE_RETURNING, 1, "refreshing a lease"
 	},
 	[DLSM_C_LEASE_PURGE] = {
 		"DELETE FROM {leases} WHERE lease_until {<} pg_catalog.clock_timestamp()",
@@ -694,18 +697,18 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		"SELECT name, fence, holder, acquired_at, lease_until FROM {leases}"
 		" ORDER BY name",
 		0, {InvalidOid},
-		SPI_OK_SELECT, N_LEASE_LIST, "listing leases"
+		SPI_OK_SELECT, 5, "listing leases"
 	},
 	[DLSM_C_GROUP_COLUMN] = {
 		"UPDATE {queues} SET group_column = $2 WHERE queue {=} $1",
-		N_GROUP_COLUMN_PARAMS, {REGCLASSOID, NAMEOID},
+		ARGS(REGCLASSOID, NAMEOID),
 		SPI_OK_UPDATE, 0, "naming a queue's group column"
 	},
 	[DLSM_C_LIMITS_READ] = {
 		"SELECT group_key, concurrency, rate, per FROM {limits}"
 		" WHERE queue {=} $1",
-		N_LIMITS_READ_PARAMS, {REGCLASSOID},
-		SPI_OK_SELECT, N_LIMITS_READ, "reading a queue's limits"
+		ARGS(REGCLASSOID),
+		SPI_OK_SELECT, 4, "reading a queue's limits"
 	},
 	[DLSM_C_LIMIT_SET] = {
 		"INSERT INTO {limits} AS l (queue, group_key, concurrency, rate, per)"
@@ -713,14 +716,14 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		" ON CONFLICT ON CONSTRAINT dlsm_group_limits_key DO UPDATE"
 		" SET concurrency = EXCLUDED.concurrency, rate = EXCLUDED.rate,"
 		" per = EXCLUDED.per",
-		N_LIMIT_SET_PARAMS, {REGCLASSOID, TEXTOID, INT4OID, INT4OID,
-		INTERVALOID},
+		ARGS(REGCLASSOID, TEXTOID, INT4OID, INT4OID,
+		INTERVALOID),
 		SPI_OK_INSERT, 0, "setting a limit"
 	},
 	[DLSM_C_LIMIT_REMOVE] = {
 		"DELETE FROM {limits} WHERE queue {=} $1"
 		" AND (($2 IS NULL AND group_key IS NULL) OR group_key {=} $2)",
-		N_LIMIT_REMOVE_PARAMS, {REGCLASSOID, TEXTOID},
+		ARGS(REGCLASSOID, TEXTOID),
 		SPI_OK_DELETE, 0, "removing a limit"
 	},
 	[DLSM_C_FENCE_FLOOR] = {
@@ -730,13 +733,13 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		" THEN pg_catalog.setval({fence_seq}::pg_catalog.oid::pg_catalog.regclass, $1)"
 		" ELSE pg_catalog.pg_sequence_last_value("
 		"  {fence_seq}::pg_catalog.oid::pg_catalog.regclass) END",
-		N_FENCE_FLOOR_PARAMS, {INT8OID},
-		SPI_OK_SELECT, N_FENCE, "raising the fence floor"
+		ARGS(INT8OID),
+		SPI_OK_SELECT, 1, "raising the fence floor"
 	},
 	[DLSM_C_SET_WAIT_FOR_CREATE] = {
 		"UPDATE {queues} SET updates_wait_for_create = $2"
 		" WHERE queue {=} $1",
-		N_SET_WAIT_FOR_CREATE_PARAMS, {REGCLASSOID, BOOLOID},
+		ARGS(REGCLASSOID, BOOLOID),
 		SPI_OK_UPDATE, 0, "changing a queue"
 	},
 };
@@ -972,10 +975,10 @@ check(int rc, const DlsmQueryDef *def)
 	if (rc != def->expected)
 		elog(ERROR, "unexpected result from %s: %s", def->what,
 			 SPI_result_code_string(rc));
-	if (SPI_tuptable != NULL && def->end != 0 &&
-		SPI_tuptable->tupdesc->natts != def->end - 1)
+	if (SPI_tuptable != NULL && def->ncols != 0 &&
+		SPI_tuptable->tupdesc->natts != def->ncols)
 		elog(ERROR, "%s returned %d columns, not %d", def->what,
-			 SPI_tuptable->tupdesc->natts, def->end - 1);
+			 SPI_tuptable->tupdesc->natts, def->ncols);
 	return SPI_processed;
 }
 
@@ -1257,10 +1260,23 @@ dlsm_plan_finish(void)
  * ---------------------------------------------------------------------
  */
 
+/*
+ * A caller's column number past the last result's columns would read as
+ * NULL: a caller and a statement that disagree are an error.
+ */
+static void
+check_attno(int attno)
+{
+	if (attno < 1 || attno > SPI_tuptable->tupdesc->natts)
+		elog(ERROR, "result column %d asked of a result of %d columns",
+			 attno, SPI_tuptable->tupdesc->natts);
+}
+
 /* Column attno of row of the last result. */
 Datum
 dlsm_plan_value(uint64 row, int attno, bool *isnull)
 {
+	check_attno(attno);
 	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
 						 attno, isnull);
 }
@@ -1269,6 +1285,7 @@ dlsm_plan_value(uint64 row, int attno, bool *isnull)
 char *
 dlsm_plan_text(uint64 row, int attno)
 {
+	check_attno(attno);
 	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
 						attno);
 }

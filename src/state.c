@@ -70,6 +70,89 @@
 #include "state.h"
 #include "wake.h"
 
+/*
+ * The parameters and result columns of the statements this file runs (their
+ * text is in plans.c): P_<STATEMENT>_<NAME> indexes the values and nulls
+ * arrays, N_<STATEMENT>_PARAMS counts them; A_<STATEMENT>_<NAME> is a result
+ * column's attribute number, from 1.
+ */
+enum
+{
+	P_CLAIMED_STATUS = N_CLAIMED_PARAMS, P_CLAIMED_DETAIL,
+	N_SETTLE_CLAIMED_FINAL_PARAMS
+};
+enum
+{
+	P_CLAIMED_RETRY_DETAIL = N_CLAIMED_PARAMS, P_CLAIMED_RETRY_AFTER,
+	P_CLAIMED_RETRY_MAX_ATTEMPTS, N_SETTLE_CLAIMED_RETRY_PARAMS
+};
+enum
+{
+	P_SETTLE_PROCESS_IDS, P_SETTLE_STATUS, P_SETTLE_DETAIL,
+	N_SETTLE_FINAL_PARAMS
+};
+enum
+{
+	P_RETRY_PROCESS_IDS, P_RETRY_DETAIL, P_RETRY_AFTER, P_RETRY_MAX_ATTEMPTS,
+	N_SETTLE_RETRY_PARAMS
+};
+enum
+{
+	A_SETTLE_PROCESS_ID = 1, A_SETTLE_ID, A_SETTLE_ENTITY, A_SETTLE_GROUP,
+	N_SETTLE
+};
+enum
+{
+	P_HEARTBEAT_PROCESS_ID, P_HEARTBEAT_LEASE, N_HEARTBEAT_PARAMS
+};
+enum
+{
+	A_HEARTBEAT_UNTIL = 1, N_HEARTBEAT
+};
+enum
+{
+	P_REAP_MAX_ATTEMPTS, N_REAP_PARAMS
+};
+enum
+{
+	A_REAP_STATUS = 1, A_REAP_ID, A_REAP_ENTITY, A_REAP_GROUP, N_REAP
+};
+enum
+{
+	P_PURGE_RETENTION, P_PURGE_BATCH, N_PURGE_PARAMS
+};
+enum
+{
+	P_STATS_QUEUE,
+	P_STATS_CONCURRENCY,		/* the default concurrency limit, or NULL */
+	P_STATS_GROUPS,				/* groups with a limit of their own ... */
+	P_STATS_GROUP_CONCURRENCY,	/* ... and theirs (NULL: none) */
+	P_STATS_WAIT_FOR_CREATE,	/* the queue's updates_wait_for_create */
+	N_STATS_PARAMS
+};
+enum
+{
+	P_ENQUEUE_ENTITY, P_ENQUEUE_KIND, P_ENQUEUE_PAYLOAD, P_ENQUEUE_RUN_AT,
+	P_ENQUEUE_GROUP, N_ENQUEUE_PARAMS
+};
+enum
+{
+	A_ENQUEUE_ID = 1, N_ENQUEUE
+};
+/* ENQUEUE_DEDUP: ENQUEUE's parameters, then the key; ENQUEUE's result */
+enum
+{
+	P_ENQUEUE_DEDUP_KEY = N_ENQUEUE_PARAMS, N_ENQUEUE_DEDUP_PARAMS
+};
+enum
+{
+	P_DEDUP_LOOKUP_KEY, P_DEDUP_LOOKUP_WINDOW, N_DEDUP_LOOKUP_PARAMS
+};
+enum
+{
+	A_DEDUP_LOOKUP_ID = 1, N_DEDUP_LOOKUP
+};
+
 static const char *const outcome_names[] = {
 	[DLSM_OUTCOME_COMPLETE] = "complete",
 	[DLSM_OUTCOME_ERROR] = "error",
