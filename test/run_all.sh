@@ -3,7 +3,7 @@
 # and what .ci/run calls.  Run as root on a fresh Debian bookworm machine: it
 # installs what it needs, then runs the suites as the postgres OS user, each
 # against a throwaway cluster with shared_preload_libraries = 'dlsm':
-#   regress     pg_regress, sql/ and expected/
+#   regress     pg_regress, test/regress/sql/ and test/regress/expected/
 #   proxy-regress  pg_regress of the router dlsm_proxy, proxy/test/: its
 #               functions' shapes and the errors it raises itself (a cluster
 #               without dlsm, with PL/Proxy and dblink; no shard)

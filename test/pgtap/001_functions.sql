@@ -6,7 +6,7 @@
 -- (privileges are the caller's: every statement on a queue runs as the
 -- role that called the function).  What the functions do, and the
 -- messages they raise, is pg_regress's business: each suite tests one
--- thing, and messages are compared in expected/*.out.
+-- thing, and messages are compared in test/regress/expected/*.out.
 --
 -- The extension goes into the default schema, public, where CREATE
 -- EXTENSION dlsm puts it when no schema is named.
