@@ -626,7 +626,7 @@ dlsm_claim(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	args.queue = begin_queue_call(fcinfo, "dlsm_claim()",
-							 ACL_SELECT | ACL_UPDATE, 0);
+								  ACL_SELECT | ACL_UPDATE, 0);
 	if (!PG_ARGISNULL(ARG_LEASE))
 		dlsm_shmem_warn_no_worker(DLSM_NO_WORKER_LEASE,
 								  dlsm_rel_label(args.queue->relid));
@@ -803,7 +803,7 @@ dlsm_wake(PG_FUNCTION_ARGS)
 	}
 	dlsm_plan_connect();
 	queue = dlsm_queue_open(RelationGetRelid(trigdata->tg_relation),
-							 DLSM_QUEUE_MISSING_OK | DLSM_QUEUE_ANY_SECURITY);
+							DLSM_QUEUE_MISSING_OK | DLSM_QUEUE_ANY_SECURITY);
 	if (queue != NULL)
 	{
 		dlsm_state_enqueued(queue);
@@ -832,14 +832,15 @@ dlsm_capture(PG_FUNCTION_ARGS)
 	};
 	Oid			relid;
 	DlsmQueue  *queue;
-	const char *group_column = PG_ARGISNULL(ARG_GROUP_COLUMN) ? NULL :
-		NameStr(*PG_GETARG_NAME(ARG_GROUP_COLUMN));
+	const char *group_column = NULL;
 
 	require_primary("dlsm_capture()");
 	require_arg(fcinfo, ARG_SOURCE, "source");
 	require_arg(fcinfo, ARG_QUEUE, "queue");
 	require_arg(fcinfo, ARG_KIND, "kind");
 	relid = PG_GETARG_OID(ARG_QUEUE);
+	if (!PG_ARGISNULL(ARG_GROUP_COLUMN))
+		group_column = NameStr(*PG_GETARG_NAME(ARG_GROUP_COLUMN));
 	if (!PG_ARGISNULL(ARG_COLUMNS) &&
 		ARR_NDIM(PG_GETARG_ARRAYTYPE_P(ARG_COLUMNS)) > 1)
 		ereport(ERROR,
@@ -930,11 +931,12 @@ dlsm_try_lock(PG_FUNCTION_ARGS)
 	};
 	char	   *name = lock_name_arg(fcinfo, ARG_NAME);
 	int64		wait_us = wait_arg(fcinfo, ARG_WAIT);
-	int64		lease_us = PG_ARGISNULL(ARG_LEASE) ? 0 :
-		lease_arg(fcinfo, ARG_LEASE);
+	int64		lease_us = 0;
 	int64		fence;
 	bool		granted;
 
+	if (!PG_ARGISNULL(ARG_LEASE))
+		lease_us = lease_arg(fcinfo, ARG_LEASE);
 	require_primary("dlsm_try_lock()");
 	dlsm_plan_connect();
 	granted = dlsm_named_try(name, wait_us, lease_us, &fence);

@@ -314,8 +314,8 @@ dlsm_capture_attach(Oid source, Oid queue, const char *kind,
 
 	/*
 	 * the caller's ownership first (no lock for a stranger to queue behind),
-	 * then the lock CREATE TRIGGER takes, and the checks again: source
-	 * cannot go meanwhile
+	 * then the lock CREATE TRIGGER takes, and the checks again: source cannot
+	 * go meanwhile
 	 */
 	dlsm_queue_check_owner(source);
 	LockRelationOid(source, ShareRowExclusiveLock);

@@ -109,6 +109,7 @@ enum
 	A_ENTITY_STATE_CREATE_STATUS = 1, A_ENTITY_STATE_CREATE_ID,
 	A_ENTITY_STATE_BLOCKED, N_ENTITY_STATE
 };
+
 /*
  * The claim statements lock the rows they claim and write nothing
  * (pending.c keeps what the claim gave them); they share their parameters
@@ -188,8 +189,8 @@ typedef struct Candidate
 	char	   *entity;
 	char	   *group;			/* its group, or NULL */
 	bool		due;			/* its run_at has come */
-	bool		blocked;		/* its entity blocks it (limited groups,
-								 * asked by admit) */
+	bool		blocked;		/* its entity blocks it (limited groups, asked
+								 * by admit) */
 	bool		in_flight;		/* claimed by a transaction in flight */
 	DlsmAdmission admission;	/* what it took of its group's limits */
 } Candidate;
@@ -223,10 +224,10 @@ typedef struct FloorWalk
 typedef struct FullGroup
 {
 	uint64		key;			/* dlsm_shmem_group_key of the group */
-	bool		parkable;		/* at its concurrency limit: its rows wait
-								 * for a unit of it to end (not for time) */
-	bool		solid;			/* its units in progress, as committed,
-								 * fill it: only their ends unpark it */
+	bool		parkable;		/* at its concurrency limit: its rows wait for
+								 * a unit of it to end (not for time) */
+	bool		solid;			/* its units in progress, as committed, fill
+								 * it: only their ends unpark it */
 	int64		lowest;			/* its first row the walk passed over;
 								 * PG_INT64_MAX: none */
 } FullGroup;
@@ -251,8 +252,8 @@ typedef struct ClaimPass
 	List	   *full_names;		/* their names, as text Datums */
 	FloorWalk	floor;
 	bool		wrote;			/* wrote rows (failed updates) */
-	TimestampTz rate_due;		/* the soonest a group its rate held back
-								 * may be claimed; 0: none */
+	TimestampTz rate_due;		/* the soonest a group its rate held back may
+								 * be claimed; 0: none */
 	int			units;			/* claimed so far */
 	Candidate  *singles[SCAN_WIDE]; /* entity locked, to claim together */
 	int			nsingles;
@@ -652,9 +653,9 @@ look_at(ClaimPass *pass, Candidate *c)
 	if (!c->due)
 	{
 		/*
-		 * Its turn has not come.  An update that waits so holds its
-		 * entity's later requests back, but for the entity's create, which
-		 * goes first as for any update enqueued before its create.
+		 * Its turn has not come.  An update that waits so holds its entity's
+		 * later requests back, but for the entity's create, which goes first
+		 * as for any update enqueued before its create.
 		 */
 		seen = is_update ? seen_entity(pass, c) : NULL;
 		if (seen != NULL && seen->state == ENTITY_UNSEEN)

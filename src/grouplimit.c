@@ -311,10 +311,11 @@ take_slot(DlsmQueue *queue, const char *group, int n,
 		slot_given_back(queue->relid, group, since);
 	if (taken < 0)
 		return DLSM_AT_CONCURRENCY;
+
 	/*
-	 * Held from here, so that an error (a cancel in the count) gives it
-	 * back with its subtransaction, and the transaction's end then unparks
-	 * the group (another claim may have parked it, counting this slot).
+	 * Held from here, so that an error (a cancel in the count) gives it back
+	 * with its subtransaction, and the transaction's end then unparks the
+	 * group (another claim may have parked it, counting this slot).
 	 */
 	hold_slot(queue->relid, group, taken);
 	PG_TRY();

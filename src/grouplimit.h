@@ -51,8 +51,8 @@ typedef struct DlsmAdmission
 typedef enum DlsmAdmit
 {
 	DLSM_ADMITTED,				/* the unit may be claimed */
-	DLSM_AT_CONCURRENCY,		/* its group has as many units in progress
-								 * or being claimed as its limit */
+	DLSM_AT_CONCURRENCY,		/* its group has as many units in progress or
+								 * being claimed as its limit */
 	DLSM_FULL_IN_PROGRESS,		/* its group's units in progress, as
 								 * committed, alone fill its limit */
 	DLSM_AT_RATE				/* its group's rate lets no claim go now */

@@ -13,15 +13,15 @@
 #ifndef DLSM_GUC_H
 #define DLSM_GUC_H
 
-extern int	dlsm_default_lease;		/* seconds */
+extern int	dlsm_default_lease; /* seconds */
 extern char *dlsm_databases;
-extern int	dlsm_reap_interval;		/* milliseconds */
+extern int	dlsm_reap_interval; /* milliseconds */
 extern int	dlsm_retention_batch;
 extern int	dlsm_handler_batch;
 extern int	dlsm_handler_timeout;	/* milliseconds */
 extern int	dlsm_max_handler_timeout;	/* milliseconds */
-extern int	dlsm_lock_timeout;		/* milliseconds */
-extern int	dlsm_step_timeout;		/* milliseconds */
+extern int	dlsm_lock_timeout;	/* milliseconds */
+extern int	dlsm_step_timeout;	/* milliseconds */
 extern int	dlsm_node_id;
 extern int	dlsm_max_workers;
 extern bool dlsm_log_statements;

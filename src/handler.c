@@ -117,8 +117,8 @@ collect_row(void *arg, Datum *values, bool *nulls)
 static void
 call_step(void *arg)
 {
-	HandlerUnit *unit = (HandlerUnit *) arg;
 	LOCAL_FCINFO(fcinfo, HANDLER_NARGS);
+	HandlerUnit *unit = (HandlerUnit *) arg;
 	FmgrInfo	flinfo;
 
 	fmgr_info(unit->handler, &flinfo);
@@ -201,7 +201,7 @@ dlsm_handler_run_one(DlsmQueue *queue, char **failure)
 {
 	DlsmClaimArgs args = {0};
 	HandlerUnit unit = {0};
-	DlsmSettle settle = {DLSM_OUTCOME_COMPLETE, NULL, NULL};
+	DlsmSettle	settle = {DLSM_OUTCOME_COMPLETE, NULL, NULL};
 	DlsmIdentity saved;
 
 	unit.context = CurrentMemoryContext;
@@ -223,7 +223,7 @@ dlsm_handler_run_one(DlsmQueue *queue, char **failure)
 	}
 	/* the handler reads its rows in progress, with their fence */
 	dlsm_pending_write(queue, &unit.process_id, 1);
-	dlsm_bound_enter(DLSM_STEP_CALL_HANDLER, unit.timeout_ms); /* its own */
+	dlsm_bound_enter(DLSM_STEP_CALL_HANDLER, unit.timeout_ms);	/* its own */
 	*failure = call_handler(&unit);
 	if (*failure != NULL)
 	{

@@ -138,9 +138,16 @@ utility_hook(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *stmt = pstmt->utilityStmt;
 	const char *dbname;
-	bool		prepared_end = IsA(stmt, TransactionStmt) &&
-		(((TransactionStmt *) stmt)->kind == TRANS_STMT_COMMIT_PREPARED ||
-		 ((TransactionStmt *) stmt)->kind == TRANS_STMT_ROLLBACK_PREPARED);
+	bool		prepared_end = false;
+
+	/* COMMIT PREPARED or ROLLBACK PREPARED: acted on once it has run */
+	if (IsA(stmt, TransactionStmt))
+	{
+		TransactionStmtKind kind = ((TransactionStmt *) stmt)->kind;
+
+		prepared_end = kind == TRANS_STMT_COMMIT_PREPARED ||
+			kind == TRANS_STMT_ROLLBACK_PREPARED;
+	}
 
 	if (IsA(stmt, ListenStmt) || IsA(stmt, UnlistenStmt))
 		dlsm_notify_client_listens(stmt);

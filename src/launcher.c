@@ -69,7 +69,7 @@
 
 #define LAUNCHER_NAP_MS			5000	/* launcher looks at databases */
 #define RESTART_PAUSE_MS		1000	/* between starts of one worker */
-#define MIN_NAP_MS				10		/* the launcher's shortest nap */
+#define MIN_NAP_MS				10	/* the launcher's shortest nap */
 #define LATE_REPEAT_MS			600000	/* a late database said again */
 
 typedef struct LauncherDb
@@ -86,8 +86,8 @@ typedef struct LauncherWorker
 } LauncherWorker;
 
 static List *started = NIL;		/* of LauncherWorker, in TopMemoryContext */
-static int	rotation_said = 0;	/* the log says this many workers take
-								 * turns (0: one worker each) */
+static int	rotation_said = 0;	/* the log says this many workers take turns
+								 * (0: one worker each) */
 
 /* Fill bgw for one of dlsm's background workers. */
 static void
@@ -125,8 +125,10 @@ database_wanted(List *wanted, const char *name)
 	if (wanted == NIL)
 		return true;
 	foreach(lc, wanted)
+	{
 		if (strcmp(lfirst(lc), name) == 0)
 			return true;
+	}
 	return false;
 }
 
@@ -251,8 +253,10 @@ find_database(List *databases, Oid dboid)
 	ListCell   *lc;
 
 	foreach(lc, databases)
+	{
 		if (((LauncherDb *) lfirst(lc))->dboid == dboid)
 			return lfirst(lc);
+	}
 	return NULL;
 }
 

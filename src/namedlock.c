@@ -298,11 +298,12 @@ remember_grant(const char *name, int64 fence, int entry)
 bool
 dlsm_named_try(const char *name, int64 wait_us, int64 lease_us, int64 *fence)
 {
-	TimestampTz deadline = wait_us < 0 ? DT_NOEND :
-		GetCurrentTimestamp() + wait_us;
+	TimestampTz deadline = DT_NOEND;
 	int			entry = dlsm_shmem_named_enter(name, lease_us > 0);
 	long		wait_ms = wait_us < 0 ? -1 : (wait_us + 999) / 1000;
 
+	if (wait_us >= 0)
+		deadline = GetCurrentTimestamp() + wait_us;
 	remember_entry(entry);
 	dlsm_fence_prepare();
 	if (!dlsm_lock_named_acquire(name, wait_ms))

@@ -423,6 +423,7 @@ pending_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
+
 			/*
 			 * committed, the rows are in progress or settled; rolled back,
 			 * ready again (prepared: whichever comes, so taken as ready)
@@ -448,7 +449,7 @@ pending_xact_callback(XactEvent event, void *arg)
  */
 static void
 pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-				 SubTransactionId parentSubid, void *arg)
+						 SubTransactionId parentSubid, void *arg)
 {
 	int			keep = 0;
 

@@ -175,6 +175,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" AND ($3 IS NULL OR {group} IS NULL OR {group} {<>} ALL ($3))"
 		" ORDER BY c.{id} LIMIT $2",
 		ARGS(INT8OID, INT8OID, TEXTARRAYOID),
+
 		/*
 		 * its generic plan's cost, with LIMIT $2 unknown, passes
 		 * jit_above_cost: compiling it would cost more than the scan
@@ -184,9 +185,9 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	[DLSM_Q_BLOCKED] = {
 		/*
 		 * Does its entity block candidate $1 (entity $2, kind $3): an older
-		 * request, one in progress, for an update a create not complete
-		 * (or, when $4, not enqueued)?  Such a candidate of a limited group
-		 * takes nothing of its group's limits (claim.c).
+		 * request, one in progress, for an update a create not complete (or,
+		 * when $4, not enqueued)?  Such a candidate of a limited group takes
+		 * nothing of its group's limits (claim.c).
 		 */
 		"SELECT EXISTS (SELECT 1 FROM {q} o WHERE o.{entity} {=} $2"
 		"  AND " BLOCKS("o", "$1", "$3") ")"
@@ -211,9 +212,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	[DLSM_Q_LOCK_SINGLES] = {
 		/*
 		 * Single-request units, one per row.  Read after the entity locks
-		 * were granted: each candidate is still new and due, and its
-		 * entity has nothing in progress and no older open request
-		 * blocking it.
+		 * were granted: each candidate is still new and due, and its entity
+		 * has nothing in progress and no older open request blocking it.
 		 */
 		LOCK_SINGLES("ANY ($1)"),
 		ARGS(INT8ARRAYOID, TIMESTAMPTZOID),
@@ -227,12 +227,11 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	},
 	[DLSM_Q_LOCK_GROUP] = {
 		/*
-		 * As LOCK_SINGLES, and the entity's create, if any, is complete;
-		 * when the queue's updates wait for their create ($4), there is
-		 * one.  The first update is locked first: when another transaction
-		 * holds it, nothing is claimed.  The group is the updates from the
-		 * first up to the entity's next new request that is not a due
-		 * update.
+		 * As LOCK_SINGLES, and the entity's create, if any, is complete; when
+		 * the queue's updates wait for their create ($4), there is one.  The
+		 * first update is locked first: when another transaction holds it,
+		 * nothing is claimed.  The group is the updates from the first up to
+		 * the entity's next new request that is not a due update.
 		 */
 		"WITH first AS MATERIALIZED (SELECT f.{id} FROM {q} f"
 		"  WHERE f.{id} {=} $1 AND f.{status} {=} 'new' AND f.run_at {<=} $2"
@@ -262,7 +261,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		CLAIMED_ROWS CLAIMED_WHERE
 		" RETURNING t.{entity}",
 		ARGS(INT8ARRAYOID, UUIDARRAYOID, INT8ARRAYOID,
-		TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID),
+			 TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID),
 		SPI_OK_UPDATE_RETURNING, 1, "writing claims"
 	},
 	[DLSM_Q_SETTLE_CLAIMED_FINAL] = {
@@ -272,8 +271,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		CLAIMED_ROWS CLAIMED_WHERE
 		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}, {tgroup}",
 		ARGS(INT8ARRAYOID, UUIDARRAYOID,
-		INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, TEXTOID,
-		TEXTOID),
+			 INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, TEXTOID,
+			 TEXTOID),
 		SPI_OK_UPDATE_RETURNING, 4, "a settle"
 	},
 	[DLSM_Q_SETTLE_ONE_FINAL] = {
@@ -284,7 +283,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" WHERE t.{id} {=} $1 AND t.{status} {=} 'new'"
 		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}, {tgroup}",
 		ARGS(INT8OID, UUIDOID, INT8OID,
-		TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID),
+			 TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID),
 		SPI_OK_UPDATE_RETURNING, 4, "a settle"
 	},
 	[DLSM_Q_SETTLE_CLAIMED_RETRY] = {
@@ -299,8 +298,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		CLAIMED_ROWS ", u" CLAIMED_WHERE
 		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}, {tgroup}",
 		ARGS(INT8ARRAYOID, UUIDARRAYOID,
-		INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, TEXTOID,
-		INTERVALOID, INT4OID),
+			 INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, TEXTOID,
+			 INTERVALOID, INT4OID),
 		SPI_OK_UPDATE_RETURNING, 4, "a settle"
 	},
 	[DLSM_Q_FAIL_UPDATES] = {
@@ -323,8 +322,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	[DLSM_Q_GROUP] = {
 		/*
 		 * The entity's new updates that are due ($5 is now), and those $2
-		 * holds already, up to its next new request that is not a due
-		 * update (as a claim's group).
+		 * holds already, up to its next new request that is not a due update
+		 * (as a claim's group).
 		 */
 		"WITH u AS MATERIALIZED (SELECT $2 AS pid, $4 AS fence, $5 AS now) "
 		"UPDATE {q} t SET {status} = 'in-progress', {pid} = u.pid{pidin},"
@@ -379,9 +378,9 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	},
 	[DLSM_Q_REAP] = {
 		/*
-		 * Whole units only: a process id whose rows are all expired and
-		 * none held by a live transaction (a late settle in progress keeps
-		 * its whole unit).  One clock for the statement.
+		 * Whole units only: a process id whose rows are all expired and none
+		 * held by a live transaction (a late settle in progress keeps its
+		 * whole unit).  One clock for the statement.
 		 */
 		ONE_CLOCK ","
 		" expired AS MATERIALIZED (SELECT e.{id}, e.{pid} FROM {q} e, u"
@@ -441,9 +440,10 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" pg_catalog.pg_stat_get_last_autovacuum_time($1),"
 		" pg_catalog.now() {-} pg_catalog.min(claimed_at)"
 		"  FILTER (WHERE {status} {=} 'in-progress'),"
+
 		/*
-		 * ready rows of a group with as many units in progress as its
-		 * limit; {group} may be NULL::text, so it is not qualified
+		 * ready rows of a group with as many units in progress as its limit;
+		 * {group} may be NULL::text, so it is not qualified
 		 */
 		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'new'"
 		"  AND run_at {<=} pg_catalog.now() AND t.dlsm_group IS NOT NULL"
@@ -467,7 +467,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" VALUES ($1, $2, pg_catalog.jsonb_build_object('op', $3, 'table', $4,"
 		"  'old', $5::pg_catalog.jsonb, 'new', $6::pg_catalog.jsonb){capgroupval})",
 		ARGS(TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONOID, JSONOID,
-		TEXTOID),
+			 TEXTOID),
 		SPI_OK_INSERT, 0, "a captured change"
 	},
 	[DLSM_Q_ENQUEUE] = {
@@ -480,8 +480,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	},
 	[DLSM_Q_GROUP_LOAD] = {
 		/*
-		 * committed units in progress: a unit is a process id's rows of
-		 * one entity (a process id given to several claims holds several)
+		 * committed units in progress: a unit is a process id's rows of one
+		 * entity (a process id given to several claims holds several)
 		 */
 		"SELECT pg_catalog.count(DISTINCT ({pid}, {entity})) FROM {q}"
 		" WHERE {group} {=} $1 AND {status} {=} 'in-progress'",
@@ -490,8 +490,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	},
 	[DLSM_Q_UPDATES_GROUP] = {
 		/*
-		 * the group of the entity's first new update, and whether $2
-		 * holds some of its updates already (a unit counted before)
+		 * the group of the entity's first new update, and whether $2 holds
+		 * some of its updates already (a unit counted before)
 		 */
 		"SELECT (SELECT {group} FROM {q} WHERE {entity} {=} $1"
 		"  AND {kind} {=} 'update' AND {status} {=} 'new'"
@@ -507,9 +507,10 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		ARGS(TEXTOID),
 		SPI_OK_SELECT, 1, "the create check"
 	},
+
 	/*
-	 * Dead letters (deadletter.c).  Each locks the rows it names in id
-	 * order, and moves only those still in the state it expects.
+	 * Dead letters (deadletter.c).  Each locks the rows it names in id order,
+	 * and moves only those still in the state it expects.
 	 */
 	[DLSM_Q_REQUEUE] = {
 		/* the error rows of $1 back to new as if just enqueued; $2: who */
@@ -554,8 +555,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		 * settled less than $2 ago (NULL: no window).  Run under the key's
 		 * lock with the latest snapshot (state.c).  Planned without
 		 * sequential scans: a plan made while the queue was analyzed empty
-		 * would read the whole table at every enqueue until the next
-		 * analyze.
+		 * would read the whole table at every enqueue until the next analyze.
 		 */
 		"SELECT {id}::pg_catalog.int8 FROM {q} WHERE {dedup} {=} $1"
 		" AND ({status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])"
@@ -571,7 +571,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" VALUES ($1, $2, $3, COALESCE($4, pg_catalog.now()){groupval}, $6)"
 		" RETURNING {id}",
 		ARGS(TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
-		TEXTOID, TEXTOID),
+			 TEXTOID, TEXTOID),
 		SPI_OK_INSERT_RETURNING, 1, "an enqueue"
 	},
 };
@@ -592,7 +592,7 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		"  process_id_column, dedup_column)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
 		ARGS(REGCLASSOID, TEXTOID, INT4OID, INTERVALOID,
-		REGROLEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID),
+			 REGROLEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID),
 		SPI_OK_INSERT, 0, "registering a queue"
 	},
 	[DLSM_C_UNREGISTER] = {
@@ -615,7 +615,7 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		"  WHEN $5 {=} '0'::pg_catalog.interval THEN NULL ELSE $5 END"
 		" WHERE queue {=} $1",
 		ARGS(REGCLASSOID, TEXTOID, INT4OID, INTERVALOID,
-		INTERVALOID),
+			 INTERVALOID),
 		SPI_OK_UPDATE, 0, "changing a queue"
 	},
 	[DLSM_C_LIST] = {
@@ -629,7 +629,7 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		"  group_column)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $7)",
 		ARGS(REGCLASSOID, REGCLASSOID, NAMEOID, TEXTOID,
-		NAMEARRAYOID, NAMEARRAYOID, NAMEOID),
+			 NAMEARRAYOID, NAMEARRAYOID, NAMEOID),
 		SPI_OK_INSERT, 0, "registering a capture"
 	},
 	[DLSM_C_CAPTURE_REMOVE] = {
@@ -717,7 +717,7 @@ static const DlsmQueryDef catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		" SET concurrency = EXCLUDED.concurrency, rate = EXCLUDED.rate,"
 		" per = EXCLUDED.per",
 		ARGS(REGCLASSOID, TEXTOID, INT4OID, INT4OID,
-		INTERVALOID),
+			 INTERVALOID),
 		SPI_OK_INSERT, 0, "setting a limit"
 	},
 	[DLSM_C_LIMIT_REMOVE] = {
@@ -922,8 +922,10 @@ expand(const char *template, const Subst *subst, int n)
 	while (*p)
 	{
 		const char *close = *p == '{' ? strchr(p, '}') : NULL;
-		const char *value = close ?
-			lookup_subst(p + 1, close - p - 1, subst, n) : NULL;
+		const char *value = NULL;
+
+		if (close != NULL)
+			value = lookup_subst(p + 1, close - p - 1, subst, n);
 
 		if (value == NULL)
 			appendStringInfoChar(&buf, *p++);
@@ -949,8 +951,8 @@ prepare_kept(const char *text, const DlsmQueryDef *def)
 
 	/*
 	 * Generic plans: parameters only pick rows, never a better plan, so
-	 * planning once saves replanning every call (custom plans would be
-	 * tried first and often kept, at the cost of a plan per execution).
+	 * planning once saves replanning every call (custom plans would be tried
+	 * first and often kept, at the cost of a plan per execution).
 	 */
 	plan = SPI_prepare_cursor(text, def->nargs, (Oid *) def->argtypes,
 							  CURSOR_OPT_GENERIC_PLAN);
@@ -1090,8 +1092,8 @@ dlsm_plan_run_latest(DlsmPlanSet *set, DlsmQueryId query, Datum *values,
 	int			rc;
 
 	/*
-	 * the plan is made (or made again, after an invalidation) when it
-	 * runs: the setting holds for both; an error undoes it with the
+	 * the plan is made (or made again, after an invalidation) when it runs:
+	 * the setting holds for both; an error undoes it with the
 	 * (sub)transaction
 	 */
 	if (def->no_seqscan)

@@ -87,10 +87,10 @@ typedef struct DlsmPlanSet
 } DlsmPlanSet;
 
 extern uint64 dlsm_plan_run(DlsmPlanSet *set, DlsmQueryId query,
-							 Datum *values, const char *nulls, long count);
+							Datum *values, const char *nulls, long count);
 extern uint64 dlsm_plan_run_latest(DlsmPlanSet *set, DlsmQueryId query,
-									Datum *values, const char *nulls,
-									long count);
+								   Datum *values, const char *nulls,
+								   long count);
 extern void dlsm_plan_free(DlsmPlanSet *set);
 
 /* ---- statements on dlsm's own tables ---- */

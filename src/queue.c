@@ -138,7 +138,7 @@ typedef struct QueuePin
 
 static HTAB *queue_cache = NULL;
 static MemoryContext cache_context = NULL;
-static List *descriptors = NIL;	/* every live DlsmQueue, current or not */
+static List *descriptors = NIL; /* every live DlsmQueue, current or not */
 static List *pins = NIL;		/* of QueuePin, newest last */
 
 /*
@@ -291,8 +291,10 @@ end_of_transaction(XactEvent event, void *arg)
 			 list_length(pins));
 	drop_pins(any_pin, InvalidSubTransactionId);
 	foreach(lc, descriptors)
+	{
 		if (((DlsmQueue *) lfirst(lc))->stale)
 			stale = lappend(stale, lfirst(lc));
+	}
 	foreach(lc, stale)
 		free_descriptor(lfirst(lc));
 	list_free(stale);
@@ -311,9 +313,13 @@ end_of_subtransaction(SubXactEvent event, SubTransactionId mySubid,
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 		drop_pins(pin_of, mySubid);
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
 		foreach(lc, pins)
+		{
 			if (((QueuePin *) lfirst(lc))->subid == mySubid)
 				((QueuePin *) lfirst(lc))->subid = parentSubid;
+		}
+	}
 }
 
 /* Register the callbacks; called once from _PG_init. */

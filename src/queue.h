@@ -80,6 +80,7 @@ extern const char *const dlsm_queue_columns[DLSM_NUM_COLUMNS];
 #define DLSM_DEDUP_COLUMN "dedup_key"
 
 extern void dlsm_queue_init(void);
+
 /* Flags of dlsm_queue_open. */
 #define DLSM_QUEUE_MISSING_OK	0x01	/* NULL when not a queue */
 #define DLSM_QUEUE_ANY_SECURITY 0x02	/* row-level security allowed */

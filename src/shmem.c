@@ -228,8 +228,8 @@ typedef struct DlsmParkedGroup
 	DlsmGroupKey key;
 	int64		lowest;
 	uint64		parked_at;		/* floor_clock when it was parked */
-	bool		solid;			/* parked for units in progress, as
-								 * committed: only a unit's end unparks it */
+	bool		solid;			/* parked for units in progress, as committed:
+								 * only a unit's end unparks it */
 } DlsmParkedGroup;
 
 
@@ -246,7 +246,7 @@ typedef struct DlsmShared
 	DlsmSlot	slots[DLSM_MAX_DATABASES];
 	DlsmNamedEntry named[DLSM_MAX_NAMED];	/* in no order */
 	Oid			listen_db[DLSM_MAX_DATABASES];	/* databases with... */
-	int			listeners[DLSM_MAX_DATABASES];	/* ...client backends that LISTEN */
+	int			listeners[DLSM_MAX_DATABASES];	/* ...clients that LISTEN */
 	bool		listeners_lost; /* a listener found no free entry */
 	LWLock	   *floor_lock;		/* guards the fields below */
 	uint64		floor_clock;	/* moved on by every lowering */
@@ -1446,10 +1446,10 @@ dlsm_shmem_floor_read(Oid relid, int64 after, int check_ms,
 	if (f == NULL)
 	{
 		/*
-		 * The queue's first claim (since the floor was last taken for
-		 * another queue) makes its floor, knowing nothing yet: from now on
-		 * it keeps the lowerings, without which a claim could move it only
-		 * in a moment without any commit of an insert
+		 * The queue's first claim (since the floor was last taken for another
+		 * queue) makes its floor, knowing nothing yet: from now on it keeps
+		 * the lowerings, without which a claim could move it only in a moment
+		 * without any commit of an insert
 		 */
 		LWLockRelease(shared->floor_lock);
 		LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
@@ -1475,6 +1475,7 @@ dlsm_shmem_floor_read(Oid relid, int64 after, int check_ms,
 	}
 	now = GetCurrentTimestamp();
 	seen->checked_at = now;
+
 	/*
 	 * A check that took long (a backlog of rows held back) comes at most
 	 * every ten times as long: the checks take a tenth of the claims' time
@@ -1488,7 +1489,7 @@ dlsm_shmem_floor_read(Oid relid, int64 after, int check_ms,
 		LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
 		f = find_floor(relid);
 		if (f != NULL && TimestampDifferenceExceeds(f->checked_at, now,
-													 check_ms))
+													check_ms))
 		{
 			f->checked_at = now;
 			seen->line = seen->base = after;
@@ -1600,9 +1601,9 @@ park_groups(DlsmFloor *f, const DlsmFloorSeen *seen, int64 line,
 		bool		found = p != NULL;
 
 		/*
-		 * Parked already (by another claim): it waits still.  One filled
-		 * by its units in progress was parked when found, and is gone only
-		 * if one of them ended since.
+		 * Parked already (by another claim): it waits still.  One filled by
+		 * its units in progress was parked when found, and is gone only if
+		 * one of them ended since.
 		 */
 		if (!found && (groups[i].solid ||
 					   !unfreed(f, groups[i].key, seen->clock)))
@@ -1990,8 +1991,8 @@ static DlsmRate *
 find_rate(Oid relid, uint64 group, TimestampTz now, bool take)
 {
 	DlsmRate   *free_entry = NULL;
-	uint64		start = (group ^ relid ^ ((uint64) MyDatabaseId << 32)) %
-		DLSM_MAX_RATES;
+	uint64		key = group ^ relid ^ ((uint64) MyDatabaseId << 32);
+	uint64		start = key % DLSM_MAX_RATES;
 
 	for (int i = 0; i < DLSM_RATE_PROBES; i++)
 	{

@@ -139,6 +139,7 @@ enum
 {
 	A_ENQUEUE_ID = 1, N_ENQUEUE
 };
+
 /* ENQUEUE_DEDUP: ENQUEUE's parameters, then the key; ENQUEUE's result */
 enum
 {

@@ -62,7 +62,7 @@ static bool wake_at_abort = false;	/* claimed: rollback frees rows */
 static bool wake_worker = false;	/* enqueued into a queue with a handler */
 static bool wake_launcher = false;	/* the extension was created */
 static int	worker_requests = 0;	/* DLSM_REQUEST_* for the worker */
-static List *channels = NIL;		/* to notify, in TopTransactionContext */
+static List *channels = NIL;	/* to notify, in TopTransactionContext */
 static List *changes = NIL;		/* of QueueChanges, in TopTransactionContext */
 
 /*
@@ -183,8 +183,10 @@ dlsm_wake_channel_at_commit(const char *channel)
 	MemoryContext old;
 
 	foreach(lc, channels)
+	{
 		if (strcmp(lfirst(lc), channel) == 0)
 			return;
+	}
 	old = MemoryContextSwitchTo(TopTransactionContext);
 	channels = lappend(channels, pstrdup(channel));
 	MemoryContextSwitchTo(old);

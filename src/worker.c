@@ -76,7 +76,7 @@
 #include "worker.h"
 
 #define NO_EXTENSION_PAUSE_MS	60000	/* a database without dlsm */
-#define PURGE_BATCHES			100		/* retention batches per pass */
+#define PURGE_BATCHES			100 /* retention batches per pass */
 #define SHUN_BOUNDS				10	/* dlsm.step_timeouts a queue is shunned */
 
 static char *my_dbname = NULL;
@@ -99,8 +99,8 @@ typedef struct WorkerQueue
 	char	   *name;			/* for messages, outside transactions */
 	bool		refused;		/* row-level security: left alone */
 	bool		stalled;		/* a step timed out: left until the next pass */
-	TimestampTz shunned_until;	/* left alone until then (or 0): a step on
-								 * it went on after its cancel */
+	TimestampTz shunned_until;	/* left alone until then (or 0): a step on it
+								 * went on after its cancel */
 	bool		has_handler;
 	bool		has_retention;
 } WorkerQueue;
@@ -243,8 +243,8 @@ read_registry(void *arg)
 	foreach(lc, dlsm_queue_list())
 	{
 		DlsmQueue  *queue = dlsm_queue_open(lfirst_oid(lc),
-											 DLSM_QUEUE_MISSING_OK |
-											 DLSM_QUEUE_ANY_SECURITY);
+											DLSM_QUEUE_MISSING_OK |
+											DLSM_QUEUE_ANY_SECURITY);
 		WorkerQueue *wq;
 		MemoryContext old;
 
@@ -621,10 +621,12 @@ leave_if_visit_over(bool passed, bool more)
 static bool
 worker_sleep(TimestampTz next_reap, bool more)
 {
-	long		timeout = more ? 0 :
-		TimestampDifferenceMilliseconds(GetCurrentTimestamp(), next_reap);
+	long		timeout = 0;
 	bool		woken;
 
+	if (!more)
+		timeout = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+												  next_reap);
 	woken = (WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 					   timeout, PG_WAIT_EXTENSION) & WL_LATCH_SET) != 0;
 	ResetLatch(MyLatch);
@@ -662,9 +664,10 @@ dlsm_worker_main(Datum main_arg)
 	for (;;)
 	{
 		int			requests = dlsm_shmem_worker_take_requests();
-		bool		reap_now = (requests & DLSM_REQUEST_REAP) != 0 ||
-			GetCurrentTimestamp() >= next_reap;
+		bool		reap_now;
 
+		reap_now = (requests & DLSM_REQUEST_REAP) != 0 ||
+			GetCurrentTimestamp() >= next_reap;
 		MemoryContextSwitchTo(loop_context);
 		if (reap_now || (requests & DLSM_REQUEST_REGISTRY) != 0)
 		{

@@ -160,5 +160,8 @@ check(!@spliced, 'every message is one whole string for its translator',
 	@spliced);
 my @twice = map { "$_: @{ $defined{$_} }" } sort grep { @{ $defined{$_} } > 1 } keys %defined;
 check(!@twice, 'no two files define a function of the same name', @twice);
+my @unformatted = `perl $src/../test/pgindent.pl --check 2>&1`;
+check($? == 0, 'src/ is as pgindent leaves it (test/pgindent.pl --check)',
+	map { chomp; $_ } @unformatted);
 print "1..$n\n";
 exit($failed ? 1 : 0);
