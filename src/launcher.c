@@ -293,6 +293,31 @@ start_missing(List *databases)
 }
 
 /*
+ * Say in the log that db, waiting for its turn, waited longer than its
+ * bound (once in LATE_REPEAT_MS).  *next_due is brought forward to when it
+ * will be late, if it is not yet, so that the launcher says it while it
+ * waits.
+ */
+static void
+say_if_late(LauncherDb *db, TimestampTz *next_due)
+{
+	long		waited_ms;
+	TimestampTz late_at;
+	bool		late = dlsm_shmem_note_late(db->dboid, LATE_REPEAT_MS,
+											&waited_ms, &late_at);
+
+	if (late_at != 0 && (*next_due == 0 || late_at < *next_due))
+		*next_due = late_at;
+	if (late)
+		ereport(LOG,
+				(errmsg("database \"%s\" waited %ld ms for a dlsm worker, longer than its bound",
+						db->name, waited_ms),
+				 errdetail("Each database should be visited at least every %d ms, with \"dlsm.max_workers\" at %d.",
+						   dlsm_shmem_bound(), dlsm_max_workers),
+				 errhint("You may need to increase \"dlsm.max_workers\" and \"max_worker_processes\", or \"dlsm.reap_interval\".")));
+}
+
+/*
  * The workers take turns: start workers, up to dlsm.max_workers, for the
  * databases whose turn it is; say once each database past its bound.
  * Returns how long to nap before the next turn is due.
@@ -319,6 +344,8 @@ start_turns(List *databases, const Oid *dbs, int n)
 
 		if (db == NULL)
 			break;
+		/* late and not said yet (the launcher slept past it): now */
+		say_if_late(db, &next_due);
 		if (!start_worker(db))
 		{
 			/* no process is free: every database waiting waits for one */
@@ -330,18 +357,7 @@ start_turns(List *databases, const Oid *dbs, int n)
 		running++;
 	}
 	foreach(lc, databases)
-	{
-		LauncherDb *db = lfirst(lc);
-		long		waited_ms;
-
-		if (dlsm_shmem_note_late(db->dboid, LATE_REPEAT_MS, &waited_ms))
-			ereport(LOG,
-					(errmsg("database \"%s\" waited %ld ms for a dlsm worker, longer than its bound",
-							db->name, waited_ms),
-					 errdetail("Each database should be visited at least every %d ms, with \"dlsm.max_workers\" at %d.",
-							   dlsm_shmem_bound(), dlsm_max_workers),
-					 errhint("You may need to increase \"dlsm.max_workers\" and \"max_worker_processes\", or \"dlsm.reap_interval\".")));
-	}
+		say_if_late(lfirst(lc), &next_due);
 	nap = next_due == 0 ? LAUNCHER_NAP_MS :
 		TimestampDifferenceMilliseconds(GetCurrentTimestamp(), next_due);
 	return Max(Min(nap, LAUNCHER_NAP_MS), MIN_NAP_MS);

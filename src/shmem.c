@@ -791,21 +791,35 @@ dlsm_shmem_set_no_worker(Oid dboid)
  * Has dboid waited for a pass longer than its bound, while the workers
  * take turns?  True when the launcher should say so: not within repeat_ms
  * of the last time, so that a database late at every turn is not said at
- * every turn; *waited_ms: how long.
+ * every turn; *waited_ms: how long.  *late_at: when it will be late, if it
+ * is waiting for its turn and not late yet (else 0), so that the launcher
+ * looks again then.
  */
 bool
-dlsm_shmem_note_late(Oid dboid, int repeat_ms, long *waited_ms)
+dlsm_shmem_note_late(Oid dboid, int repeat_ms, long *waited_ms,
+					 TimestampTz *late_at)
 {
 	DlsmSlot   *slot;
 	bool		first = false;
 	TimestampTz now = GetCurrentTimestamp();
+	DlsmServedState state;
 
+	*late_at = 0;
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	slot = slot_for(dboid, false);
-	if (slot != NULL && !slot->no_extension && !slot->no_worker &&
-		shared->rotating && served_state(slot, now) == DLSM_SERVED_WAITING &&
-		(slot->late_said_at == 0 ||
-		 TimestampDifferenceExceeds(slot->late_said_at, now, repeat_ms)))
+	if (slot == NULL || slot->no_extension || slot->no_worker ||
+		!shared->rotating)
+	{
+		LWLockRelease(shared->lock);
+		return false;
+	}
+	state = served_state(slot, now);
+	if (state == DLSM_SERVED_BETWEEN)
+		*late_at = TimestampTzPlusMilliseconds(waiting_since(slot),
+											   shared->bound_ms);
+	else if (state == DLSM_SERVED_WAITING &&
+			 (slot->late_said_at == 0 ||
+			  TimestampDifferenceExceeds(slot->late_said_at, now, repeat_ms)))
 	{
 		first = true;
 		slot->late_said_at = now;

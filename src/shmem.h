@@ -164,7 +164,7 @@ extern int	dlsm_shmem_workers_attached(void);
 extern int	dlsm_shmem_bound(void);
 extern bool dlsm_shmem_set_no_worker(Oid dboid);
 extern bool dlsm_shmem_note_late(Oid dboid, int repeat_ms,
-								 long *waited_ms);
+								 long *waited_ms, TimestampTz *late_at);
 
 /* the workers */
 extern bool dlsm_shmem_worker_attach(Oid dboid);
