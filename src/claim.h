@@ -41,11 +41,7 @@ extern int	dlsm_claim_units(DlsmClaimArgs *args, DlsmClaimEmit emit,
 extern int64 dlsm_claim_group(DlsmQueue *queue, const char *entity,
 							  pg_uuid_t *process_id, int64 lease_us);
 
-/*
- * Parameters (P_, indexes into values and nulls) and result columns (A_,
- * attribute numbers from 1) of statements in plans.c that several files run.
- */
-/* What dlsm_claim returns for a claimed row. */
+/* The columns of a claimed row, as dlsm_claim returns it. */
 enum
 {
 	A_CLAIM_ID = 1, A_CLAIM_KIND, A_CLAIM_ENTITY, A_CLAIM_PAYLOAD,

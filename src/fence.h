@@ -22,8 +22,8 @@ extern int64 dlsm_fence_raise(int64 at_least);
 extern int64 dlsm_fence_initial(void);
 
 /*
- * Parameters (P_, indexes into values and nulls) and result columns (A_,
- * attribute numbers from 1) of statements in plans.c that several files run.
+ * The result column of the statements in plans.c that hand out a fence
+ * (FENCE_FLOOR, run here, and LEASE_TAKE, run by namedlock.c).
  */
 enum
 {

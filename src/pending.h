@@ -60,14 +60,11 @@ extern void dlsm_pending_write(DlsmQueue *queue, const pg_uuid_t *process_ids,
 extern void dlsm_pending_write_own(DlsmQueue *queue);
 
 /*
- * Parameters (P_, indexes into values and nulls) and result columns (A_,
- * attribute numbers from 1) of statements in plans.c that several files run.
- */
-/*
- * Statements that write pending claims (WRITE_CLAIMS, SETTLE_CLAIMED_*):
- * the rows and what their claim gave them, as arrays of one length
- * (SETTLE_ONE_FINAL: one row, as scalars); the settles take the parameters
- * of SETTLE_FINAL or SETTLE_RETRY after these.
+ * The parameters of the statements in plans.c that write pending claims
+ * (WRITE_CLAIMS, run here, and SETTLE_CLAIMED_*, run by state.c): the rows
+ * and what their claim gave them, as arrays of one length (SETTLE_ONE_FINAL:
+ * one row, as scalars); the settles take the parameters of SETTLE_FINAL or
+ * SETTLE_RETRY after these.  P_ indexes the values and nulls arrays.
  */
 enum
 {
