@@ -140,6 +140,7 @@ static HTAB *queue_cache = NULL;
 static MemoryContext cache_context = NULL;
 static List *descriptors = NIL; /* every live DlsmQueue, current or not */
 static List *pins = NIL;		/* of QueuePin, newest last */
+static uint64 invalidations = 0;	/* invalidations that reached a queue */
 
 /*
  * The columns of a queue dlsm created, by role; also the names of
@@ -182,6 +183,7 @@ invalidate_all(void)
 {
 	ListCell   *lc;
 
+	invalidations++;
 	foreach(lc, descriptors)
 		((DlsmQueue *) lfirst(lc))->stale = true;
 }
@@ -203,6 +205,8 @@ queue_relcache_invalidate(Datum arg, Oid relid)
 		return;
 	}
 	entry = hash_search(queue_cache, &relid, HASH_FIND, NULL);
+	if (entry != NULL)
+		invalidations++;		/* its descriptor may be being read */
 	if (entry != NULL && entry->current != NULL)
 		entry->current->stale = true;
 }
@@ -543,18 +547,27 @@ load(Oid relid)
 /*
  * Make entry's descriptor current: read the registry again; keep the old
  * descriptor (and its plans) when nothing changed and nobody holds it.
+ *
+ * NB: load reads the registry under one snapshot, and the catalog lookups
+ * after it may take locks, which deliver the invalidations that came
+ * meanwhile: one of a change the snapshot did not see marks no descriptor
+ * built from it (none is current yet, or the old one is).  So when any
+ * came during load, the descriptor returned is stale already: this call
+ * uses what its snapshot saw, and the next open reads the registry again.
  */
 static DlsmQueue *
 queue_refresh(QueueEntry *entry)
 {
 	DlsmQueue  *old = entry->current;
+	uint64		seen = invalidations;
 	DlsmQueue  *fresh = load(entry->relid);
+	bool		invalidated = invalidations != seen;
 
 	if (old != NULL && fresh != NULL && old->pins == 0 &&
 		same_description(old, fresh))
 	{
 		MemoryContextDelete(fresh->context);
-		old->stale = false;
+		old->stale = invalidated;
 		old->limits_known = false;	/* grouplimit.c reads them again */
 		return old;
 	}
@@ -565,6 +578,7 @@ queue_refresh(QueueEntry *entry)
 	{
 		MemoryContext context = MemoryContextSwitchTo(cache_context);
 
+		fresh->stale = invalidated;
 		descriptors = lappend(descriptors, fresh);
 		MemoryContextSwitchTo(context);
 	}
