@@ -329,6 +329,7 @@ start_turns(List *databases, const Oid *dbs, int n)
 	int			nbusy = workers_started(busy);
 	int			running = Max(nbusy, dlsm_shmem_workers_attached());
 	TimestampTz next_due = 0;
+	TimestampTz started_late_at = 0;	/* of one being started: unused */
 	long		nap;
 	ListCell   *lc;
 
@@ -345,7 +346,7 @@ start_turns(List *databases, const Oid *dbs, int n)
 		if (db == NULL)
 			break;
 		/* late and not said yet (the launcher slept past it): now */
-		say_if_late(db, &next_due);
+		say_if_late(db, &started_late_at);
 		if (!start_worker(db))
 		{
 			/* no process is free: every database waiting waits for one */

@@ -299,11 +299,13 @@ bool
 dlsm_named_try(const char *name, int64 wait_us, int64 lease_us, int64 *fence)
 {
 	TimestampTz deadline = DT_NOEND;
-	int			entry = dlsm_shmem_named_enter(name, lease_us > 0);
+	int			entry;
 	long		wait_ms = wait_us < 0 ? -1 : (wait_us + 999) / 1000;
 
+	/* the wait counts from the call, before the line is joined */
 	if (wait_us >= 0)
 		deadline = GetCurrentTimestamp() + wait_us;
+	entry = dlsm_shmem_named_enter(name, lease_us > 0);
 	remember_entry(entry);
 	dlsm_fence_prepare();
 	if (!dlsm_lock_named_acquire(name, wait_ms))

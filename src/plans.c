@@ -954,6 +954,10 @@ prepare_kept(const char *text, const DlsmQueryDef *def)
 	 * planning once saves replanning every call (custom plans would be tried
 	 * first and often kept, at the cost of a plan per execution).
 	 */
+	/* (ARGS with more types than argtypes holds is only a warning in C) */
+	if (def->nargs > MAX_PARAMS)
+		elog(ERROR, "%s takes %d parameters, more than %d", def->what,
+			 def->nargs, MAX_PARAMS);
 	plan = SPI_prepare_cursor(text, def->nargs, (Oid *) def->argtypes,
 							  CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
