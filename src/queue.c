@@ -127,6 +127,7 @@ typedef struct QueueEntry
 {
 	Oid			relid;			/* hash key */
 	DlsmQueue  *current;		/* NULL: look it up */
+	bool		recheck;		/* read the registry again at the next open */
 } QueueEntry;
 
 /* A pin, held by the (sub)transaction that took it. */
@@ -552,8 +553,9 @@ load(Oid relid)
  * after it may take locks, which deliver the invalidations that came
  * meanwhile: one of a change the snapshot did not see marks no descriptor
  * built from it (none is current yet, or the old one is).  So when any
- * came during load, the descriptor returned is stale already: this call
- * uses what its snapshot saw, and the next open reads the registry again.
+ * came during load, the entry is to be checked again: this call uses what
+ * its snapshot saw, and the next open reads the registry again (keeping
+ * the descriptor and its plans if the registry still says the same).
  */
 static DlsmQueue *
 queue_refresh(QueueEntry *entry)
@@ -561,13 +563,13 @@ queue_refresh(QueueEntry *entry)
 	DlsmQueue  *old = entry->current;
 	uint64		seen = invalidations;
 	DlsmQueue  *fresh = load(entry->relid);
-	bool		invalidated = invalidations != seen;
 
+	entry->recheck = invalidations != seen;
 	if (old != NULL && fresh != NULL && old->pins == 0 &&
 		same_description(old, fresh))
 	{
 		MemoryContextDelete(fresh->context);
-		old->stale = invalidated;
+		old->stale = false;
 		old->limits_known = false;	/* grouplimit.c reads them again */
 		return old;
 	}
@@ -578,7 +580,6 @@ queue_refresh(QueueEntry *entry)
 	{
 		MemoryContext context = MemoryContextSwitchTo(cache_context);
 
-		fresh->stale = invalidated;
 		descriptors = lappend(descriptors, fresh);
 		MemoryContextSwitchTo(context);
 	}
@@ -615,9 +616,12 @@ dlsm_queue_open(Oid relid, int flags)
 	(void) dlsm_extension_schema(); /* follows a re-created extension */
 	entry = hash_search(queue_cache, &relid, HASH_ENTER, &found);
 	if (!found)
+	{
 		entry->current = NULL;
+		entry->recheck = false;
+	}
 	queue = entry->current;
-	if (queue == NULL || queue->stale)
+	if (queue == NULL || queue->stale || entry->recheck)
 		queue = queue_refresh(entry);
 	if (queue == NULL)
 	{

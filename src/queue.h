@@ -26,9 +26,10 @@
  * dlsm_queue_close unpins it; while pinned it never changes nor goes away,
  * whatever the SQL run meanwhile does (triggers that re-register or drop
  * the queue, invalidations from other sessions): an invalidation only
- * marks it stale, and the next open builds a fresh one (one that came
- * while the descriptor was read from the registry leaves it stale as it is
- * built: its snapshot may not have seen the change).  Unregistering a
+ * marks it stale, and the next open builds a fresh one (after one that
+ * came while the descriptor was read from the registry, whose snapshot may
+ * not have seen the change, the next open reads the registry again).
+ * Unregistering a
  * queue that this backend has pinned is refused (dlsm_queue_check_unused),
  * as ALTER TABLE refuses a table that an active query of the session uses.
  * Pins still held when the transaction ends are dropped then.
