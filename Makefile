@@ -46,6 +46,9 @@ ISOLATION_OPTS = --inputdir=test/isolation
 
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
+# the TAP tests find the tree through TESTDIR, which PGXS sets up to
+# PostgreSQL 15 only (16 and later run them from the tree, saying nothing)
+export TESTDIR ?= $(CURDIR)
 
 PG_CPPFLAGS = -I$(srcdir)/src
 

@@ -61,6 +61,7 @@
 
 #include "cache.h"
 #include "capture.h"
+#include "compat.h"
 #include "extension.h"
 #include "identity.h"
 #include "names.h"
@@ -387,7 +388,7 @@ dlsm_capture_detach(Oid source, Oid queue)
 	Datum		values[N_CAPTURE_KEY_PARAMS];
 	ObjectAddress address;
 
-	if (!pg_class_ownercheck(queue, GetUserId()))
+	if (!DLSM_CLASS_OWNERCHECK(queue, GetUserId()))
 		dlsm_queue_check_owner(source);
 	LockRelationOid(source, AccessExclusiveLock);
 	(void) dlsm_rel_name(source);

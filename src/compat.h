@@ -15,7 +15,14 @@
 #ifndef DLSM_COMPAT_H
 #define DLSM_COMPAT_H
 
+#include "catalog/pg_class_d.h"
+#include "catalog/pg_database_d.h"
+#include "catalog/pg_proc_d.h"
 #include "datatype/timestamp.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
+#include "utils/varlena.h"
 
 #if PG_VERSION_NUM < 150000
 #error "dlsm requires PostgreSQL 15 or later"
@@ -33,6 +40,49 @@
 #define DLSM_DATABASE_IS_INVALID(form) database_is_invalid_form(form)
 #else
 #define DLSM_DATABASE_IS_INVALID(form) false
+#endif
+
+/*
+ * Ownership and privilege checks by catalog: PostgreSQL 16 folded
+ * pg_class_ownercheck() and its kin into object_ownercheck() and
+ * object_aclcheck().
+ */
+#if PG_VERSION_NUM >= 160000
+#define DLSM_CLASS_OWNERCHECK(relid, role) \
+	object_ownercheck(RelationRelationId, (relid), (role))
+#define DLSM_DATABASE_OWNERCHECK(dboid, role) \
+	object_ownercheck(DatabaseRelationId, (dboid), (role))
+#define DLSM_PROC_ACLCHECK(proc, role, mode) \
+	object_aclcheck(ProcedureRelationId, (proc), (role), (mode))
+#else
+#define DLSM_CLASS_OWNERCHECK(relid, role) pg_class_ownercheck((relid), (role))
+#define DLSM_DATABASE_OWNERCHECK(dboid, role) \
+	pg_database_ownercheck((dboid), (role))
+#define DLSM_PROC_ACLCHECK(proc, role, mode) \
+	pg_proc_aclcheck((proc), (role), (mode))
+#endif
+
+/*
+ * A qualified name's parts; PostgreSQL 16 added a soft-error context (NULL:
+ * errors are thrown, as before).
+ */
+#if PG_VERSION_NUM >= 160000
+#define DLSM_QUALIFIED_NAME_LIST(string) stringToQualifiedNameList((string), NULL)
+#else
+#define DLSM_QUALIFIED_NAME_LIST(string) stringToQualifiedNameList(string)
+#endif
+
+/*
+ * PostgreSQL 17: LockHeldByMe() asks whether a stronger mode counts (here
+ * it does not: the exact mode), and a backend's number in the PGPROC array
+ * is MyProcNumber.
+ */
+#if PG_VERSION_NUM >= 170000
+#define DLSM_LOCK_HELD_BY_ME(tag, mode) LockHeldByMe((tag), (mode), false)
+#define DLSM_MY_PROC_NUMBER MyProcNumber
+#else
+#define DLSM_LOCK_HELD_BY_ME(tag, mode) LockHeldByMe((tag), (mode))
+#define DLSM_MY_PROC_NUMBER (MyProc->pgprocno)
 #endif
 
 #endif							/* DLSM_COMPAT_H */

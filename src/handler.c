@@ -54,6 +54,7 @@
 
 #include "bound.h"
 #include "claim.h"
+#include "compat.h"
 #include "guc.h"
 #include "handler.h"
 #include "identity.h"
@@ -172,7 +173,7 @@ call_handler(HandlerUnit *unit)
 static Oid
 find_handler(DlsmQueue *queue)
 {
-	List	   *names = stringToQualifiedNameList(queue->handler);
+	List	   *names = DLSM_QUALIFIED_NAME_LIST(queue->handler);
 	Oid			handler = LookupFuncName(names, HANDLER_NARGS, handler_argtypes,
 										 true);
 
@@ -183,7 +184,7 @@ find_handler(DlsmQueue *queue)
 						queue->handler, dlsm_rel_label(queue->relid)),
 				 errhint("Create the function again, or set another handler with dlsm_set_handler().")));
 	dlsm_queue_trust_handler(queue->relid, queue->owner, handler);
-	if (pg_proc_aclcheck(handler, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+	if (DLSM_PROC_ACLCHECK(handler, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_FUNCTION,
 					   dlsm_func_name(handler));
 	return handler;

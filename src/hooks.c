@@ -38,6 +38,7 @@
 #include "utils/acl.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "hooks.h"
 #include "notify.h"
 #include "shmem.h"
@@ -78,7 +79,7 @@ stop_worker_of(const char *dbname)
 {
 	Oid			dboid = get_database_oid(dbname, true);
 
-	if (OidIsValid(dboid) && pg_database_ownercheck(dboid, GetUserId()))
+	if (OidIsValid(dboid) && DLSM_DATABASE_OWNERCHECK(dboid, GetUserId()))
 		stop_worker(dboid);
 }
 

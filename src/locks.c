@@ -78,6 +78,7 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
+#include "compat.h"
 #include "locks.h"
 #include "subxact.h"
 
@@ -144,7 +145,7 @@ dlsm_lock_slot_try(Oid queue, const char *group, int slot)
 	LockAcquireResult result;
 
 	slot_tag(&tag, queue, group, slot);
-	if (LockHeldByMe(&tag, ExclusiveLock))
+	if (DLSM_LOCK_HELD_BY_ME(&tag, ExclusiveLock))
 		return DLSM_SLOT_MINE;
 	/* the transaction's own: released by a later statement, or at its end */
 	CurrentResourceOwner = TopTransactionResourceOwner;

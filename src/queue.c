@@ -56,6 +56,7 @@
 #include "utils/syscache.h"
 
 #include "cache.h"
+#include "compat.h"
 #include "extension.h"
 #include "names.h"
 #include "queue.h"
@@ -703,7 +704,7 @@ dlsm_queue_check_unused(Oid relid)
 void
 dlsm_queue_check_owner(Oid relid)
 {
-	if (!pg_class_ownercheck(relid, GetUserId()))
+	if (!DLSM_CLASS_OWNERCHECK(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, dlsm_rel_label(relid));
 }
 
@@ -826,7 +827,7 @@ dlsm_queue_create(const char *name, DlsmQueueOptions *opts)
 	const char *index_names[DLSM_NUM_INDEXES];
 	Oid			relid;
 
-	rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
+	rv = makeRangeVarFromNameList(DLSM_QUALIFIED_NAME_LIST(name));
 	nspid = RangeVarGetCreationNamespace(rv);
 	if (isAnyTempNamespace(nspid))
 		ereport(ERROR,
@@ -1123,7 +1124,7 @@ check_handler(Oid handler)
 				 errmsg("function %s cannot be a dlsm handler",
 						format_procedure(handler)),
 				 errhint("A handler is a function taking (entity text, kind text, ids bigint[], payloads jsonb[]).")));
-	if (pg_proc_aclcheck(handler, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+	if (DLSM_PROC_ACLCHECK(handler, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_FUNCTION,
 					   dlsm_func_name(handler));
 }

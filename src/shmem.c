@@ -78,6 +78,7 @@
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "shmem.h"
 
 /* How often a waiting claim looks again when dlsm is not preloaded. */
@@ -159,7 +160,7 @@ typedef struct DlsmGroupBucket
 {
 	uint64		freed;			/* the latest */
 	uint64		freed_before;	/* the latest not by prober */
-	int			prober;			/* pgprocno of freed's prober, or -1 */
+	int			prober;			/* process number of freed's prober, or -1 */
 	uint64		ended;			/* the latest by a unit's end (not a probe) */
 } DlsmGroupBucket;
 
@@ -1577,7 +1578,7 @@ unfreed(const DlsmFloor *f, uint64 group, uint64 clock)
 
 	if (b->freed <= clock)
 		return true;
-	return b->prober == MyProc->pgprocno && b->freed_before <= clock;
+	return b->prober == DLSM_MY_PROC_NUMBER && b->freed_before <= clock;
 }
 
 /*
@@ -1836,7 +1837,7 @@ dlsm_shmem_group_probed(Oid relid, uint64 group, uint64 since)
 	f = find_floor(relid);
 	if (f != NULL)
 	{
-		note_freed(f, group, MyProc->pgprocno);
+		note_freed(f, group, DLSM_MY_PROC_NUMBER);
 		p = find_parked_group(f, group);
 		if (p != NULL && !p->solid && p->parked_at > since)
 			unpark_group(f, p);

@@ -22,7 +22,19 @@
 #   metrics     bench/metrics_cost.sh: the exporter's queries on a queue of
 #               1,000,000 settled rows: timed, and no sequential scan of it
 #               (the exporter itself is scraped by test/t/070_metrics.pl, tap)
+#   upgrade     test/upgrade/: pg_upgrade from 15 to a newer major of a
+#               cluster holding every kind of dlsm state (in the newer
+#               major's run)
 # `bash test/run_all.sh SUITE...` runs only the suites named.
+#
+# The version matrix: after its suites on PostgreSQL 15 (the system's),
+# it runs itself again for each newer major, with DLSM_PG_MAJOR set, on a
+# private installation of that major (test/majors/setup.sh, cached in
+# /var/cache/dlsm-pg), and counts those suites as SUITE@MAJOR: on 18
+# every suite that can run there, on 16 and 17 the build, regress,
+# isolation, pgTAP and the worker's TAP files.  failover, package, pgxn,
+# metrics, meta and arch stay on 15 (see MATRIX below).  DLSM_MATRIX=no
+# runs 15 only; `SUITE@MAJOR` arguments pick suites of the matrix.
 #
 # Where it runs: as root, never in the tree it was called from.  The suites
 # run as postgres, who must read the tree and write in it (results/,
@@ -43,23 +55,45 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 top=$(pwd)
-. test/lib/cluster.sh
-export PATH=$PGBIN:$PATH
+major=${DLSM_PG_MAJOR:-15}
 suites=("$@")
+# MATRIX: the suites each newer major runs
+declare -A MATRIX=(
+	[18]="regress proxy-regress isolation pgtap tap stress model upgrade"
+	[17]="regress isolation pgtap tap upgrade"
+	[16]="regress isolation pgtap tap"
+)
+# the worker's TAP files, for the majors that run only those
+WORKER_TAP="test/t/001_worker_lifecycle.pl test/t/002_reaper.pl test/t/003_handlers.pl test/t/004_databases.pl test/t/010_locks.pl test/t/042_worker_bounds.pl test/t/090_worker_pool.pl"
+if [ "$major" != 15 ]; then
+	[ "$major" = 18 ] || DLSM_TAP_TESTS=${DLSM_TAP_TESTS:-$WORKER_TAP}
+fi
 
 copy=
 if [ "$(id -u)" = 0 ]; then
 	copy=/tmp/dlsm-test-$(printf '%s' "$top" | md5sum | cut -c1-12)
+	[ "$major" = 15 ] || copy=$copy-$major
 	rm -rf "$copy"
+	. test/lib/cluster.sh
 	tree_copy "$copy" || { echo "cannot copy the tree to $copy"; echo "0 passed, 1 failed"; exit 1; }
 	cd "$copy" || exit 1
-	bash test/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
+	bash test/setup.sh "$major" || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
 	give_to_postgres "$copy"
 	echo "running in $copy, a copy of $top owned by postgres"
 	run_pg() { runuser -u postgres -- "$@"; }
 else
 	run_pg() { "$@"; }
 fi
+# the major's programs first in PATH, its pg_config for every make
+if [ "$major" = 15 ]; then
+	export PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+else
+	PG_CONFIG=$(bash test/majors/setup.sh "$major" | tail -1) || { echo "0 passed, 1 failed"; exit 1; }
+	export PG_CONFIG
+fi
+PGBIN=$("$PG_CONFIG" --bindir)
+export PGBIN PATH=$PGBIN:$PATH
+. test/lib/cluster.sh
 logdir=$(pwd)/test/log
 rm -rf "$logdir"; mkdir -p "$logdir"; give_to_postgres "$logdir"
 
@@ -132,9 +166,27 @@ show_diffs() {	# show_diffs FILE: print pg_regress's diffs, if any
 
 virtualenv() {	# run a command in a throwaway preloaded cluster
 	# (the worker's reaper stays out of the way of tests that reap by hand)
-	run_pg pg_virtualenv -v 15 -o shared_preload_libraries=dlsm \
-		-o max_connections=100 -o max_prepared_transactions=10 \
-		-o dlsm.reap_interval=1h "$@"
+	if [ "$major" = 15 ]; then
+		run_pg pg_virtualenv -v 15 -o shared_preload_libraries=dlsm \
+			-o max_connections=100 -o max_prepared_transactions=10 \
+			-o dlsm.reap_interval=1h "$@"
+	else
+		throwaway "shared_preload_libraries = 'dlsm'" "$@"
+	fi
+}
+
+# throwaway PRELOAD COMMAND...: COMMAND, as postgres, against a new cluster
+# of $major (not 15: pg_virtualenv knows only the system's majors);
+# PRELOAD is its shared_preload_libraries line
+throwaway() {
+	local preload=$1 rc dir=$(pwd)/tmp_cluster
+	shift
+	( cluster_start "$dir" $((5400 + major)) "$preload" "max_prepared_transactions = 10" \
+		"dlsm.reap_interval = '1h'" "jit = off" >/dev/null || exit 1
+	run_pg env PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER=postgres "$@"
+	rc=$?
+	cluster_stop
+	exit $rc )
 }
 
 # pg_regress, through PGXS installcheck
@@ -147,7 +199,11 @@ fi
 # pg_regress of the router, through proxy/'s PGXS installcheck: a cluster
 # of its own, dlsm not preloaded (the router has no dlsm)
 if want proxy-regress; then
-	run_pg pg_virtualenv -v 15 make -s -C proxy installcheck >"$log" 2>&1
+	if [ "$major" = 15 ]; then
+		run_pg pg_virtualenv -v 15 make -s -C proxy installcheck >"$log" 2>&1
+	else
+		throwaway "shared_preload_libraries = ''" make -s -C proxy installcheck >"$log" 2>&1
+	fi
 	pgr_counts proxy-regress "$log" "$(sed -n 's/^REGRESS = //p' proxy/Makefile)"
 	show_diffs proxy/regression.diffs
 fi
@@ -169,7 +225,7 @@ fi
 
 # TAP: the background worker, crashes and restarts, own clusters
 if want tap; then
-	run_pg make -s installcheck REGRESS= ISOLATION= >"$log" 2>&1
+	run_pg make -s installcheck REGRESS= ISOLATION= ${DLSM_TAP_TESTS:+PROVE_TESTS="$DLSM_TAP_TESTS"} >"$log" 2>&1
 	prove_counts tap "$log"
 	grep -E '^t/|^test/t/|^Files=|^Result' "$log"
 	if ! grep -q '^Result: PASS' "$log"; then
@@ -249,17 +305,73 @@ if want metrics; then
 	echo "metrics: $((SECONDS - start)) s"
 fi
 
+# upgrade: pg_upgrade from 15 to this major (test/upgrade/).  From the
+# system's 15 where both are of one security release (17.12 and 15.20);
+# to 18 from 15.18, bookworm's own minor: 15.20 marks every column with an
+# option, pg_attver, that 18.6 (the newest 18 Debian has) rejects, so
+# pg_upgrade from 15.20 to 18.6 fails for every cluster with a table, with
+# or without dlsm (dlsm is built and installed into 15.18 for it).
+if [ "$major" != 15 ] && want upgrade; then
+	old=/usr/lib/postgresql/15
+	if [ ! -f "$old/lib/dlsm.so" ]; then
+		echo "dlsm is not installed into PostgreSQL 15: bash test/run_all.sh installs it" >"$log"
+		not_run upgrade "$log"
+	else
+	if [ "$major" = 18 ]; then
+		old=$(dirname "$(dirname "$(bash test/majors/setup.sh 15.18 | tail -1)")")
+		oldtree=$(mktemp -d)/dlsm
+		tree_copy "$oldtree" && (cd "$oldtree" && bash test/setup.sh 15.18) >"$log" 2>&1 ||
+			echo "could not install dlsm into PostgreSQL 15.18" >>"$log"
+		rm -rf "$(dirname "$oldtree")"
+	fi
+	run_pg env DLSM_OLD_INSTALL="$old" make -s installcheck REGRESS= ISOLATION= \
+		PROVE_TESTS="test/upgrade/*.pl" >"$log" 2>&1
+	prove_counts upgrade "$log"
+	grep -E '^test/|^Files=|^Result' "$log"
+	grep -q '^Result: PASS' "$log" || tail -40 tmp_check/log/regress_log_* 2>/dev/null
+	fi
+fi
+
+# the matrix: this script again for each newer major, its suites counted
+# here as SUITE@MAJOR
+if [ "$major" = 15 ] && [ "${DLSM_MATRIX:-yes}" != no ]; then
+	for m in 18 17 16; do
+		picked=()
+		for s in ${MATRIX[$m]}; do
+			if [ ${#suites[@]} = 0 ] || printf '%s\n' "${suites[@]}" | grep -qx "$s@$m"; then
+				picked+=("$s")
+			fi
+		done
+		[ ${#picked[@]} -gt 0 ] || continue
+		echo "== PostgreSQL $m: ${picked[*]}"
+		start=$SECONDS
+		DLSM_PG_MAJOR=$m DLSM_LOG_TO=$logdir/$m bash "$top/test/run_all.sh" "${picked[@]}" >"$logdir/major-$m.log" 2>&1
+		sed -n '/^== summary/,$p' "$logdir/major-$m.log" | grep -v '^== summary'
+		while read -r name p f; do
+			record "$name@$m" "$p" "$f"
+		done < <(sed -n '/^== summary/,/^== what failed\|passed, [0-9]* failed$/p' "$logdir/major-$m.log" |
+			sed -n 's/^\([a-z][a-z-]*\) *\([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2 \3/p')
+		grep -q '^== summary' "$logdir/major-$m.log" ||
+			{ echo "PostgreSQL $m: no summary"; tail -20 "$logdir/major-$m.log"; record "major@$m" 0 1 "did not finish"; }
+		while IFS= read -r l; do failures+=("$m: $l"); done \
+			< <(sed -n '/^== what failed/,/passed, [0-9]* failed$/p' "$logdir/major-$m.log" | sed '1d;$d')
+		echo "PostgreSQL $m: $((SECONDS - start)) s"
+	done
+fi
+
 for s in "${suites[@]}"; do
+	case $s in *@*) continue ;; esac
 	printf '%s\n' "${ran[@]}" | grep -qx "$s" || record "$s" 0 1 "no such suite"
 done
 
 echo "== summary"
 if [ -n "$copy" ]; then
-	rm -rf "$top/test/log"; cp -r "$logdir" "$top/test/log"
+	logto=${DLSM_LOG_TO:-$top/test/log}
+	rm -rf "$logto"; cp -r "$logdir" "$logto"
 	if [ "$total_fail" = 0 ]; then
 		cd / && rm -rf "$copy"
 	else
-		echo "logs in $top/test/log; the tree the suites ran in is kept: $copy"
+		echo "logs in $logto; the tree the suites ran in is kept: $copy"
 	fi
 fi
 printf '%s\n' "${summary[@]}"

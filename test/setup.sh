@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# test/setup.sh: install what dlsm needs on a fresh Debian machine (as root),
-# then build it with warnings as errors and install it, and install the
-# router extension dlsm_proxy (proxy/, on PL/Proxy) for the sharding tests.
+# test/setup.sh [MAJOR]: install what dlsm needs on a fresh Debian machine
+# (as root), then build it with warnings as errors and install it, and
+# install the router extension dlsm_proxy (proxy/, on PL/Proxy) for the
+# sharding tests: into PostgreSQL MAJOR (default 15, the system's).
 # Safe to run twice.  The tree keeps its owner: the runners whose suites
 # need postgres to write in it (test/run_all.sh, test/valgrind.sh,
 # test/ubsan.sh) work in a copy.
@@ -23,10 +24,18 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-export PATH=/usr/lib/postgresql/15/bin:$PATH
-make -s clean >/dev/null 2>&1 || true
-make -s PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config PG_CFLAGS=-Werror
-make -s PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config install >/dev/null
+# PostgreSQL 15 is the system's; another major is set up privately, once,
+# by test/majors/setup.sh (cached in /var/cache/dlsm-pg)
+major=${1:-15}
+if [ "$major" = 15 ]; then
+	pg_config=/usr/lib/postgresql/15/bin/pg_config
+else
+	pg_config=$(bash test/majors/setup.sh "$major" | tail -1)
+fi
+export PATH=$("$pg_config" --bindir):$PATH
+make -s clean PG_CONFIG="$pg_config" >/dev/null 2>&1 || true
+make -s PG_CONFIG="$pg_config" PG_CFLAGS=-Werror
+make -s PG_CONFIG="$pg_config" install >/dev/null
 # the router extension of a sharded dlsm (SQL only)
-make -s -C proxy PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config install >/dev/null
-echo "setup: dlsm built and installed, dlsm_proxy installed"
+make -s -C proxy PG_CONFIG="$pg_config" install >/dev/null
+echo "setup: dlsm built and installed for PostgreSQL $major, dlsm_proxy installed"
