@@ -20,8 +20,11 @@ use strict;
 use warnings;
 
 my $src = ($0 =~ m{(.*)/test/arch\.pl$} ? $1 : '.') . '/src';
+# compat.h is under every layer: macros over PostgreSQL's own headers for
+# its majors, which the base layer needs as much as the rest (shmem.c
+# names a backend's process number through it)
 my %layer = (
-	compat => 0, cache => 0, guc => 0, subxact => 0, identity => 0,
+	compat => -1, cache => 0, guc => 0, subxact => 0, identity => 0,
 	shmem => 0, extension => 0, names => 0,
 	plans => 1, notify => 1, locks => 1, bound => 1,
 	queue => 2, fence => 2, wake => 2,
