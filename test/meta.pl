@@ -408,6 +408,17 @@ my $pg = ref $meta->{prereqs} eq 'HASH' && ref $meta->{prereqs}{runtime} eq 'HAS
 check('runtime requires PostgreSQL 15.0.0 or later (src/compat.h\'s baseline)',
 	is_string($pg) && $pg =~ /\A(?:>=\s*)?(\d+)\.\d+\.\d+\z/ && $1 >= 15 ? ''
 	: 'prereqs.runtime.requires.PostgreSQL is ' . show($pg));
+# the majors the test matrix runs (test/run_all.sh: 15, and MATRIX's)
+if (-f "$dist/test/run_all.sh")
+{
+	open my $fh, '<', "$dist/test/run_all.sh" or die "cannot read test/run_all.sh: $!";
+	my $run_all = do { local $/; <$fh> };
+	my @majors = ('15', sort { $a <=> $b } $run_all =~ /^\t\[(\d+)\]="/mg);
+	my $tested = $meta->{x_postgresql_tested};
+	check('x_postgresql_tested names the majors test/run_all.sh runs (' . join(', ', @majors) . ')',
+		ref $tested eq 'ARRAY' && "@$tested" eq "@majors" ? ''
+		: 'x_postgresql_tested is ' . show($tested));
+}
 if (-d "$dist/test/pgtap")
 {
 	check('test prereqs name pgTAP (test/pgtap uses it)',

@@ -22,6 +22,8 @@
 #   metrics     bench/metrics_cost.sh: the exporter's queries on a queue of
 #               1,000,000 settled rows: timed, and no sequential scan of it
 #               (the exporter itself is scraped by test/t/070_metrics.pl, tap)
+#   dist        test/pgxn/dist_build.sh: the PGXN zip builds against a newer
+#               major (in that major's run)
 #   upgrade     test/upgrade/: pg_upgrade from 15 to a newer major of a
 #               cluster holding every kind of dlsm state (in the newer
 #               major's run)
@@ -59,9 +61,9 @@ major=${DLSM_PG_MAJOR:-15}
 suites=("$@")
 # MATRIX: the suites each newer major runs
 declare -A MATRIX=(
-	[18]="regress proxy-regress isolation pgtap tap stress model upgrade"
-	[17]="regress isolation pgtap tap upgrade"
-	[16]="regress isolation pgtap tap"
+	[18]="dist regress proxy-regress isolation pgtap tap stress model upgrade"
+	[17]="dist regress isolation pgtap tap upgrade"
+	[16]="dist regress isolation pgtap tap"
 )
 # the worker's TAP files, for the majors that run only those
 WORKER_TAP="test/t/001_worker_lifecycle.pl test/t/002_reaper.pl test/t/003_handlers.pl test/t/004_databases.pl test/t/010_locks.pl test/t/042_worker_bounds.pl test/t/090_worker_pool.pl"
@@ -295,6 +297,12 @@ if want pgxn; then
 	start=$SECONDS
 	tap_script pgxn "$log" env DLSM_GIT_TREE="$top" bash test/pgxn/run.sh
 	echo "pgxn: $((SECONDS - start)) s"
+fi
+
+# dist: the PGXN release (make dist) builds against this major (the pgxn
+# suite installs it through the PGXN client on 15)
+if want dist; then
+	tap_script dist "$log" env DLSM_GIT_TREE="$top" bash test/pgxn/dist_build.sh
 fi
 
 # metrics: the cost of the exporter's queries on 1,000,000 settled rows
