@@ -21,6 +21,7 @@
 #include "datatype/timestamp.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
+#include "storage/shmem.h"
 #include "utils/acl.h"
 #include "utils/varlena.h"
 
@@ -83,6 +84,18 @@
 #else
 #define DLSM_LOCK_HELD_BY_ME(tag, mode) LockHeldByMe((tag), (mode))
 #define DLSM_MY_PROC_NUMBER (MyProc->pgprocno)
+#endif
+
+/*
+ * A fixed-size shared hash table of nelems entries; PostgreSQL 19 dropped
+ * the initial size (it was the maximum here anyway).
+ */
+#if PG_VERSION_NUM >= 190000
+#define DLSM_SHMEM_INIT_HASH(name, nelems, info, flags) \
+	ShmemInitHash((name), (nelems), (info), (flags))
+#else
+#define DLSM_SHMEM_INIT_HASH(name, nelems, info, flags) \
+	ShmemInitHash((name), (nelems), (nelems), (info), (flags))
 #endif
 
 #endif							/* DLSM_COMPAT_H */

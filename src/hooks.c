@@ -28,6 +28,7 @@
 
 #include <signal.h>
 
+#include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"

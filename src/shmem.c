@@ -313,11 +313,10 @@ shmem_startup(void)
 		ctl.keysize = sizeof(DlsmGroupKey);
 		ctl.entrysize = sizeof(DlsmParkedGroup);
 		/* fixed: past it, groups are not parked (HASH_ENTER_NULL) */
-		parked_groups = ShmemInitHash("dlsm parked groups",
-									  DLSM_MAX_PARKED_GROUPS,
-									  DLSM_MAX_PARKED_GROUPS, &ctl,
-									  HASH_ELEM | HASH_BLOBS |
-									  HASH_FIXED_SIZE);
+		parked_groups = DLSM_SHMEM_INIT_HASH("dlsm parked groups",
+											 DLSM_MAX_PARKED_GROUPS, &ctl,
+											 HASH_ELEM | HASH_BLOBS |
+											 HASH_FIXED_SIZE);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

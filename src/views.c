@@ -30,8 +30,10 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
 #include "identity.h"
 #include "plans.h"
