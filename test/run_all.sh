@@ -301,7 +301,7 @@ fi
 
 # dist: the PGXN release (make dist) builds against this major (the pgxn
 # suite installs it through the PGXN client on 15)
-if want dist; then
+if [ "$major" != 15 ] && want dist; then
 	tap_script dist "$log" env DLSM_GIT_TREE="$top" bash test/pgxn/dist_build.sh
 fi
 

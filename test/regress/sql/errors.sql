@@ -34,6 +34,8 @@ SELECT dlsm_create_queue('e2', channel => '');
 SELECT * FROM dlsm_claim('e', lease => '0');
 SELECT * FROM dlsm_claim('e', lease => '-5 minutes');
 SELECT * FROM dlsm_claim('e', lease => '1000 years');
+-- an infinite interval (17 and later; 15 and 16 have none: 22007)
+SELECT * FROM dlsm_claim('e', lease => 'infinity');
 SELECT * FROM dlsm_claim('e', wait => '-1 s');
 SELECT * FROM dlsm_claim('e', units => 0);
 SELECT dlsm_heartbeat('e', gen_random_uuid(), '0');
