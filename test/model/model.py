@@ -971,7 +971,8 @@ class DlsmMachine(RuleBasedStateMachine):
                       % (who_name(s), ids, n, len(moved), moved), s)
         for r in moved:
             old = self.old_detail(v, r, db.get(r.id) == 'error')
-            head = 'requeued by role "%s" after %d attempts' % (self.role(s), r.attempts)
+            head = 'requeued by role "%s" after %d attempt%s' % (
+                self.role(s), r.attempts, '' if r.attempts == 1 else 's')
             n_ = r.copy()
             n_.status, n_.pid, n_.fence, n_.attempts = 'new', None, None, 0
             n_.expired, n_.due = False, True
