@@ -551,6 +551,31 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		ARGS(INT8ARRAYOID, TEXTOID),
 		SPI_OK_UPDATE_RETURNING, 3, "a cancel"
 	},
+	[DLSM_Q_REQUEUE_KEYS] = {
+		/*
+		 * The error rows of $1 that hold a dedup key, with their keys, locked
+		 * in id order as REQUEUE locks them
+		 */
+		"SELECT {id}::pg_catalog.int8, {dedup}::pg_catalog.text FROM {q}"
+		" WHERE {id} {=} ANY ($1) AND {status} {=} 'error'"
+		" AND {dedup} IS NOT NULL"
+		" ORDER BY {id} FOR UPDATE",
+		ARGS(INT8ARRAYOID),
+		SPI_OK_SELECT, 2, "a requeue's dedup keys"
+	},
+	[DLSM_Q_REQUEUE_HOLDERS] = {
+		/*
+		 * The oldest new or in-progress request holding one of the keys $1,
+		 * with its key.  Run under the keys' locks with the latest snapshot,
+		 * without sequential scans, as DEDUP_LOOKUP.
+		 */
+		"SELECT {id}::pg_catalog.int8, {dedup}::pg_catalog.text FROM {q}"
+		" WHERE {dedup} {=} ANY ($1)"
+		" AND {status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])"
+		" ORDER BY {id} LIMIT 1",
+		ARGS(TEXTARRAYOID),
+		SPI_OK_SELECT, 2, "a requeue's dedup key lookup", true
+	},
 	[DLSM_Q_DEDUP_LOOKUP] = {
 		/*
 		 * The newest request holding the key $1: new or in progress, or
