@@ -164,3 +164,75 @@ LANGUAGE sql VOLATILE AS $$
 $$;
 COMMENT ON FUNCTION @extschema@.dlsm_cancel_on(pg_catalog.int4, pg_catalog.text, pg_catalog.int8[]) IS
 'cancel new requests (to error), on the node that holds them';
+
+-- 1.1: dlsm_proxy_conninfo_keys reads URIs by libpq's rules (1.0 took a
+-- password holding # or ? in a URI's user part for none, so that
+-- dlsm_proxy_configure stored it in pg_foreign_server).
+--
+-- The keywords of a libpq connection string, in keyword = value form or
+-- as a URI (a password in the URI's user part counts as keyword password),
+-- read by libpq's rules (fe-connect.c: uri_prefix_length,
+-- conninfo_uri_parse_options, conninfo_uri_parse_params): a URI starts
+-- with postgresql:// or postgres://, in that case; its user part runs to
+-- the first @ when an @ comes before any /, whatever else it holds (#, ?
+-- and & are no delimiters there), and holds a password when something
+-- follows its first :; the parameters follow the first ? after the user
+-- part, and their keywords are percent-decoded.  22023 when it reads as
+-- neither form.
+CREATE OR REPLACE FUNCTION @extschema@.dlsm_proxy_conninfo_keys(connstr pg_catalog.text)
+RETURNS pg_catalog.text[]
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	keys	text[] := '{}';
+	rest	text := connstr;
+	m		text[];
+	k		text;
+	plain	text;
+	i		int4;
+BEGIN
+	IF rest ~ '^postgres(ql)?://' THEN
+		rest := substring(rest FROM '^postgres(?:ql)?://(.*)$');
+		-- the user part, and a password after its first :
+		m := regexp_match(rest, '^([^@/]*)@(.*)$');
+		IF m IS NOT NULL THEN
+			IF m[1] ~ ':.' THEN
+				keys := keys || 'password'::text;
+			END IF;
+			rest := m[2];
+		END IF;
+		FOR m IN SELECT regexp_matches(substring(rest FROM '\?(.*)$'), '(?:^|&)([^=&]*)=', 'g') LOOP
+			-- libpq decodes the keywords of a URI
+			k := m[1];
+			plain := '';
+			i := 1;
+			WHILE i <= length(k) LOOP
+				IF substr(k, i, 1) = '%' AND substr(k, i + 1, 2) ~ '^[0-9A-Fa-f]{2}$' THEN
+					plain := plain || chr(('x' || substr(k, i + 1, 2))::bit(8)::int4);
+					i := i + 3;
+				ELSE
+					plain := plain || substr(k, i, 1);
+					i := i + 1;
+				END IF;
+			END LOOP;
+			keys := keys || plain;
+		END LOOP;
+		RETURN keys;
+	END IF;
+	LOOP
+		rest := substring(rest FROM '^\s*(.*)$');
+		EXIT WHEN rest = '';
+		-- keyword = 'quoted value' or an unquoted one (backslash escapes)
+		m := regexp_match(rest,
+			'^([^=\s]+)\s*=\s*(''(?:[^''\\]|\\.)*''|(?:[^\s\\'']|\\.)(?:[^\s\\]|\\.)*|)(\s.*|)$');
+		IF m IS NULL THEN
+			RAISE EXCEPTION 'invalid connection string "%"', connstr
+				USING ERRCODE = 'invalid_parameter_value',
+					  HINT = 'Write it as keyword = value pairs, as libpq reads them.';
+		END IF;
+		keys := keys || m[1];
+		rest := m[3];
+	END LOOP;
+	RETURN keys;
+END
+$$;

@@ -1603,8 +1603,15 @@ GRANT SELECT ON @extschema@.dlsm_proxy_partitions TO PUBLIC;
 -- Administration (superuser or the extension's owner).
 
 -- The keywords of a libpq connection string, in keyword = value form or
--- as a URI (a password in the URI's user part counts as keyword password).
--- 22023 when it reads as neither.
+-- as a URI (a password in the URI's user part counts as keyword password),
+-- read by libpq's rules (fe-connect.c: uri_prefix_length,
+-- conninfo_uri_parse_options, conninfo_uri_parse_params): a URI starts
+-- with postgresql:// or postgres://, in that case; its user part runs to
+-- the first @ when an @ comes before any /, whatever else it holds (#, ?
+-- and & are no delimiters there), and holds a password when something
+-- follows its first :; the parameters follow the first ? after the user
+-- part, and their keywords are percent-decoded.  22023 when it reads as
+-- neither form.
 CREATE FUNCTION @extschema@.dlsm_proxy_conninfo_keys(connstr pg_catalog.text)
 RETURNS pg_catalog.text[]
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
@@ -1617,9 +1624,15 @@ DECLARE
 	plain	text;
 	i		int4;
 BEGIN
-	IF rest ~* '^postgres(ql)?://' THEN
-		IF substring(rest FROM '^[^:]*://([^/?#]*)@') ~ ':' THEN
-			keys := keys || 'password'::text;
+	IF rest ~ '^postgres(ql)?://' THEN
+		rest := substring(rest FROM '^postgres(?:ql)?://(.*)$');
+		-- the user part, and a password after its first :
+		m := regexp_match(rest, '^([^@/]*)@(.*)$');
+		IF m IS NOT NULL THEN
+			IF m[1] ~ ':.' THEN
+				keys := keys || 'password'::text;
+			END IF;
+			rest := m[2];
 		END IF;
 		FOR m IN SELECT regexp_matches(substring(rest FROM '\?(.*)$'), '(?:^|&)([^=&]*)=', 'g') LOOP
 			-- libpq decodes the keywords of a URI

@@ -27,6 +27,11 @@
  * cannot be captured (the capture or its queue is gone) fails the write:
  * nothing is lost silently.
  *
+ * Attaching and detaching check the caller's rights, and whether the
+ * capture exists, before they lock the source table (a lock request, even
+ * one that fails later, makes everyone after it wait), then lock it and
+ * check again, as RangeVarGetRelidExtended's callbacks do.
+ *
  * Calls queue.c, plans.c, state.c and identity.c.
  *
  * Copyright (c) 2026, dlsm developers
@@ -271,13 +276,19 @@ watched_columns(Oid source, ArrayType *columns, AttrNumber *watched)
 	return nwatched;
 }
 
-/* Can source be captured into queue by the caller?  Errors if not. */
+/*
+ * Can source be captured into queue by the caller?  Errors if not.  Run
+ * before source is locked (a role that may not capture it never queues a
+ * lock on it) and again once it is locked.
+ */
 static void
 check_capture(Oid source, Oid queue)
 {
-	char		relkind = get_rel_relkind(source);
+	char		relkind;
 
+	(void) dlsm_rel_name(source);
 	dlsm_queue_check_owner(source);
+	relkind = get_rel_relkind(source);
 	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -314,13 +325,12 @@ dlsm_capture_attach(Oid source, Oid queue, const char *kind,
 	char		nulls[N_CAPTURE_ADD_PARAMS];
 
 	/*
-	 * the caller's ownership first (no lock for a stranger to queue behind),
-	 * then the lock CREATE TRIGGER takes, and the checks again: source cannot
-	 * go meanwhile
+	 * every check first (no lock for a stranger to queue behind), then the
+	 * lock CREATE TRIGGER takes, and the checks again: source cannot go
+	 * meanwhile
 	 */
-	dlsm_queue_check_owner(source);
+	check_capture(source, queue);
 	LockRelationOid(source, ShareRowExclusiveLock);
-	(void) dlsm_rel_name(source);
 	check_capture(source, queue);
 	nentity = entity_columns(source, entity_column, entity);
 	nwatched = watched_columns(source, columns, watched);
@@ -373,13 +383,57 @@ capture_trigger_oid(Oid source, const char *name)
 	return found;
 }
 
+/* Does the caller own queue, and is it a dlsm queue? */
+static bool
+owns_queue(Oid queue)
+{
+	DlsmQueue  *desc;
+
+	if (!DLSM_CLASS_OWNERCHECK(queue, GetUserId()))
+		return false;
+	desc = dlsm_queue_open(queue, DLSM_QUEUE_MISSING_OK |
+						   DLSM_QUEUE_ANY_SECURITY);
+	if (desc == NULL)
+		return false;
+	dlsm_queue_close(desc);
+	return true;
+}
+
+/*
+ * May the caller remove the capture of source into queue?  The owner of
+ * source may, and so may the owner of queue if it is a dlsm queue (42501
+ * otherwise); and the capture must exist (42704).  Returns the capture
+ * trigger's name.  Run before source is locked, so that a role that may
+ * not remove the capture never queues a lock on source (the lock waits
+ * for every holder, and everyone after waits for it), and again once it
+ * is locked.
+ */
+static char *
+check_uncapture(Oid source, Oid queue)
+{
+	char	   *trigger;
+
+	(void) dlsm_rel_name(source);
+	if (!owns_queue(queue))
+		dlsm_queue_check_owner(source);
+	trigger = capture_trigger(source, queue);
+	if (trigger == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("table \"%s\" is not captured into queue \"%s\"",
+						dlsm_rel_label(source), dlsm_rel_label(queue))));
+	return trigger;
+}
+
 /*
  * dlsm_uncapture: remove the capture of source into queue.  The owner of
  * source may, and so may the owner of queue: a producer's capture must not
  * keep the queue's owner from dropping the queue (DROP ... CASCADE drops
  * another role's foreign key the same way).  The trigger is dropped as
  * DROP TRIGGER would, under the same lock, without its ownership check,
- * and only if it still is a capture trigger.
+ * and only if it still is a capture trigger.  Everything is checked before
+ * the lock is taken, as RangeVarGetRelidExtended's callbacks do, and again
+ * after.
  */
 void
 dlsm_capture_detach(Oid source, Oid queue)
@@ -388,16 +442,9 @@ dlsm_capture_detach(Oid source, Oid queue)
 	Datum		values[N_CAPTURE_KEY_PARAMS];
 	ObjectAddress address;
 
-	if (!DLSM_CLASS_OWNERCHECK(queue, GetUserId()))
-		dlsm_queue_check_owner(source);
+	(void) check_uncapture(source, queue);
 	LockRelationOid(source, AccessExclusiveLock);
-	(void) dlsm_rel_name(source);
-	trigger = capture_trigger(source, queue);
-	if (trigger == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("table \"%s\" is not captured into queue \"%s\"",
-						dlsm_rel_label(source), dlsm_rel_label(queue))));
+	trigger = check_uncapture(source, queue);
 	ObjectAddressSet(address, TriggerRelationId,
 					 capture_trigger_oid(source, trigger));
 	if (OidIsValid(address.objectId))

@@ -20,6 +20,16 @@
  * which still read 'new' until they are written (pending.c), are in
  * progress as well.
  *
+ * A requeue keeps at most one live (new or in-progress) request per dedup
+ * key, as dlsm_enqueue does: it locks the error rows it names that hold a
+ * key, takes each key's lock-manager lock (locks.c), in key order, for the
+ * rest of the transaction, as a producer of the key does, and then looks
+ * for a live request holding one of the keys, with the latest snapshot.
+ * When there is one, or when two of the rows hold one key, it raises 55000
+ * and requeues nothing: a request whose key is live again would run the
+ * work twice, and a later enqueue of the key would be told "deduplicated"
+ * by either.
+ *
  * Neither touches the rules of an entity: a requeued row keeps its id, so
  * it is claimed again in id order, a requeued create before its entity's
  * updates, and those wait again for it; a cancelled create makes its
@@ -34,7 +44,7 @@
  * Statements run as the current user, who is named in each row's detail;
  * the caller holds an SPI connection and a pin on the queue.
  *
- * Calls plans.c, queue.c, pending.c and wake.c.
+ * Calls plans.c, locks.c, queue.c, pending.c and wake.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -50,6 +60,7 @@
 #include "utils/builtins.h"
 
 #include "deadletter.h"
+#include "locks.h"
 #include "names.h"
 #include "pending.h"
 #include "wake.h"
@@ -69,6 +80,27 @@ enum
 {
 	A_DEAD_ID = 1, A_DEAD_ENTITY, A_DEAD_STATUS, N_DEAD
 };
+
+/* REQUEUE_KEYS takes the ids, REQUEUE_HOLDERS the keys; both return these */
+enum
+{
+	P_REQUEUE_KEYS_IDS, N_REQUEUE_KEYS_PARAMS
+};
+enum
+{
+	P_REQUEUE_HOLDERS_KEYS, N_REQUEUE_HOLDERS_PARAMS
+};
+enum
+{
+	A_REQUEUE_KEY_ID = 1, A_REQUEUE_KEY_KEY, N_REQUEUE_KEY
+};
+
+/* An error row that a requeue names, and its dedup key. */
+typedef struct KeyedRow
+{
+	int64		id;
+	char	   *key;
+} KeyedRow;
 
 /*
  * Note the rows the last statement returned (A_DEAD_*) for the commit:
@@ -108,10 +140,115 @@ current_role_name(void)
 	return CStringGetTextDatum(GetUserNameFromId(GetUserId(), false));
 }
 
+/* Order keyed rows by key, then by id. */
+static int
+keyed_row_cmp(const void *a, const void *b)
+{
+	const KeyedRow *x = a;
+	const KeyedRow *y = b;
+	int			c = strcmp(x->key, y->key);
+
+	if (c != 0)
+		return c;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/*
+ * The error rows of ids that hold a dedup key, locked, sorted by key; sets
+ * *n.  Raises 55000 when two of them hold one key.
+ */
+static KeyedRow *
+keyed_rows(DlsmQueue *queue, ArrayType *ids, int *n)
+{
+	Datum		values[N_REQUEUE_KEYS_PARAMS];
+	KeyedRow   *rows;
+	bool		isnull;
+
+	values[P_REQUEUE_KEYS_IDS] = PointerGetDatum(ids);
+	dlsm_plan_run(&queue->plans, DLSM_Q_REQUEUE_KEYS, values, NULL, 0);
+	*n = (int) SPI_processed;
+	rows = palloc(sizeof(KeyedRow) * Max(*n, 1));
+	for (int r = 0; r < *n; r++)
+	{
+		rows[r].id = DatumGetInt64(dlsm_plan_value(r, A_REQUEUE_KEY_ID,
+												   &isnull));
+		rows[r].key = dlsm_plan_text(r, A_REQUEUE_KEY_KEY);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	qsort(rows, *n, sizeof(KeyedRow), keyed_row_cmp);
+	for (int i = 1; i < *n; i++)
+	{
+		if (strcmp(rows[i].key, rows[i - 1].key) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot requeue requests %lld and %lld of queue \"%s\" together: both hold dedup key \"%s\"",
+							(long long) rows[i - 1].id, (long long) rows[i].id,
+							dlsm_rel_label(queue->relid), rows[i].key),
+					 errdetail("At most one new or in-progress request holds a dedup key; nothing was requeued."),
+					 errhint("Requeue one of them.")));
+	}
+	return rows;
+}
+
+/*
+ * Keep one live request per dedup key through a requeue of ids: lock the
+ * keyed error rows, then their keys (in key order, for the rest of the
+ * transaction: the rows will hold them, uncommitted, as an enqueue's row
+ * does), then look for a live request holding one of the keys, with the
+ * latest snapshot, as dlsm_enqueue does.  Raises 55000 when there is one.
+ */
+static void
+check_dedup_keys(DlsmQueue *queue, ArrayType *ids)
+{
+	Datum		values[N_REQUEUE_HOLDERS_PARAMS];
+	Datum	   *keys;
+	KeyedRow   *rows;
+	int			n;
+	int64		holder;
+	char	   *key;
+	bool		isnull;
+
+	if (queue->plans.names.dedup == NULL)
+		return;
+	rows = keyed_rows(queue, ids, &n);
+	if (n == 0)
+		return;
+	keys = palloc(sizeof(Datum) * n);
+	for (int i = 0; i < n; i++)
+	{
+		(void) dlsm_lock_dedup_key(queue->relid, rows[i].key);
+		keys[i] = CStringGetTextDatum(rows[i].key);
+	}
+	values[P_REQUEUE_HOLDERS_KEYS] =
+		PointerGetDatum(construct_array(keys, n, TEXTOID, -1, false,
+										TYPALIGN_INT));
+	if (dlsm_plan_run_latest(&queue->plans, DLSM_Q_REQUEUE_HOLDERS, values,
+							 NULL, 1) == 0)
+	{
+		SPI_freetuptable(SPI_tuptable);
+		return;
+	}
+	holder = DatumGetInt64(dlsm_plan_value(0, A_REQUEUE_KEY_ID, &isnull));
+	key = dlsm_plan_text(0, A_REQUEUE_KEY_KEY);
+	SPI_freetuptable(SPI_tuptable);
+	/* the requeued row of that key (by the column's equality: the first) */
+	while (n > 1 && strcmp(rows[n - 1].key, key) != 0)
+		n--;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("cannot requeue request %lld of queue \"%s\": its dedup key \"%s\" is held by request %lld",
+					(long long) rows[n - 1].id, dlsm_rel_label(queue->relid),
+					rows[n - 1].key, (long long) holder),
+			 errdetail("At most one new or in-progress request holds a dedup key; nothing was requeued."),
+			 errhint("Requeue it once request %lld is settled, or cancel request %lld first.",
+					 (long long) holder, (long long) holder)));
+}
+
 /*
  * dlsm_requeue: the rows of ids that are in error back to new, with their
  * attempts reset and their last detail kept behind a note of the requeue;
- * returns how many.
+ * returns how many.  Raises 55000, requeuing nothing, when a row's dedup
+ * key is held by a live request, or by another row requeued with it.
  */
 int64
 dlsm_deadletter_requeue(DlsmQueue *queue, ArrayType *ids)
@@ -119,6 +256,7 @@ dlsm_deadletter_requeue(DlsmQueue *queue, ArrayType *ids)
 	Datum		values[N_DEAD_PARAMS];
 	int64		n;
 
+	check_dedup_keys(queue, ids);
 	values[P_DEAD_IDS] = PointerGetDatum(ids);
 	values[P_DEAD_ROLE] = current_role_name();
 	dlsm_plan_run(&queue->plans, DLSM_Q_REQUEUE, values, NULL, 0);

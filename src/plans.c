@@ -517,7 +517,9 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"UPDATE {q} t SET {status} = 'new', attempts = 0,"
 		" run_at = pg_catalog.now(), {pid} = NULL, fence = NULL,"
 		" claimed_at = NULL, lease_until = NULL, settled_at = NULL,"
-		" detail = pg_catalog.format('requeued by role \"%s\" after %s attempts%s',"
+		" detail = pg_catalog.format(CASE WHEN t.attempts {=} 1"
+		"  THEN 'requeued by role \"%s\" after %s attempt%s'"
+		"  ELSE 'requeued by role \"%s\" after %s attempts%s' END,"
 		"  $2, t.attempts, ': ' OPERATOR(pg_catalog.||) t.detail)"
 		" WHERE t.{id} {=} ANY (ARRAY(SELECT {id} FROM {q}"
 		"  WHERE {id} {=} ANY ($1) AND {status} {=} 'error'"
@@ -548,6 +550,31 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" RETURNING {id}, {entity}, {status}",
 		ARGS(INT8ARRAYOID, TEXTOID),
 		SPI_OK_UPDATE_RETURNING, 3, "a cancel"
+	},
+	[DLSM_Q_REQUEUE_KEYS] = {
+		/*
+		 * The error rows of $1 that hold a dedup key, with their keys, locked
+		 * in id order as REQUEUE locks them
+		 */
+		"SELECT {id}::pg_catalog.int8, {dedup}::pg_catalog.text FROM {q}"
+		" WHERE {id} {=} ANY ($1) AND {status} {=} 'error'"
+		" AND {dedup} IS NOT NULL"
+		" ORDER BY {id} FOR UPDATE",
+		ARGS(INT8ARRAYOID),
+		SPI_OK_SELECT, 2, "a requeue's dedup keys"
+	},
+	[DLSM_Q_REQUEUE_HOLDERS] = {
+		/*
+		 * The oldest new or in-progress request holding one of the keys $1,
+		 * with its key.  Run under the keys' locks with the latest snapshot,
+		 * without sequential scans, as DEDUP_LOOKUP.
+		 */
+		"SELECT {id}::pg_catalog.int8, {dedup}::pg_catalog.text FROM {q}"
+		" WHERE {dedup} {=} ANY ($1)"
+		" AND {status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])"
+		" ORDER BY {id} LIMIT 1",
+		ARGS(TEXTARRAYOID),
+		SPI_OK_SELECT, 2, "a requeue's dedup key lookup", true
 	},
 	[DLSM_Q_DEDUP_LOOKUP] = {
 		/*

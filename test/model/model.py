@@ -80,7 +80,10 @@ the README contract:
   claims after them (a requeued create before its updates, which wait for
   it again; updates requeued while their create is in error fail again);
   the ids they name are never locked by another open transaction (the
-  call would wait for it);
+  call would wait for it); in the scenarios, dedup keys: dlsm_enqueue's
+  dedup_key returns the live request of its key, and a requeue whose
+  request's key a live request holds, or of two requests of one key, fails
+  with 55000 and moves nothing (one live request per key);
 - at the end of each example: every open transaction rolled back, then
   (with updates_wait_for_create on) the missing creates enqueued or the
   option turned off, by turns, then delayed requests made due, expire +
@@ -201,7 +204,7 @@ class BudgetSpent(KeyboardInterrupt):
 
 class Row:
     __slots__ = ('id', 'kind', 'entity', 'status', 'pid', 'fence', 'attempts',
-                 'expired', 'detail', 'due')
+                 'expired', 'detail', 'due', 'key')
 
     def __init__(self, id, kind, entity, due=True):
         self.id, self.kind, self.entity = id, kind, entity
@@ -209,6 +212,7 @@ class Row:
         self.expired = False
         self.detail = None      # None, an exact string, or a compiled regex
         self.due = due          # run_at has come (an hour ahead: not due)
+        self.key = None         # the dedup key (scenarios only), or None
 
     def copy(self):
         r = Row(self.id, self.kind, self.entity)
@@ -440,7 +444,8 @@ STATS = dict(examples=0, steps=0, claims=0, claimed_rows=0, units=0, groups=0,
              busy_create=0, busy_row=0, busy_nocreate=0, busy_limit=0, wait_toggles=0,
              late_creates=0, stats_checks=0,
              requeues=0, requeued_rows=0, cancels=0,
-             cancelled_rows=0, cancel_55000=0)
+             cancelled_rows=0, cancel_55000=0, deduplicated=0,
+             requeue_dedup_55000=0)
 LAST = [None]                       # the machine of the last example run
 RUN_START = [None]                  # when the random run started
 FAILED = [False]                    # some example of the run failed
@@ -635,6 +640,33 @@ class DlsmMachine(RuleBasedStateMachine):
         self.last_id = rid
         m.write(s, Row(rid, kind, entity, due=run_at != 'later'))
         STATS['delayed'] += run_at == 'later'
+        return rid
+
+    def act_enqueue_keyed(self, s, entity, kind, key):
+        """dlsm_enqueue with dedup key `key` (scenarios: no other open
+        transaction holds the key): the newest live (new or in-progress)
+        request of the key in s's view is returned and nothing is added;
+        otherwise a row holding the key."""
+        m = self.m
+        live = [r.id for r in m.view(s).values()
+                if r.key == key and r.status in ('new', 'in-progress')]
+        (rid, dedup), = self.sql(s, 'SELECT dlsm_enqueue(%s, %s, %s, dedup_key => %s),'
+                                 ' dlsm_enqueue_deduplicated()', (self.q, entity, kind, key))
+        if live:
+            if not dedup or rid != max(live):
+                self.fail('%s: dlsm_enqueue(dedup_key => %s) returned %d (deduplicated: %s), '
+                          'the contract says request %d holds the key'
+                          % (who_name(s), key, rid, dedup, max(live)), s)
+            STATS['deduplicated'] += 1
+            return rid
+        if dedup or rid <= self.last_id:
+            self.fail('%s: dlsm_enqueue(dedup_key => %s) returned %d (deduplicated: %s), '
+                      'the contract says a new request (no live one holds the key)'
+                      % (who_name(s), key, rid, dedup), s)
+        self.last_id = rid
+        row = Row(rid, kind, entity)
+        row.key = key
+        m.write(s, row)
         return rid
 
     def act_claim(self, s, units, leased):
@@ -964,6 +996,17 @@ class DlsmMachine(RuleBasedStateMachine):
             if r.status == 'error' or (r.status == 'new' and m.doomed(v, r)
                                        and db.get(i) == 'error'):
                 moved.append(r)
+        # one live request per dedup key: a requeued row whose key a live
+        # request holds, or two requeued rows of one key, fail the call
+        # with 55000, and nothing is requeued
+        keys = [r.key for r in moved if r.key is not None]
+        held = {r.key for r in v.values() if r.key is not None
+                and r.status in ('new', 'in-progress') and r not in moved}
+        if len(set(keys)) < len(keys) or held.intersection(keys):
+            self.sql_error(s, 'SELECT dlsm_requeue(%s, %s::bigint[])',
+                           (self.q, list(ids)), '55000')
+            STATS['requeue_dedup_55000'] += 1
+            return
         (n,), = self.sql(s, 'SELECT dlsm_requeue(%s, %s::bigint[])', (self.q, list(ids)))
         STATS['requeues'] += 1
         if n != len(moved):
@@ -971,7 +1014,8 @@ class DlsmMachine(RuleBasedStateMachine):
                       % (who_name(s), ids, n, len(moved), moved), s)
         for r in moved:
             old = self.old_detail(v, r, db.get(r.id) == 'error')
-            head = 'requeued by role "%s" after %d attempts' % (self.role(s), r.attempts)
+            head = 'requeued by role "%s" after %d attempt%s' % (
+                self.role(s), r.attempts, '' if r.attempts == 1 else 's')
             n_ = r.copy()
             n_.status, n_.pid, n_.fence, n_.attempts = 'new', None, None, 0
             n_.expired, n_.due = False, True
@@ -1646,6 +1690,32 @@ def scenario_requeue_failed_create(t):
         raise Disagreement('the requeued updates came as %s, not one unit' % rows)
 
 
+def scenario_requeue_dedup_key(t):
+    """dedup keys through a requeue (issue 32 #5): a failed request whose
+    key a newer request holds (new, then in progress) is not requeued
+    (55000); two failed requests of one key are not requeued together; one
+    requeued alone holds the key again, and an enqueue of the key gets it."""
+    r1 = t.act_enqueue_keyed(0, 'e0', 'delete', 'K')
+    claimed_ids(t.act_claim(1, 1, leased=True), [r1])
+    t.act_settle(1, t.pids[-1], 'error', 'boom')
+    r2 = t.act_enqueue_keyed(0, 'e1', 'delete', 'K')
+    t.act_requeue(2, [r1])                  # 55000: r2 holds K
+    t.check_all()
+    if t.act_enqueue_keyed(0, 'e2', 'delete', 'K') != r2:
+        raise Disagreement('K is not held by request %d' % r2)
+    claimed_ids(t.act_claim(1, 1, leased=True), [r2])
+    t.act_requeue(2, [r1])                  # 55000: r2 in progress
+    t.act_settle(1, t.pids[-1], 'error', 'boom again')
+    t.act_requeue(2, [r2, r1])              # 55000: both hold K
+    t.check_all()
+    if STATS['requeue_dedup_55000'] < 3:
+        raise Disagreement('the requeues of a held key were not refused')
+    t.act_requeue(2, [r1])                  # requeued: nobody holds K
+    if t.act_enqueue_keyed(0, 'e3', 'delete', 'K') != r1:
+        raise Disagreement('the requeued request %d does not hold K' % r1)
+    claimed_ids(t.act_claim(1, 2, leased=True), [r1])
+
+
 def scenario_cancel(t):
     """cancel: new requests to error, never handed out; one in progress
     (this transaction's own claim, unwritten, included) refused with 55000."""
@@ -1709,6 +1779,8 @@ SCENARIOS = [
      scenario_requeue_failed_create),
     ('cancel: never handed out; in progress (an unwritten claim too) refused',
      scenario_cancel),
+    ('a requeue keeps one live request per dedup key (55000 when the key is held)',
+     scenario_requeue_dedup_key),
     ("dlsm_group_updates writes the transaction's own claims first; busy entity, locked row",
      scenario_group_pending),
     ('a delayed update enqueued before its create, then another kind: the create goes first',

@@ -278,17 +278,30 @@ SELECT 12, count(*) FILTER (WHERE in_window > rate) = 0 AND count(*) > 0,
 
 -- 13. deduplication: no request with a dedup key added while another of
 -- the key was live (the call that added b returned before a was settled:
--- a was new or in progress all along), and every call answered with an
--- existing id got a request of its key
+-- a was new or in progress all along), none requeued while another of its
+-- key was live (requeued a at r.at, within b's last known live span: from
+-- its add, or from its own requeue, to its settle; a requeue sees b only
+-- once b's enqueue or requeue committed, after its log line, and a settle
+-- of b that it saw was stamped before its own log line), and every call
+-- answered with an existing id got a request of its key
 INSERT INTO result
-SELECT 13, key_overlaps = 0 AND wrong = 0 AND deduped > 0,
-	   format('no two live requests with one dedup key: %s overlapping pairs, %s calls answered with another key''s id, over %s calls (%s answered with an existing id)',
-			  key_overlaps, wrong, calls, deduped)
+SELECT 13, key_overlaps = 0 AND requeue_overlaps = 0 AND wrong = 0 AND deduped > 0,
+	   format('no two live requests with one dedup key: %s overlapping pairs, %s requeues of a held key, %s calls answered with another key''s id, over %s calls (%s answered with an existing id; %s requeues refused)',
+			  key_overlaps, requeue_overlaps, wrong, calls, deduped, refused)
   FROM (SELECT count(*) AS key_overlaps FROM stress_q a
 		  JOIN stress_q b ON b.dedup_key = a.dedup_key AND b.id > a.id
 		  JOIN stress_dedup_log d ON d.id = b.id AND d.added
 		 WHERE d.at < coalesce(a.settled_at, 'infinity')
 		   AND NOT EXISTS (SELECT 1 FROM stress_requeue_log r WHERE r.id = a.id)) o,
+	   (SELECT count(*) AS requeue_overlaps FROM stress_requeue_log r
+		  JOIN stress_q a ON a.id = r.id
+		  JOIN stress_q b ON b.dedup_key = a.dedup_key AND b.id <> a.id
+		  LEFT JOIN stress_requeue_log rb ON rb.id = b.id
+		  LEFT JOIN stress_dedup_log d ON d.id = b.id AND d.added
+		 WHERE r.at < coalesce(b.settled_at, 'infinity')
+		   AND coalesce(rb.at, d.at) < r.at) ro,
+	   (SELECT coalesce(sum(n), 0) AS refused FROM stress_stats
+		 WHERE what = 'requeue-refused') rr,
 	   (SELECT count(*) FILTER (WHERE q.dedup_key IS DISTINCT FROM d.key) AS wrong,
 			   count(*) AS calls,
 			   count(*) FILTER (WHERE NOT d.added) AS deduped

@@ -21,9 +21,10 @@
 # handled in id order; nothing claimed before its run_at; the run stressed
 # (counts); never more units of a group in progress than its concurrency
 # limit, nor more claims of a group than its rate in any window; no two
-# live requests with one dedup key (a dedup producer); every request
-# requeued (a dead-letter clerk, which also cancels) settled again exactly
-# once; no unexpected SQL error or server fault.
+# live requests with one dedup key (a dedup producer; the clerk's requeues
+# included); every request requeued (a dead-letter clerk, which also
+# cancels) settled again exactly once; no unexpected SQL error or server
+# fault.
 #
 # Run as root (the server runs as postgres) or as postgres:
 #   bash test/stress/stress.sh

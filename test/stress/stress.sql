@@ -461,8 +461,10 @@ END
 $$;
 
 -- The dead-letter clerk: now and then requeues a 'ping' a consumer
--- settled as error (each at most once), and cancels a new 'ping'
--- (refused, 55000, when it is in progress meanwhile).
+-- settled as error (each at most once), mostly one whose dedup key no live
+-- request held when it looked (refused, 55000, when one holds it by the
+-- requeue, or when both requests picked hold one key), and cancels a new
+-- 'ping' (refused, 55000, when it is in progress meanwhile).
 CREATE PROCEDURE stress_dead_letters()
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -475,12 +477,19 @@ BEGIN
 			 WHERE q.kind = 'ping' AND q.status = 'error'
 			   AND q.detail LIKE 'stress %'
 			   AND NOT EXISTS (SELECT 1 FROM stress_requeue_log r WHERE r.id = q.id)
+			   AND (random() < 0.2 OR NOT EXISTS (
+					SELECT 1 FROM stress_q o WHERE o.dedup_key = q.dedup_key
+					   AND o.status IN ('new', 'in-progress')))
 			 ORDER BY random() LIMIT 2) s;
 		IF ids IS NOT NULL THEN
-			n := dlsm_requeue('stress_q', ids);
-			INSERT INTO stress_requeue_log (id)
-			SELECT q.id FROM stress_q q WHERE q.id = ANY (ids) AND q.status = 'new';
-			INSERT INTO stress_stats (what, n, who) VALUES ('requeued', n, 'clerk');
+			BEGIN
+				n := dlsm_requeue('stress_q', ids);
+				INSERT INTO stress_requeue_log (id)
+				SELECT q.id FROM stress_q q WHERE q.id = ANY (ids) AND q.status = 'new';
+				INSERT INTO stress_stats (what, n, who) VALUES ('requeued', n, 'clerk');
+			EXCEPTION WHEN SQLSTATE '55000' THEN
+				INSERT INTO stress_stats (what, n, who) VALUES ('requeue-refused', 1, 'clerk');
+			END;
 		END IF;
 		COMMIT;
 		BEGIN

@@ -71,6 +71,8 @@ my %refused = (
 	'URI user:password@' => 'postgresql://app:router-secret-4@localhost:5432/postgres',
 	'URI ?password=' => 'postgresql://localhost/postgres?user=app&password=router-secret-5',
 	'URI %-encoded keyword' => 'postgresql://localhost/postgres?pass%77ord=router-secret-6',
+	# libpq's user part runs to the first @: # and ? are part of it
+	'URI password holding # and ?' => 'postgresql://app:router#secret?9@localhost:5432/postgres',
 );
 for my $case (sort keys %refused)
 {

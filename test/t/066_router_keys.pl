@@ -106,6 +106,17 @@ my $updated = $router->safe_psql('upd', q{
 		   AND d.objid = p.oid AND d.deptype = 'e'
 	 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'dlsm_proxy')});
 is($updated, $fresh, 'dlsm_proxy updated from 1.0 has the functions of 1.1');
+# and their bodies: a function 1.1 changed is replaced by the update too
+my $bodies = q{
+	SELECT string_agg(p.proname || ' ' || md5(p.prosrc), E'\n' ORDER BY 1)
+	  FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass
+		   AND d.objid = p.oid AND d.deptype = 'e'
+	 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'dlsm_proxy')};
+is($router->safe_psql('upd', $bodies), rsql($bodies),
+	'dlsm_proxy updated from 1.0 has the function bodies of 1.1');
+is( $router->safe_psql('upd',
+		q{SELECT dlsm_proxy_conninfo_keys('postgresql://u:pa#ss@h/db')}),
+	'{password}', 'the updated router reads a URI password holding # as libpq does');
 
 $_->stop for ($router, @shards);
 done_testing();

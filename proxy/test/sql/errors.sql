@@ -109,6 +109,63 @@ SELECT s, dlsm_proxy_conninfo_keys(s)
 					'postgres://u@h/d?sslmode=require&application_name=x',
 					'postgresql://u:p@h/d', 'postgresql://h/d?pass%77ord=x']) s;
 
+-- URIs, as libpq reads them: the user part runs from the scheme to the
+-- first @ when an @ comes before any /, whatever it holds besides (#, ?
+-- and & too); the password follows its first :, when not empty; the
+-- parameters follow the first ? after it.  libpq_password is what libpq
+-- 15's PQconninfoParse reads (a password, or an sslpassword); every
+-- spelling here is one it accepts, but the last, which it refuses as it is
+-- not a URI (the scheme's case) and not keyword = value either
+CREATE TEMP TABLE spellings (n int, s text, libpq_password bool);
+INSERT INTO spellings VALUES
+	(1, 'postgresql://u:pa#ss@h/db', true),
+	(2, 'postgresql://u:pa?ss@h/db', true),
+	(3, 'postgresql://u:pa&ss@h/db', true),
+	(4, 'postgresql://u:pw#@h/db', true),
+	(5, 'postgresql://u:pa#ss@h/db?sslmode=disable', true),
+	(6, 'postgresql://u:p@ss@h/db', true),
+	(7, 'postgresql://u:p%40ss@h/db', true),
+	(8, 'postgresql://u:p:w@h/db', true),
+	(9, 'postgresql://u:pa ss@h/db', true),
+	(10, 'postgresql://:pw@h/db', true),
+	(11, 'postgres://u:pw@h', true),
+	(12, 'postgresql://u:pw@', true),
+	(13, 'postgresql://u:pw@/db', true),
+	(14, 'postgresql://u:pw@[::1]:5432/db', true),
+	(15, 'postgresql://u:pw@h1,h2/db', true),
+	(16, 'postgresql://u:pw@h#frag', true),
+	(17, 'postgresql://u:pw%3A@h/db', true),
+	(18, 'postgresql://u@h/db?password=pw', true),
+	(19, 'postgresql://h/db?pass%77ord=pw', true),
+	(20, 'postgresql://u@h?password=pw@x/db', true),
+	(21, 'postgresql://h/db?sslpassword=x', true),
+	(22, 'postgresql://u:@h/db', false),
+	(23, 'postgresql://u@h/db', false),
+	(24, 'postgresql://u%3Apw@h/db', false),
+	(25, 'postgresql://u:pa/ss@h/db', false),
+	(26, 'postgresql://h?user=u@x', false),
+	(27, 'postgresql://u@x:y@h/db', false),
+	(28, 'host=h password=pw', true),
+	(29, 'host=h password=''p w''', true),
+	(30, 'host=h application_name=''password=x''', false),
+	(31, 'host=h dbname=postgresql://u:pw@h/db', false),
+	(32, 'PostgreSQL://u:pw@h/db', NULL);
+-- what dlsm_proxy_conninfo_keys reads, and whether the router refuses it
+CREATE FUNCTION pg_temp.keys_or_error(s text, OUT keys text[], OUT error text)
+LANGUAGE plpgsql AS $$
+BEGIN
+	keys := dlsm_proxy_conninfo_keys(s);
+EXCEPTION WHEN OTHERS THEN
+	error := SQLSTATE || ' ' || SQLERRM;
+END $$;
+SELECT n, s, libpq_password, k.keys, k.error,
+	   k.keys && '{password,sslpassword}' AS refused
+  FROM spellings, LATERAL pg_temp.keys_or_error(s) k ORDER BY n;
+-- none where libpq reads a password and the router does not refuse it, nor
+-- the other way round
+SELECT count(*) AS disagreements FROM spellings, LATERAL pg_temp.keys_or_error(s) k
+ WHERE libpq_password IS DISTINCT FROM (k.keys && '{password,sslpassword}');
+
 -- the pure helpers: partition of an entity, node of a process id
 SELECT dlsm_proxy_partition_of('e1', 4) AS partition_4,
 	   dlsm_proxy_partition_of('e1', 1) AS partition_1,

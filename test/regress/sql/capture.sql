@@ -260,6 +260,45 @@ SELECT dlsm_drop_queue('plain_q', drop_table => true);
 DROP TABLE tenants_docs;
 SELECT dlsm_drop_queue('tq', drop_table => true);
 
+-- locks before checks: a role without rights on a table is refused before
+-- anything locks it (its lock request would queue everyone behind it):
+-- whatever it names as the queue (a temporary table of its own, another
+-- role's queue, its own queue without that capture), and when it names the
+-- table by a bare OID, in a schema it may not use
+CREATE ROLE dlsm_nobody;
+GRANT CREATE ON SCHEMA public TO dlsm_nobody;
+CREATE SCHEMA sealed;
+CREATE TABLE sealed.secret (id int PRIMARY KEY);
+SELECT dlsm_capture('sealed.secret', 'changes');
+REVOKE ALL ON SCHEMA sealed FROM PUBLIC;
+SELECT 'sealed.secret'::regclass::oid AS secret_oid \gset
+SET ROLE dlsm_nobody;
+CREATE TEMP TABLE mine (x int);
+SELECT dlsm_create_queue('nobody_q');
+SELECT dlsm_uncapture('pg_catalog.pg_class', 'mine');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlsm_uncapture(:secret_oid, 'mine');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlsm_uncapture(:secret_oid, 'changes');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlsm_uncapture(:secret_oid, 'nobody_q');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlsm_capture(:secret_oid, 'nobody_q');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlsm_capture('pg_catalog.pg_class', 'nobody_q');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlsm_drop_queue('nobody_q', drop_table => true);
+DROP TABLE mine;
+RESET ROLE;
+-- nothing changed: the capture is there, and captures
+SELECT count(*) AS captures FROM dlsm_captures WHERE source = :secret_oid;
+INSERT INTO sealed.secret VALUES (1);
+SELECT count(*) AS captured FROM changes WHERE payload->>'table' = 'sealed.secret';
+SELECT dlsm_uncapture('sealed.secret', 'changes');
+DROP SCHEMA sealed CASCADE;
+REVOKE CREATE ON SCHEMA public FROM dlsm_nobody;
+DROP ROLE dlsm_nobody;
+
 DROP TABLE orders, lines, notes, keyless, changes;
 DROP OWNED BY dlsm_writer;
 DROP ROLE dlsm_writer;

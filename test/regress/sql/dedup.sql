@@ -111,6 +111,51 @@ SELECT count(*) AS c1_rows FROM dq WHERE entity = 'c1';
 INSERT INTO dq (entity, kind, dedup_key) VALUES ('e7', 'job', 'k7');
 SELECT dlsm_enqueue('dq', 'e7', 'job', dedup_key => 'k7') = (SELECT id FROM dq WHERE dedup_key = 'k7') AS same_id;
 
+-- a requeue keeps one live request per key: a failed request whose key a
+-- newer request holds (new or in progress) is not requeued (55000, nothing
+-- changed), nor are two failed requests of one key together; once nobody
+-- holds the key, the requeued request holds it again
+SELECT dlsm_create_queue('dr');
+SELECT dlsm_enqueue('dr', 'r1', 'job', dedup_key => 'kr') AS r1 \gset
+SELECT process_id AS pid FROM dlsm_claim('dr') \gset
+SELECT dlsm_settle('dr', :'pid', 'error', 'boom');
+SELECT dlsm_enqueue('dr', 'r2', 'job', dedup_key => 'kr') AS r2 \gset
+SELECT :r2 <> :r1 AS new_row;
+SELECT dlsm_requeue('dr', ARRAY[:r1]);
+\echo :LAST_ERROR_SQLSTATE
+SELECT id = :r1 AS is_r1, status, attempts, detail FROM dr ORDER BY id;
+SELECT dlsm_enqueue('dr', 'r3', 'job', dedup_key => 'kr') = :r2 AS same_id;
+-- held in progress: the same
+SELECT process_id AS pid FROM dlsm_claim('dr', lease => '1 hour') \gset
+SELECT dlsm_requeue('dr', ARRAY[:r1]);
+\echo :LAST_ERROR_SQLSTATE
+-- both failed: not together, and ids of other rows do not matter
+SELECT dlsm_settle('dr', :'pid', 'error', 'boom again');
+SELECT dlsm_requeue('dr', ARRAY[:r2, 4242, :r1]);
+\echo :LAST_ERROR_SQLSTATE
+SELECT id = :r1 AS is_r1, status FROM dr ORDER BY id;
+-- one of them: requeued, and it holds the key again
+SELECT dlsm_requeue('dr', ARRAY[:r1]) AS requeued;
+SELECT dlsm_enqueue('dr', 'r4', 'job', dedup_key => 'kr') = :r1 AS same_id;
+SELECT dlsm_requeue('dr', ARRAY[:r2]);
+\echo :LAST_ERROR_SQLSTATE
+-- this transaction's own request of the key, not committed, holds it too
+INSERT INTO dr (entity, kind, status, dedup_key, settled_at, detail)
+	VALUES ('t1', 'job', 'error', 'kt', now(), 'failed') RETURNING id AS t1 \gset
+BEGIN;
+SELECT dlsm_enqueue('dr', 't2', 'job', dedup_key => 'kt') > 0 AS added;
+SAVEPOINT s;
+SELECT dlsm_requeue('dr', ARRAY[:t1]);
+ROLLBACK TO s;
+ROLLBACK;
+-- requests without a key are requeued as before, beside one with a key
+INSERT INTO dr (entity, kind, status, settled_at, detail)
+	VALUES ('n1', 'job', 'error', now(), 'failed') RETURNING id AS n1 \gset
+SELECT dlsm_requeue('dr', ARRAY[:n1, :t1]) AS requeued;
+SELECT dedup_key, count(*) AS live FROM dr
+ WHERE status IN ('new', 'in-progress') GROUP BY 1 ORDER BY 1;
+SELECT dlsm_drop_queue('dr', drop_table => true);
+
 -- the lookup (as dlsm runs it: a generic plan) uses the index
 SET enable_seqscan = off;
 SET plan_cache_mode = force_generic_plan;
