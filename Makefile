@@ -28,6 +28,7 @@ OBJS = \
 	src/state.o \
 	src/subxact.o \
 	src/views.o \
+	src/waits.o \
 	src/wake.o \
 	src/worker.o
 

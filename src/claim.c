@@ -72,6 +72,7 @@
 #include "names.h"
 #include "pending.h"
 #include "shmem.h"
+#include "waits.h"
 #include "wake.h"
 
 /*
@@ -1025,7 +1026,7 @@ dlsm_claim_units(DlsmClaimArgs *args, DlsmClaimEmit emit, void *arg)
 			timeout = Min(timeout,
 						  Max(1, TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
 																 pass.rate_due)));
-		dlsm_shmem_wait(timeout);
+		dlsm_shmem_wait(timeout, dlsm_wait_event(DLSM_WAIT_CLAIM));
 	}
 	if (waiting)
 		dlsm_shmem_cancel_wait();

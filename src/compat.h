@@ -24,6 +24,7 @@
 #include "storage/shmem.h"
 #include "utils/acl.h"
 #include "utils/varlena.h"
+#include "utils/wait_event.h"
 
 #if PG_VERSION_NUM < 150000
 #error "dlsm requires PostgreSQL 15 or later"
@@ -96,6 +97,16 @@
 #else
 #define DLSM_SHMEM_INIT_HASH(name, nelems, info, flags) \
 	ShmemInitHash((name), (nelems), (nelems), (info), (flags))
+#endif
+
+/*
+ * A wait event of dlsm's own name (17 and up: WaitEventExtensionNew), or
+ * the one wait event every extension shared before.
+ */
+#if PG_VERSION_NUM >= 170000
+#define DLSM_WAIT_EVENT_NEW(name) WaitEventExtensionNew(name)
+#else
+#define DLSM_WAIT_EVENT_NEW(name) ((void) (name), PG_WAIT_EXTENSION)
 #endif
 
 #endif							/* DLSM_COMPAT_H */

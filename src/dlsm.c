@@ -18,7 +18,7 @@
  *	2 queues	queue.c fence.c wake.c
  *	1 services	plans.c notify.c locks.c bound.c
  *	0 base		extension.c identity.c subxact.c shmem.c guc.c names.c,
- *				cache.h
+ *				waits.c cache.h
  *	  under all	compat.h: the shims between PostgreSQL's majors, macros over
  *				PostgreSQL's headers alone, so that any module, the base
  *				included, may use them

@@ -43,6 +43,7 @@
 #include "hooks.h"
 #include "notify.h"
 #include "shmem.h"
+#include "waits.h"
 #include "wake.h"
 
 #define STOP_PAUSE_MS			10000	/* after DROP/RENAME DATABASE */
@@ -68,7 +69,7 @@ stop_worker(Oid dboid)
 		   !dlsm_shmem_worker_gone(dboid, pid))
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10, PG_WAIT_EXTENSION);
+						 10, dlsm_wait_event(DLSM_WAIT_WORKER_STOP));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}

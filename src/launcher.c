@@ -66,6 +66,7 @@
 #include "guc.h"
 #include "launcher.h"
 #include "shmem.h"
+#include "waits.h"
 
 #define LAUNCHER_NAP_MS			5000	/* launcher looks at databases */
 #define RESTART_PAUSE_MS		1000	/* between starts of one worker */
@@ -438,7 +439,7 @@ dlsm_launcher_main(Datum main_arg)
 		MemoryContextReset(loop_context);
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 nap, PG_WAIT_EXTENSION);
+						 nap, dlsm_wait_event(DLSM_WAIT_LAUNCHER));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)

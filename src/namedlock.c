@@ -49,6 +49,7 @@
 #include "namedlock.h"
 #include "plans.h"
 #include "shmem.h"
+#include "waits.h"
 #include "wake.h"
 
 /*
@@ -268,7 +269,8 @@ wait_for_lease(const char *name, TimestampTz deadline)
 		wake = (deadline == DT_NOEND || lease.until < deadline) ?
 			lease.until : deadline;
 		/* an expiry needs no wake-up: sleep until it, a release wakes us */
-		dlsm_shmem_wait(Max(TimestampDifferenceMilliseconds(now, wake), 1));
+		dlsm_shmem_wait(Max(TimestampDifferenceMilliseconds(now, wake), 1),
+						dlsm_wait_event(DLSM_WAIT_NAMED_LOCK));
 	}
 	dlsm_shmem_cancel_wait();
 	return free;

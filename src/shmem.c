@@ -419,20 +419,21 @@ dlsm_shmem_prepare_wait(void)
 }
 
 /*
- * Sleep until woken or timeout_ms passed; true when woken.  Interrupts
- * (cancel, statement_timeout, termination) are served while asleep.
+ * Sleep until woken or timeout_ms passed, shown as wait_event (waits.c);
+ * true when woken.  Interrupts (cancel, statement_timeout, termination) are
+ * served while asleep.
  */
 bool
-dlsm_shmem_wait(long timeout_ms)
+dlsm_shmem_wait(long timeout_ms, uint32 wait_event)
 {
 	int			rc;
 
 	if (shared != NULL)
 		return !ConditionVariableTimedSleep(&shared->work_cv, timeout_ms,
-											PG_WAIT_EXTENSION);
+											wait_event);
 
 	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-				   Min(timeout_ms, POLL_MS), PG_WAIT_EXTENSION);
+				   Min(timeout_ms, POLL_MS), wait_event);
 	ResetLatch(MyLatch);
 	CHECK_FOR_INTERRUPTS();
 	return (rc & WL_LATCH_SET) != 0;

@@ -145,7 +145,7 @@ extern bool dlsm_shmem_available(void);
 /* waiting claims */
 extern void dlsm_shmem_wake_all(void);
 extern void dlsm_shmem_prepare_wait(void);
-extern bool dlsm_shmem_wait(long timeout_ms);
+extern bool dlsm_shmem_wait(long timeout_ms, uint32 wait_event);
 extern void dlsm_shmem_cancel_wait(void);
 
 /* the launcher */

@@ -73,6 +73,7 @@
 #include "queue.h"
 #include "shmem.h"
 #include "state.h"
+#include "waits.h"
 #include "worker.h"
 
 #define NO_EXTENSION_PAUSE_MS	60000	/* a database without dlsm */
@@ -628,7 +629,8 @@ worker_sleep(TimestampTz next_reap, bool more)
 		timeout = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
 												  next_reap);
 	woken = (WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					   timeout, PG_WAIT_EXTENSION) & WL_LATCH_SET) != 0;
+					   timeout, dlsm_wait_event(DLSM_WAIT_WORKER)) &
+			 WL_LATCH_SET) != 0;
 	ResetLatch(MyLatch);
 	CHECK_FOR_INTERRUPTS();
 	if (woken)

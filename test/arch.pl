@@ -25,7 +25,7 @@ my $src = ($0 =~ m{(.*)/test/arch\.pl$} ? $1 : '.') . '/src';
 # names a backend's process number through it)
 my %layer = (
 	compat => -1, cache => 0, guc => 0, subxact => 0, identity => 0,
-	shmem => 0, extension => 0, names => 0,
+	shmem => 0, extension => 0, names => 0, waits => 0,
 	plans => 1, notify => 1, locks => 1, bound => 1,
 	queue => 2, fence => 2, wake => 2,
 	pending => 3, grouplimit => 3,

@@ -93,6 +93,18 @@ is( $node->safe_psql(
 		  WHERE backend_type = 'dlsm worker'}),
 	'dlsm worker',
 	'the worker sets its application_name');
+# asleep, the launcher and the worker show wait events of dlsm's own name
+# from PostgreSQL 17 on (src/waits.c), the bare Extension before
+my ($launcher_wait, $worker_wait) =
+  $node->pg_version >= 17
+  ? ('DlsmLauncherMain', 'DlsmWorkerMain')
+  : ('Extension', 'Extension');
+ok( $node->poll_query_until(
+		'postgres', qq{SELECT count(DISTINCT backend_type) = 2 FROM pg_stat_activity
+		  WHERE wait_event_type = 'Extension' AND
+				(backend_type, wait_event) IN (('dlsm launcher', '$launcher_wait'),
+											  ('dlsm worker', '$worker_wait'))}),
+	"asleep, the launcher waits on $launcher_wait, the worker on $worker_wait");
 is( $node->safe_psql(
 		'postgres', "SELECT database, pid FROM dlsm_worker_status"),
 	"postgres|$pid1",

@@ -130,7 +130,10 @@ BEGIN
 		PERFORM pg_stat_clear_snapshot();
 		PERFORM 1 FROM pg_stat_activity
 		 WHERE pid = p AND state = 'active'
-		   AND wait_event_type = 'Extension' AND query LIKE '%dlsm_claim%';
+		   AND wait_event_type = 'Extension' AND query LIKE '%dlsm_claim%'
+		   -- a name of dlsm's own from 17 on (src/waits.c)
+		   AND wait_event = CASE WHEN current_setting('server_version_num')::int >= 170000
+								 THEN 'DlsmClaimWait' ELSE 'Extension' END;
 		IF FOUND THEN RETURN true; END IF;
 		PERFORM pg_sleep(0.001);
 	END LOOP;

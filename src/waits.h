@@ -1,0 +1,28 @@
+/*-------------------------------------------------------------------------
+ *
+ * waits.h
+ *	  The wait events dlsm's processes show while they sleep (waits.c).
+ *
+ * Copyright (c) 2026, dlsm developers
+ *
+ * IDENTIFICATION
+ *	  src/waits.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DLSM_WAITS_H
+#define DLSM_WAITS_H
+
+typedef enum DlsmWait
+{
+	DLSM_WAIT_CLAIM,			/* a claim waiting for work */
+	DLSM_WAIT_NAMED_LOCK,		/* dlsm_try_lock waiting in line */
+	DLSM_WAIT_WORKER,			/* a worker between its passes */
+	DLSM_WAIT_LAUNCHER,			/* the launcher between its looks */
+	DLSM_WAIT_WORKER_STOP,		/* a DROP DATABASE waiting for the worker */
+	DLSM_NUM_WAITS
+} DlsmWait;
+
+extern uint32 dlsm_wait_event(DlsmWait wait);
+
+#endif							/* DLSM_WAITS_H */
