@@ -19,6 +19,12 @@
  * worker then records the queue as abandoned (worker.c), and the worker
  * the launcher starts next leaves that queue alone for a while.
  *
+ * The timeouts' handlers run in the SIGALRM handler: they write only
+ * volatile sig_atomic_t flags (core's pending flags, and abandoned) and set
+ * the latch.  The queue and step that the end of the worker abandons are
+ * noted by arm(), before it arms that timeout, while no timeout of a step
+ * is armed, and never once abandoned is set.
+ *
  * The step's name and queue name every error raised in it (an error
  * context callback the caller pushes), so that the server log shows which
  * queue and which step an error or a cancel came from.
@@ -53,8 +59,11 @@ static TimeoutId last_timeout = MAX_TIMEOUTS;	/* ends the worker */
 static Oid	bound_relid = InvalidOid;	/* the step's queue, or none */
 static const char *bound_queue = NULL;	/* its name, or NULL */
 static DlsmWorkerStep bound_step = DLSM_STEP_NONE;	/* the current step */
-static volatile sig_atomic_t abandoned = false; /* the worker ends */
-static Oid	abandoned_relid = InvalidOid;	/* ... because of this queue */
+static volatile sig_atomic_t abandoned = false; /* the worker ends (set in the
+												 * SIGALRM handler) */
+
+/* What the end of the worker abandons: noted by arm(), before it is armed */
+static Oid	abandoned_relid = InvalidOid;
 static const char *abandoned_queue = NULL;
 static DlsmWorkerStep abandoned_step = DLSM_STEP_NONE;
 
@@ -84,10 +93,6 @@ bound_expired(void)
 static void
 bound_ignored(void)
 {
-	/* kept apart: a next step may begin before the end is served */
-	abandoned_relid = bound_relid;
-	abandoned_queue = bound_queue;
-	abandoned_step = bound_step;
 	abandoned = true;
 	InterruptPending = true;
 	ProcDiePending = true;
@@ -105,7 +110,10 @@ dlsm_bound_init(void)
 /*
  * Arm the timeouts of a part: the cancel after dlsm.step_timeout (or none,
  * when own_ms > 0: the part cancels itself after own_ms), the end of the
- * worker one dlsm.step_timeout after that; own_ms < 0 disarms both.
+ * worker one dlsm.step_timeout after that; own_ms < 0 disarms both.  What
+ * that end would abandon is noted first, while it is disarmed (kept apart
+ * from the current step: a next step may begin before the end is served),
+ * unless an end is on its way already.
  */
 static void
 arm(int own_ms)
@@ -116,6 +124,12 @@ arm(int own_ms)
 	disable_timeout(last_timeout, false);
 	if (own_ms < 0)
 		return;
+	if (!abandoned)
+	{
+		abandoned_relid = bound_relid;
+		abandoned_queue = bound_queue;
+		abandoned_step = bound_step;
+	}
 	if (own_ms == 0)
 		enable_timeout_after(bound_timeout, dlsm_step_timeout);
 	enable_timeout_after(last_timeout,
@@ -125,11 +139,15 @@ arm(int own_ms)
 /*
  * Begin step on queue relid, named queue (a name that outlives the step;
  * InvalidOid and NULL when the step is not a queue's), under
- * dlsm.step_timeout.
+ * dlsm.step_timeout.  The previous step's timeouts (dlsm_bound_end
+ * disarmed them) are disarmed before its queue is forgotten.
  */
 void
 dlsm_bound_begin(Oid relid, const char *queue, DlsmWorkerStep step)
 {
+	if (bound_timeout == MAX_TIMEOUTS)
+		return;
+	arm(-1);
 	bound_relid = relid;
 	bound_queue = queue;
 	dlsm_bound_enter(step, DLSM_BOUND_STEP);
