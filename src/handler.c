@@ -7,16 +7,16 @@
  * the worker's: a unit's effects commit exactly once, together with its
  * 'complete'.  The handler runs in a subtransaction, under the queue's
  * handler_timeout (or dlsm.handler_timeout), at most
- * dlsm.max_handler_timeout, as a statement timeout; when it raises an
- * error or runs out of time (even if it caught the cancel, or returned
- * before the cancel was served: the cancel is raised as it returns, still
- * in its subtransaction) its effects are rolled back and the unit is
- * settled 'retry' (or 'error' once its attempts are spent) with the error
- * message as detail.  The claim (with its write) and the settle, where the
- * owner's triggers run, are steps of the worker of their own, each under
- * dlsm.step_timeout (bound.c); the call has its timeout (and the worker
- * ends if the call goes on one dlsm.step_timeout after its cancel).  A
- * step that runs out of time rolls the whole unit back.
+ * dlsm.max_handler_timeout, as a statement timeout (bound.c arms it); when
+ * it raises an error or runs out of time (even if it caught the cancel, or
+ * returned before the cancel was served: the cancel is raised as it
+ * returns, still in its subtransaction) its effects are rolled back and
+ * the unit is settled 'retry' (or 'error' once its attempts are spent)
+ * with the error message as detail.  The claim (with its write) and the
+ * settle, where the owner's triggers run, are steps of the worker of their
+ * own, each under dlsm.step_timeout (bound.c); the call has its timeout
+ * (and the worker ends if the call goes on one dlsm.step_timeout after its
+ * cancel).  A step that runs out of time rolls the whole unit back.
  *
  * Everything runs as the queue table's current owner, as a
  * security-restricted operation (identity.c): the claim and the settle run
@@ -51,8 +51,6 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
-#include "utils/timeout.h"
-#include "utils/timestamp.h"
 #include "utils/varlena.h"
 
 #include "bound.h"
@@ -118,21 +116,9 @@ collect_row(void *arg, Datum *values, bool *nulls)
 }
 
 /*
- * Withdraw a cancel that the handler's statement timeout sent and nothing
- * served: it must not fall on the settle, outside the call's
- * subtransaction.
- */
-static void
-withdraw_cancel(void)
-{
-	if (get_timeout_indicator(STATEMENT_TIMEOUT, true))
-		QueryCancelPending = false;
-}
-
-/*
- * The call itself, a step of dlsm_subxact_run, under its statement timeout.
- * A call past its timeout fails in its subtransaction, even when it caught
- * the cancel, or returned before the cancel was served.
+ * The call itself, a step of dlsm_subxact_run, under its statement timeout
+ * (bound.c).  A call past its timeout fails in its subtransaction, even
+ * when it caught the cancel, or returned before the cancel was served.
  */
 static void
 call_step(void *arg)
@@ -140,7 +126,6 @@ call_step(void *arg)
 	LOCAL_FCINFO(fcinfo, HANDLER_NARGS);
 	HandlerUnit *unit = (HandlerUnit *) arg;
 	FmgrInfo	flinfo;
-	TimestampTz due;
 
 	fmgr_info(unit->handler, &flinfo);
 	InitFunctionCallInfoData(*fcinfo, &flinfo, HANDLER_NARGS, InvalidOid,
@@ -156,8 +141,6 @@ call_step(void *arg)
 	/* the handler's own lock waits are bounded by its timeout alone */
 	(void) set_config_option("lock_timeout", "0", PGC_SUSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	due = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), unit->timeout_ms);
-	enable_timeout_at(STATEMENT_TIMEOUT, due);
 	PG_TRY();
 	{
 		(void) FunctionCallInvoke(fcinfo);
@@ -165,22 +148,12 @@ call_step(void *arg)
 	PG_CATCH();
 	{
 		/* its error says why it failed; a cancel still pending goes */
-		disable_timeout(STATEMENT_TIMEOUT, true);
-		withdraw_cancel();
+		dlsm_bound_failed();
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	disable_timeout(STATEMENT_TIMEOUT, true);
 	/* past its timeout it fails here: it caught the cancel, or beat it */
-	if (get_timeout_indicator(STATEMENT_TIMEOUT, false) ||
-		GetCurrentTimestamp() >= due)
-	{
-		CHECK_FOR_INTERRUPTS(); /* core's cancel, when it is pending */
-		withdraw_cancel();
-		ereport(ERROR,
-				(errcode(ERRCODE_QUERY_CANCELED),
-				 errmsg("canceling statement due to statement timeout")));
-	}
+	dlsm_bound_check();
 }
 
 /* Call the handler; on error return its message, its effects undone. */
