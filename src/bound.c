@@ -4,27 +4,38 @@
  *	  The time bound on each step of the worker, and the step's name.
  *
  * Every step the worker takes (a transaction of worker.c, and each part of
- * a handler's transaction that handler.c names) runs under
- * dlsm.step_timeout: a timeout of its own, registered once per worker as a
- * USER_TIMEOUT, that cancels what runs as a statement timeout does, queue
- * owner's triggers and all.  SPI in a background worker arms no
- * statement_timeout by itself, so without it nothing would end a step
- * that a trigger keeps waiting.  A handler's call is the one part that this
- * file does not cancel: it has its own statement timeout (handler.c).
+ * a handler's transaction that handler.c names) runs under a statement
+ * timeout that this file arms and disarms: dlsm.step_timeout, or the
+ * handler's own timeout for its call.  SPI in a background worker arms no
+ * statement_timeout by itself, so without it nothing would end a step that
+ * a queue owner's trigger keeps waiting.  It is PostgreSQL's own
+ * STATEMENT_TIMEOUT: its cancel is core's ("canceling statement due to
+ * statement timeout", SQLSTATE 57014), and the error context callback
+ * below adds the step, its queue and, for a step's cancel, its bound.
  *
- * A cancel is an error that code may catch (EXCEPTION WHEN query_canceled)
- * and go on.  So a second timeout, one dlsm.step_timeout after the cancel
- * (the step's, or the handler's statement timeout), ends the worker
- * itself, as a terminate signal would (FATAL, which nothing catches); the
- * worker then records the queue as abandoned (worker.c), and the worker
- * the launcher starts next leaves that queue alone for a while.
+ * A part that ran out of time fails even when its code caught the cancel
+ * (EXCEPTION WHEN query_canceled) and went on, or returned before the
+ * cancel was served: the cancel is raised as the part ends, core's if it
+ * is still pending, else the same error of ours.  For the handler's call
+ * that is as the call returns, inside its subtransaction
+ * (dlsm_bound_check), so that the unit is settled with it; for other parts
+ * it is at the next part (dlsm_bound_enter).  "Ran out" is its deadline
+ * passed: the timeout fires no earlier.  A cancel still pending when the
+ * call fails with an error of its own (dlsm_bound_failed), or when the step
+ * ends (dlsm_bound_end), is withdrawn: it must not fall on what comes next.
  *
- * The step's name and queue name every error raised in it (an error
- * context callback the caller pushes), so that the server log shows which
- * queue and which step an error or a cancel came from.
+ * A cancel is an error that code may catch and go on.  So a second timeout,
+ * one dlsm.step_timeout after the cancel, ends the worker itself, as a
+ * terminate signal would (FATAL, which nothing catches); the worker then
+ * records the queue as abandoned (worker.c), and the worker the launcher
+ * starts next leaves that queue alone for a while.  That timeout's handler
+ * runs in the SIGALRM handler: it writes only a volatile sig_atomic_t flag
+ * and core's pending flags, and sets the latch.  The queue and step it
+ * abandons are noted by arm(), before it arms the timeout, while no
+ * timeout of a step is armed, and never once the flag is set.
  *
- * State is per worker process: the current step, its queue, whether its
- * bound fired, and whether the worker ends because the step went on.
+ * State is per worker process: the current step, its queue, the current
+ * part's deadline, and whether the worker ends because a step went on.
  * Outside a worker nothing is registered and every function here but
  * dlsm_bound_context does nothing.
  *
@@ -39,22 +50,33 @@
  */
 #include "postgres.h"
 
-#include <limits.h>
+#include <signal.h>
 
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "utils/timeout.h"
+#include "utils/timestamp.h"
 
 #include "bound.h"
 #include "guc.h"
 
-static TimeoutId bound_timeout = MAX_TIMEOUTS;	/* not registered */
-static TimeoutId last_timeout = MAX_TIMEOUTS;	/* ends the worker */
+static TimeoutId last_timeout = MAX_TIMEOUTS;	/* ends the worker; none
+												 * outside a worker */
 static Oid	bound_relid = InvalidOid;	/* the step's queue, or none */
 static const char *bound_queue = NULL;	/* its name, or NULL */
 static DlsmWorkerStep bound_step = DLSM_STEP_NONE;	/* the current step */
+
+/* The current part of the step */
+static TimestampTz part_due = 0;	/* its cancel's deadline; 0: none armed */
+static int	part_step_ms = 0;	/* its dlsm.step_timeout, or 0: a bound of its
+								 * own (a handler's call) */
+static bool part_ended = false; /* it ended, or its cancel was raised */
+
+/* Written in the SIGALRM handler */
 static volatile sig_atomic_t abandoned = false; /* the worker ends */
-static Oid	abandoned_relid = InvalidOid;	/* ... because of this queue */
+
+/* What the end of the worker abandons: noted by arm(), before it is armed */
+static Oid	abandoned_relid = InvalidOid;
 static const char *abandoned_queue = NULL;
 static DlsmWorkerStep abandoned_step = DLSM_STEP_NONE;
 
@@ -71,23 +93,13 @@ static const char *const step_names[] = {
 	[DLSM_STEP_SETTLE_UNIT] = "settle a handler's unit",
 };
 
-/* The step ran out of time: cancel it, as StatementCancelHandler would. */
-static void
-bound_expired(void)
-{
-	InterruptPending = true;
-	QueryCancelPending = true;
-	SetLatch(MyLatch);
-}
-
-/* The step ignored its cancel for another bound: end the worker. */
+/*
+ * The step ignored its cancel for another bound: end the worker.  A timeout
+ * handler, run in the SIGALRM handler.
+ */
 static void
 bound_ignored(void)
 {
-	/* kept apart: a next step may begin before the end is served */
-	abandoned_relid = bound_relid;
-	abandoned_queue = bound_queue;
-	abandoned_step = bound_step;
 	abandoned = true;
 	InterruptPending = true;
 	ProcDiePending = true;
@@ -98,86 +110,155 @@ bound_ignored(void)
 void
 dlsm_bound_init(void)
 {
-	bound_timeout = RegisterTimeout(USER_TIMEOUT, bound_expired);
 	last_timeout = RegisterTimeout(USER_TIMEOUT, bound_ignored);
 }
 
+/* Disarm the current part's timeouts; the statement timeout's indicator stays. */
+static void
+disarm(void)
+{
+	DisableTimeoutParams timeouts[2];
+
+	timeouts[0].id = STATEMENT_TIMEOUT;
+	timeouts[0].keep_indicator = true;
+	timeouts[1].id = last_timeout;
+	timeouts[1].keep_indicator = false;
+	disable_timeouts(timeouts, lengthof(timeouts));
+}
+
 /*
- * Arm the timeouts of a part: the cancel after dlsm.step_timeout (or none,
- * when own_ms > 0: the part cancels itself after own_ms), the end of the
- * worker one dlsm.step_timeout after that; own_ms < 0 disarms both.
+ * Arm the timeouts of the current part, which the caller disarmed: its
+ * cancel (the statement timeout) after own_ms, or after dlsm.step_timeout
+ * when own_ms is DLSM_BOUND_STEP; the end of the worker one
+ * dlsm.step_timeout after the cancel.  What that end would abandon is noted
+ * first, unless an end is on its way already.
  */
 static void
 arm(int own_ms)
 {
-	int64		cancel_ms = own_ms > 0 ? own_ms : dlsm_step_timeout;
+	EnableTimeoutParams timeouts[2];
 
-	disable_timeout(bound_timeout, true);
-	disable_timeout(last_timeout, false);
-	if (own_ms < 0)
-		return;
-	if (own_ms == 0)
-		enable_timeout_after(bound_timeout, dlsm_step_timeout);
-	enable_timeout_after(last_timeout,
-						 (int) Min(cancel_ms + dlsm_step_timeout, INT_MAX));
+	if (!abandoned)
+	{
+		abandoned_relid = bound_relid;
+		abandoned_queue = bound_queue;
+		abandoned_step = bound_step;
+	}
+	part_step_ms = own_ms > 0 ? 0 : dlsm_step_timeout;
+	part_ended = false;
+	part_due = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										   own_ms > 0 ? own_ms : dlsm_step_timeout);
+	timeouts[0].id = STATEMENT_TIMEOUT;
+	timeouts[0].type = TMPARAM_AT;
+	timeouts[0].fin_time = part_due;
+	timeouts[1].id = last_timeout;
+	timeouts[1].type = TMPARAM_AT;
+	timeouts[1].fin_time = TimestampTzPlusMilliseconds(part_due,
+													   dlsm_step_timeout);
+	enable_timeouts(timeouts, lengthof(timeouts));
+}
+
+/*
+ * Withdraw a cancel that the statement timeout sent and nothing served: it
+ * must not end what comes next.
+ */
+static void
+withdraw(void)
+{
+	if (get_timeout_indicator(STATEMENT_TIMEOUT, true))
+		QueryCancelPending = false;
 }
 
 /*
  * Begin step on queue relid, named queue (a name that outlives the step;
  * InvalidOid and NULL when the step is not a queue's), under
- * dlsm.step_timeout.
+ * dlsm.step_timeout.  The previous step's timeouts (dlsm_bound_end
+ * disarmed them) are disarmed before its queue is forgotten.
  */
 void
 dlsm_bound_begin(Oid relid, const char *queue, DlsmWorkerStep step)
 {
+	if (last_timeout == MAX_TIMEOUTS)
+		return;
+	disarm();
 	bound_relid = relid;
 	bound_queue = queue;
-	dlsm_bound_enter(step, DLSM_BOUND_STEP);
+	bound_step = step;
+	arm(DLSM_BOUND_STEP);
+}
+
+/*
+ * End the current part of the step (once: a later call does nothing):
+ * disarm its timeouts and, when it ran out of time, raise its cancel:
+ * core's when it is still pending, else the same error (the part's code
+ * caught the cancel and went on, or returned before it was served).  The
+ * handler calls it as its call returns, inside the call's subtransaction.
+ */
+void
+dlsm_bound_check(void)
+{
+	if (last_timeout == MAX_TIMEOUTS || part_due == 0 || part_ended)
+		return;
+	disarm();
+	part_ended = true;
+	if (!get_timeout_indicator(STATEMENT_TIMEOUT, false) &&
+		GetCurrentTimestamp() < part_due)
+		return;
+	CHECK_FOR_INTERRUPTS();		/* core's, with its message */
+	withdraw();					/* (not served: interrupts are held) */
+	ereport(ERROR,
+			(errcode(ERRCODE_QUERY_CANCELED),
+			 errmsg("canceling statement due to statement timeout")));
+}
+
+/*
+ * End the current part, which failed with an error of its own: disarm its
+ * timeouts, and withdraw its cancel if it is still pending, so that the
+ * error says why the part failed.  For the handler's call, before its
+ * error leaves the call's subtransaction.
+ */
+void
+dlsm_bound_failed(void)
+{
+	if (last_timeout == MAX_TIMEOUTS || part_due == 0 || part_ended)
+		return;
+	disarm();
+	withdraw();
+	part_ended = true;
 }
 
 /*
  * Go on to the next part of the current step, step: bounded afresh by
  * dlsm.step_timeout (own_ms DLSM_BOUND_STEP), or by a cancel of its own
- * after own_ms (a handler's statement timeout); either way the worker ends
- * if the part goes on one dlsm.step_timeout past its cancel.  When the
- * part that ends ran out of time, its cancel is raised here, before the
- * next part starts, even if code run in it caught it.
+ * after own_ms (a handler's call); either way the worker ends if the part
+ * goes on one dlsm.step_timeout past its cancel.  The part that ends is
+ * ended first (dlsm_bound_check): when it ran out of time, its cancel is
+ * raised here, before the next part starts, even if code run in it caught
+ * it.
  */
 void
 dlsm_bound_enter(DlsmWorkerStep step, int own_ms)
 {
-	if (bound_timeout == MAX_TIMEOUTS)
+	if (last_timeout == MAX_TIMEOUTS)
 		return;
-	arm(-1);
-	if (get_timeout_indicator(bound_timeout, false))
-	{
-		/* even when the owner's code caught the cancel and went on */
-		CHECK_FOR_INTERRUPTS();
-		ereport(ERROR,
-				(errcode(ERRCODE_QUERY_CANCELED),
-				 errmsg("canceling statement due to dlsm.step_timeout")));
-	}
+	dlsm_bound_check();
 	bound_step = step;
 	arm(own_ms);
 }
 
 /*
- * End the current step (its name stays for the error report); true if it
- * ran out of time.  A cancel the bound sent and nothing raised yet is
- * withdrawn: it must not end the next step.
+ * End the current step (its name stays for the error report).  A cancel
+ * its timeout sent and nothing raised is withdrawn: it must not end the
+ * next step.
  */
-bool
+void
 dlsm_bound_end(void)
 {
-	bool		expired;
-
-	if (bound_timeout == MAX_TIMEOUTS)
-		return false;
-	arm(-1);
-	expired = get_timeout_indicator(bound_timeout, true);
-	if (expired)
-		QueryCancelPending = false;
-	return expired;
+	if (last_timeout == MAX_TIMEOUTS)
+		return;
+	disarm();
+	withdraw();
+	part_due = 0;
 }
 
 /*
@@ -209,7 +290,8 @@ dlsm_bound_step(void)
 
 /*
  * Error context callback: the step and its queue, one whole message per
- * step for its translator.
+ * step for its translator; for the cancel of a step that ran out of time,
+ * its bound.
  */
 void
 dlsm_bound_context(void *arg)
@@ -245,4 +327,10 @@ dlsm_bound_context(void *arg)
 			errcontext("dlsm worker: settle a handler's unit, queue \"%s\"", queue);
 			break;
 	}
+	/* the cancel of a step past its dlsm.step_timeout */
+	if (part_due != 0 && part_step_ms > 0 &&
+		geterrcode() == ERRCODE_QUERY_CANCELED &&
+		GetCurrentTimestamp() >= part_due)
+		errcontext("dlsm worker: the step ran for longer than \"dlsm.step_timeout\" (%d ms)",
+				   part_step_ms);
 }

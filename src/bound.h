@@ -37,7 +37,9 @@ extern void dlsm_bound_begin(Oid relid, const char *queue,
 #define DLSM_BOUND_STEP 0		/* own_ms: bounded by dlsm.step_timeout */
 
 extern void dlsm_bound_enter(DlsmWorkerStep step, int own_ms);
-extern bool dlsm_bound_end(void);
+extern void dlsm_bound_check(void);
+extern void dlsm_bound_failed(void);
+extern void dlsm_bound_end(void);
 extern bool dlsm_bound_abandoned(Oid *relid, const char **queue,
 								 DlsmWorkerStep *step);
 extern const char *dlsm_bound_step_name(DlsmWorkerStep step);

@@ -7,9 +7,11 @@
  * the worker's: a unit's effects commit exactly once, together with its
  * 'complete'.  The handler runs in a subtransaction, under the queue's
  * handler_timeout (or dlsm.handler_timeout), at most
- * dlsm.max_handler_timeout, as a statement timeout; when it raises an
- * error or runs out of time its effects are rolled back and the unit is
- * settled 'retry' (or 'error' once its attempts are spent)
+ * dlsm.max_handler_timeout, as a statement timeout (bound.c arms it); when
+ * it raises an error or runs out of time (even if it caught the cancel, or
+ * returned before the cancel was served: the cancel is raised as it
+ * returns, still in its subtransaction) its effects are rolled back and
+ * the unit is settled 'retry' (or 'error' once its attempts are spent)
  * with the error message as detail.  The claim (with its write) and the
  * settle, where the owner's triggers run, are steps of the worker of their
  * own, each under dlsm.step_timeout (bound.c); the call has its timeout
@@ -49,7 +51,6 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
-#include "utils/timeout.h"
 #include "utils/varlena.h"
 
 #include "bound.h"
@@ -114,7 +115,11 @@ collect_row(void *arg, Datum *values, bool *nulls)
 	MemoryContextSwitchTo(old);
 }
 
-/* The call itself, a step of dlsm_subxact_run. */
+/*
+ * The call itself, a step of dlsm_subxact_run, under its statement timeout
+ * (bound.c).  A call past its timeout fails in its subtransaction, even
+ * when it caught the cancel, or returned before the cancel was served.
+ */
 static void
 call_step(void *arg)
 {
@@ -136,19 +141,19 @@ call_step(void *arg)
 	/* the handler's own lock waits are bounded by its timeout alone */
 	(void) set_config_option("lock_timeout", "0", PGC_SUSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	enable_timeout_after(STATEMENT_TIMEOUT, unit->timeout_ms);
 	PG_TRY();
 	{
 		(void) FunctionCallInvoke(fcinfo);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
-		disable_timeout(STATEMENT_TIMEOUT, false);
+		/* its error says why it failed; a cancel still pending goes */
+		dlsm_bound_failed();
+		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	/* a timeout that fired as the call returned: it ran out of time too */
-	if (get_timeout_indicator(STATEMENT_TIMEOUT, false))
-		CHECK_FOR_INTERRUPTS();
+	/* past its timeout it fails here: it caught the cancel, or beat it */
+	dlsm_bound_check();
 }
 
 /* Call the handler; on error return its message, its effects undone. */

@@ -16,8 +16,8 @@
  * One queue cannot stall the others: every step of the worker (one
  * transaction here, or a part of a handler's that handler.c names) is
  * bounded by dlsm.step_timeout (bound.c), whatever the owner's triggers on
- * it do, except the handler call, which is bounded by its own statement
- * timeout (handler.c); every wait for a lock is bounded by
+ * it do, except the handler call, which is bounded by its own timeout
+ * (handler.c chooses it); every wait for a lock is bounded by
  * dlsm.lock_timeout; and a queue's handlers run for at most one
  * dlsm.reap_interval before the worker turns to its other duties.  A step
  * that fails or runs out of time is rolled back, logged with the step and
@@ -184,7 +184,7 @@ run_transaction(WorkFn fn, void *arg, WorkerQueue *wq, DlsmWorkerStep step)
 			elog(ERROR, "SPI_finish failed");
 		PopActiveSnapshot();
 		CommitTransactionCommand(); /* deferred triggers: still bounded */
-		(void) dlsm_bound_end();
+		dlsm_bound_end();
 	}
 	PG_CATCH();
 	{
@@ -192,13 +192,7 @@ run_transaction(WorkFn fn, void *arg, WorkerQueue *wq, DlsmWorkerStep step)
 
 		HOLD_INTERRUPTS();
 		MemoryContextSwitchTo(context);
-		if (dlsm_bound_end() && geterrcode() == ERRCODE_QUERY_CANCELED)
-		{
-			/* the cancel was the bound's: say so */
-			errmsg("canceling statement due to dlsm.step_timeout");
-			errdetail("The step ran for longer than %s.",
-					  GetConfigOptionByName("dlsm.step_timeout", NULL, false));
-		}
+		dlsm_bound_end();
 		edata = CopyErrorData();
 		EmitErrorReport();
 		AbortOutOfAnyTransaction();

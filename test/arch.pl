@@ -15,7 +15,10 @@
 # (%lld with a (long long) cast), no format or %s argument chosen by a
 # ternary of string literals, no verb put in by %s (nor a step's or an
 # action's English name), no errdetail_internal
-# or errhint_internal with a %s whose text another piece of code wrote.
+# or errhint_internal with a %s whose text another piece of code wrote;
+# a signal or timeout handler of src/ (a function given to pqsignal or
+# RegisterTimeout; a timeout's runs in the SIGALRM handler) writes only
+# volatile sig_atomic_t variables and calls only SetLatch.
 use strict;
 use warnings;
 
@@ -62,12 +65,19 @@ my (@up, @unknown, @shared, @long, @headerless, @bare, @outside, @spliced);
 my @include_order;
 my %typedef;
 my %defined;	# function name -> files defining it
+my %handler;	# signal or timeout handler -> the file that installs it
+my %atomic;		# variables declared volatile sig_atomic_t
+my %body;		# function name -> its body
 for my $file (@files)
 {
 	my $text = slurp("$src/$file");
 
 	# a definition: the name at the start of a line, its body's { alone below
 	push @{ $defined{$1} }, $file while $text =~ /^(\w+)\([^;]*?\)\n\{/mg;
+	$body{$1} = $2 while $text =~ /^(\w+)\([^;]*?\)\n\{\n(.*?)^\}/msg;
+	$handler{$1} = $file
+	  while $text =~ /\b(?:pqsignal|RegisterTimeout)\(\s*\w+\s*,\s*(\w+)\s*\)/g;
+	$atomic{$1} = 1 while $text =~ /\bvolatile\s+sig_atomic_t\s+(\w+)/g;
 
 	# typedef struct|enum|union [tag] { ... } Name;  typedef ... (*Name)(...);
 	# typedef other Name;
@@ -140,6 +150,23 @@ for my $file (@files)
 	}
 }
 
+# what a handler of ours writes and calls (core's own pending flags are
+# volatile sig_atomic_t)
+$atomic{$_} = 1 for qw(InterruptPending QueryCancelPending ProcDiePending);
+my @unsafe;
+for my $name (sort grep { defined $body{$_} } keys %handler)
+{
+	my $body = $body{$name} =~ s{/\*.*?\*/}{}gsr;
+	while ($body =~ /^\s*(\w+)\s*(?:[-+|&]?=(?!=)|\+\+|--)/mg)
+	{
+		push @unsafe, "$handler{$name}: $name writes $1" unless $atomic{$1};
+	}
+	while ($body =~ /\b(\w+)\s*\(/g)
+	{
+		push @unsafe, "$handler{$name}: $name calls $1" unless $1 eq 'SetLatch';
+	}
+}
+
 check(!@unknown, 'every file of src/ belongs to a layer', @unknown);
 check(!@up, 'every include of a dlsm header goes to a lower layer', @up);
 check(!@shared, 'only shmem.c touches the shared struct', @shared);
@@ -161,6 +188,9 @@ check(!@missing && !@stale, 'src/typedefs.list lists every typedef of src/, and 
 	(map { "missing: $_" } @missing), (map { "stale: $_" } @stale));
 check(!@spliced, 'every message is one whole string for its translator',
 	@spliced);
+check(!@unsafe,
+	'a signal or timeout handler writes only volatile sig_atomic_t variables and calls only SetLatch',
+	@unsafe);
 my @twice = map { "$_: @{ $defined{$_} }" } sort grep { @{ $defined{$_} } > 1 } keys %defined;
 check(!@twice, 'no two files define a function of the same name', @twice);
 my @unformatted = `perl $src/../test/pgindent.pl --check 2>&1`;

@@ -164,10 +164,12 @@ SELECT dlsm_set_handler('dave.handled', 'dave.ok');
 # (hook: sleep or gate; undo takes it away), how to see the work done
 # (done), and the reason dlsm_worker_status gives; or why no owner's code
 # can reach the step (none), with the check of that when there is one.
-my $sleep_reason = 'canceling statement due to dlsm\.step_timeout';
+# (the step's bound is a statement timeout: core's cancel, the bound in the
+# error's CONTEXT)
+my $sleep_reason = 'canceling statement due to statement timeout';
 # (a lock wait in a step: dlsm.lock_timeout or the step's bound, whichever
 # comes first; both are 1 s)
-my $lock_reason = 'canceling statement due to (lock timeout|dlsm\.step_timeout)';
+my $lock_reason = 'canceling statement due to (lock|statement) timeout';
 my $call_reason = 'canceling statement due to statement timeout';
 my $stubborn_reason = 'a step on it went on after its cancel';
 my %hook_function = (sleep => 'stall', gate => 'wait_gate', stubborn => 'stubborn');
@@ -429,7 +431,7 @@ SELECT last_error ~ '$q_re.*$reason'
 		}
 		else
 		{
-			# (the last line of the CONTEXT, under the owner's code)
+			# (a line of the CONTEXT, under the owner's code)
 			my $step = $hook eq 'queue' ? '[^\n]*' : quotemeta($s->{step});
 			my $context = $hook eq 'stubborn'
 			  ? qr/dlsm worker leaves queue "$q" alone until [^\n]*: its step "$step" went on after its cancel/
@@ -437,8 +439,10 @@ SELECT last_error ~ '$q_re.*$reason'
 			my $log = slurp_file($node->logfile, $log_offset);
 			like($log, $context,
 				"$label: the server log names the step and the queue");
-			like($log, qr/ERROR:  57014: canceling statement due to dlsm\.step_timeout\n[^\n]*DETAIL:  The step ran for longer than 1s\./,
-				"$label: the server log has the cancel, its SQLSTATE and its detail")
+			# (core's cancel; the step, its queue and its bound the last
+			# lines of its CONTEXT)
+			like($log, qr/ERROR:  57014: canceling statement due to statement timeout\n[^\n]*CONTEXT:  (?:[^\n]*\n\t)*dlsm worker: $step, queue "$q"\n\tdlsm worker: the step ran for longer than "dlsm\.step_timeout" \(1000 ms\)\n/,
+				"$label: the server log has the cancel, its SQLSTATE, and its bound in its context")
 			  if $hook eq 'sleep';
 		}
 
