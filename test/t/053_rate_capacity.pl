@@ -117,7 +117,7 @@ for my $i (1 .. 6)
 is($claimed, 6000, 'mallory claimed her 6,000 groups');
 cmp_ok($warnings, '>=', 1, '... those past her share with a WARNING');
 cmp_ok($warnings, '<=', 2, '... said once per claiming session at most');
-like($err, qr/DETAIL:\s+The role's share of dlsm's table of rate limits is full/,
+like($err, qr/DETAIL:\s+The queue owner.s share of dlsm.s table of rate limits/,
 	'... whose detail names the share that is full');
 
 # her rate still holds where it could be kept: a second request of her
