@@ -446,6 +446,7 @@ dlsm_drop_queue(PG_FUNCTION_ARGS)
 	relid = queue->relid;
 	dlsm_queue_close(queue);
 	dlsm_queue_drop(relid, PG_GETARG_BOOL(ARG_DROP_TABLE));
+	dlsm_wake_queue_dropped_at_commit(relid);
 	dlsm_plan_finish();
 	PG_RETURN_VOID();
 }
@@ -1072,6 +1073,12 @@ dlsm_set_limit(PG_FUNCTION_ARGS)
 	{
 		require_arg(fcinfo, ARG_PER, "per");
 		limit.per_us = duration_arg(fcinfo, ARG_PER, "per", false);
+		/* a group's entry in shared memory lives up to per (shmem.c) */
+		if (limit.per_us > USECS_PER_DAY && !superuser())
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("per must be at most 1 day"),
+					 errhint("Only a superuser may set a longer window.")));
 		if (!dlsm_shmem_available())
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

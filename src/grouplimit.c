@@ -35,7 +35,11 @@
  * claims of a group are spaced by per / r at least (the generic cell rate
  * algorithm without a burst), in shared memory (shmem.c).  A claim that
  * takes its turn and then claims nothing gives it back; a claim rolled
- * back keeps it used.  A restart of the server forgets the spacing.
+ * back keeps it used.  A restart of the server forgets the spacing.  The
+ * table of spacings is bounded per queue owner and per database: a group
+ * that finds no entry for it is admitted, its rate not kept, and the
+ * backend warns (once a minute at most), so that a full table never holds
+ * back the groups of another tenant.
  *
  * Calls plans.c, locks.c and shmem.c.
  *
@@ -353,6 +357,43 @@ rate_spacing(const DlsmLimit *limit)
 	return Max(1, (limit->per_us + limit->rate - 1) / limit->rate);
 }
 
+/* When this backend last warned of rates not kept; 0: never. */
+static TimestampTz rates_warned_at = 0;
+
+/*
+ * A claim of a group was admitted without its rate (why: which share of
+ * the table of rate limits is full); warn, unless this backend did less
+ * than a minute ago.
+ */
+static void
+warn_rate_not_kept(DlsmRateAnswer why, const DlsmRateTaken *taken)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (rates_warned_at != 0 &&
+		!TimestampDifferenceExceeds(rates_warned_at, now, 60 * 1000))
+		return;
+	rates_warned_at = now;
+	ereport(WARNING,
+			(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+			 errmsg("rate limits of some groups are not kept"),
+			 why == DLSM_RATE_OWNER_FULL ?
+			 errdetail_plural("The queue owner's share of dlsm's table of rate limits (%d groups) is full; %lld claim was admitted without its rate since the server started.",
+							  "The queue owner's share of dlsm's table of rate limits (%d groups) is full; %lld claims were admitted without their rate since the server started.",
+							  (unsigned long) taken->not_kept,
+							  DLSM_RATES_PER_OWNER, (long long) taken->not_kept) :
+			 why == DLSM_RATE_DATABASE_FULL ?
+			 errdetail_plural("The database's share of dlsm's table of rate limits (%d groups) is full; %lld claim was admitted without its rate since the server started.",
+							  "The database's share of dlsm's table of rate limits (%d groups) is full; %lld claims were admitted without their rate since the server started.",
+							  (unsigned long) taken->not_kept,
+							  DLSM_RATES_PER_DATABASE, (long long) taken->not_kept) :
+			 errdetail_plural("dlsm's table of rate limits (%d groups) is full where the group would go; %lld claim was admitted without its rate since the server started.",
+							  "dlsm's table of rate limits (%d groups) is full where the group would go; %lld claims were admitted without their rate since the server started.",
+							  (unsigned long) taken->not_kept,
+							  DLSM_MAX_RATES, (long long) taken->not_kept),
+			 errhint("Use shorter windows (per) or fewer rate-limited groups; a group's entry is free once its next claim is due.")));
+}
+
 /*
  * May a unit of group (NULL: none) of queue be claimed now?  If so, what
  * the claim takes of the group's limits is in admission, to give back
@@ -378,8 +419,19 @@ dlsm_limits_admit(DlsmQueue *queue, const char *group,
 		return why;
 	if (limit->rate > 0)
 	{
-		if (!dlsm_shmem_rate_take(queue->relid, dlsm_shmem_group_key(group),
-								  rate_spacing(limit), &admission->rate))
+		DlsmRateAnswer rate = dlsm_shmem_rate_take(queue->relid, queue->owner,
+												   dlsm_shmem_group_key(group),
+												   rate_spacing(limit),
+												   &admission->rate);
+
+		if (rate != DLSM_RATE_TAKEN && rate != DLSM_RATE_HELD)
+		{
+			/* no entry for the group: admitted, its rate not kept */
+			warn_rate_not_kept(rate, &admission->rate);
+			admission->group = group;
+			return DLSM_ADMITTED;
+		}
+		if (rate == DLSM_RATE_HELD)
 		{
 			if (admission->slot >= 0)
 			{

@@ -48,6 +48,7 @@ typedef struct QueueChanges
 	int64		lowest;			/* rows from this id up may be ready again;
 								 * PG_INT64_MIN: any, PG_INT64_MAX: none */
 	bool		reset;			/* its rules changed: any row, any entity */
+	bool		dropped;		/* it is a queue no more */
 	int			nentities;		/* entities whose rows it changed */
 	int			maxentities;
 	uint64	   *entities;		/* their keys (dlsm_shmem_entity_key) */
@@ -98,6 +99,8 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 				continue;
 			if (q->reset)
 				dlsm_shmem_floor_reset(q->relid);
+			if (q->dropped)
+				dlsm_shmem_rate_forget(q->relid);
 			if (q->lowest != PG_INT64_MAX)
 				dlsm_shmem_floor_lower(q->relid, q->lowest);
 			dlsm_shmem_floor_entities(q->relid, q->entities, q->nentities);
@@ -334,4 +337,18 @@ dlsm_wake_queue_changed_at_commit(Oid relid)
 	q->reset = true;
 	MemoryContextSwitchTo(old);
 	wake_at_commit = true;
+}
+
+/*
+ * Queue relid is dropped (unregistered) when this transaction commits: the
+ * spacings of its groups' claims are forgotten then (shmem.c).
+ */
+void
+dlsm_wake_queue_dropped_at_commit(Oid relid)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	QueueChanges *q = queue_changes(relid);
+
+	q->dropped = true;
+	MemoryContextSwitchTo(old);
 }

@@ -24,6 +24,7 @@ extern void dlsm_wake_rows_ready_at_commit(Oid relid, int64 lowest);
 extern void dlsm_wake_enqueue_inserting(Oid relid, bool own);
 extern bool dlsm_wake_is_enqueue_insert(Oid relid);
 extern void dlsm_wake_queue_changed_at_commit(Oid relid);
+extern void dlsm_wake_queue_dropped_at_commit(Oid relid);
 extern void dlsm_wake_entity_changed_at_commit(Oid relid, const char *entity);
 extern void dlsm_wake_group_freed_now(Oid relid, const char *group);
 extern void dlsm_wake_group_freed_at_end(Oid relid, const char *group);

@@ -188,3 +188,39 @@ SELECT entity FROM dlsm_claim('rq');
 SELECT entity, clock_timestamp() - statement_timestamp() < interval '800 ms' AS woken_when_due
   FROM dlsm_claim('rq', wait => '5 s');
 DROP TABLE rq;
+
+-- a queue owner who is not a superuser: a rate's window is at most a day
+-- (a group's entry in shared memory lives that long), and past the
+-- owner's share of the table of rate limits (4,096 groups) claims are
+-- admitted, their rate not kept, with one WARNING
+CREATE ROLE limits_tenant;
+GRANT CREATE ON SCHEMA public TO limits_tenant;
+SET ROLE limits_tenant;
+SET client_min_messages = warning;
+SELECT dlsm_create_queue('tq');
+SELECT dlsm_set_limit('tq', rate => 1, per => '1 day 1 second');
+SELECT dlsm_set_limit('tq', rate => 1, per => '100 days');
+SELECT dlsm_set_limit('tq', rate => 2, per => '1 day');
+SELECT count(dlsm_enqueue('tq', 'e' || i, group_key => 'g' || i)) FROM generate_series(1, 4200) i;
+SELECT count(*) FROM dlsm_claim('tq', units => 2000);
+SELECT count(*) FROM dlsm_claim('tq', units => 2000);
+SELECT count(*) FROM dlsm_claim('tq', units => 2000);
+-- the groups within the share keep their rate; those past it have none
+SELECT dlsm_enqueue('tq', 'again1', group_key => 'g1') > 0;
+SELECT dlsm_enqueue('tq', 'again4200', group_key => 'g4200') > 0;
+SELECT entity FROM dlsm_claim('tq', units => 2);
+-- dropping the queue frees its groups' entries
+SELECT dlsm_drop_queue('tq', drop_table => true);
+SELECT dlsm_create_queue('tq');
+SELECT dlsm_set_limit('tq', rate => 2, per => '1 day');
+SELECT count(dlsm_enqueue('tq', 'e' || i, group_key => 'g' || i)) FROM generate_series(1, 4000) i;
+SELECT count(*) FROM dlsm_claim('tq', units => 2000);
+SELECT count(*) FROM dlsm_claim('tq', units => 2000);
+-- its last group's rate is kept: it found an entry
+SELECT dlsm_enqueue('tq', 'again', group_key => 'g4000') > 0;
+SELECT count(*) FROM dlsm_claim('tq');
+SELECT dlsm_drop_queue('tq', drop_table => true);
+RESET client_min_messages;
+RESET ROLE;
+REVOKE CREATE ON SCHEMA public FROM limits_tenant;
+DROP ROLE limits_tenant;
