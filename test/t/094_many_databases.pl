@@ -67,11 +67,11 @@ sql('postgres', 'SELECT pg_reload_conf()');
 
 my $served = q{
 SELECT count(*) = 70 FROM dlsm_worker_status
- WHERE database ~ '^m[0-9]+$' AND last_pass_age IS NOT NULL};
+ WHERE database ~ '^m[0-9]+$' AND last_reap_at IS NOT NULL};
 my $took = poll_within($node, 'm1', $served, 90);
 ok(defined $took, 'every one of the 70 databases with dlsm got a pass');
 note 'served: ' . sql('m1', q{
-SELECT count(*) FILTER (WHERE last_pass_age IS NOT NULL) || ' of ' || count(*)
+SELECT count(*) FILTER (WHERE last_reap_at IS NOT NULL) || ' of ' || count(*)
   FROM dlsm_worker_status WHERE database ~ '^m[0-9]+$'});
 note sprintf('all served after %.1f s', $took) if defined $took;
 
@@ -103,7 +103,7 @@ unlike($log, qr/dlsm cannot serve database/,
 sql('p1', 'CREATE EXTENSION dlsm');
 ok( defined poll_within($node, 'p1', q{
 SELECT count(*) = 1 FROM dlsm_worker_status
- WHERE database = 'p1' AND last_pass_age IS NOT NULL}, 60),
+ WHERE database = 'p1' AND last_reap_at IS NOT NULL}, 60),
 	'p1, whose extension came later, is served');
 sql('p1', 'DROP EXTENSION dlsm');
 
@@ -117,7 +117,7 @@ SELECT count(*) FROM dlsm_worker_status
 ok( defined poll_within($node, 'm1', qq{
 SELECT ($slotless) > 0 AND count(*) + ($slotless) = 70
   FROM dlsm_worker_status
- WHERE database ~ '^m[0-9]+\$' AND last_pass_age IS NOT NULL}, 90),
+ WHERE database ~ '^m[0-9]+\$' AND last_reap_at IS NOT NULL}, 90),
 	'with 64 slots the databases with dlsm that have one are served, the others shown without one'
 );
 sleep 6;
@@ -134,7 +134,7 @@ is(scalar(grep { $said{$_} > 1 } keys %said), 0, '... once');
 like($log, qr/increase "dlsm\.max_databases"/, 'the hint names the setting');
 is( sql('m1', qq{
 SELECT count(*) FROM dlsm_worker_status
- WHERE database ~ '^m[0-9]+\$' AND last_pass_age IS NOT NULL}),
+ WHERE database ~ '^m[0-9]+\$' AND last_reap_at IS NOT NULL}),
 	70 - $n_slotless, 'no database with dlsm lost its slot to another');
 
 $node->stop;
