@@ -9,6 +9,7 @@
 # database with dlsm loses its slot to another: the databases left without
 # one are said once each in the log, naming the setting, and shown with
 # state 'no slot' in dlsm_worker_status; the others are served.
+# dlsm.max_databases takes effect at a restart only.
 use strict;
 use warnings;
 
@@ -35,6 +36,13 @@ sub sql
 }
 
 wait_first_look($node);
+is(sql('postgres', 'SHOW dlsm.max_databases'), '128', 'dlsm.max_databases');
+my ($rc, $out, $err) =
+  $node->psql('postgres', 'SET dlsm.max_databases = 256');
+like(
+	$err,
+	qr/parameter "dlsm.max_databases" cannot be changed without restarting the server/,
+	'dlsm.max_databases is set at server start');
 sql('postgres', 'CREATE DATABASE tmpl');
 sql('tmpl', 'CREATE EXTENSION dlsm');
 sql('postgres', 'ALTER DATABASE tmpl IS_TEMPLATE true');
