@@ -62,7 +62,7 @@ void
 _PG_init(void)
 {
 	dlsm_guc_init();
-	dlsm_shmem_init();
+	dlsm_shmem_init(dlsm_max_databases);
 	dlsm_extension_init();
 	dlsm_notify_init();
 	dlsm_wake_init();

@@ -57,6 +57,9 @@ int			dlsm_node_id = 0;
 /* The most dlsm workers running at once; fewer than databases: turns. */
 int			dlsm_max_workers = 3;
 
+/* The most databases with dlsm the workers serve; a slot each. */
+int			dlsm_max_databases = 128;
+
 /* Log each statement dlsm prepares, expanded, at LOG. */
 bool		dlsm_log_statements = false;
 
@@ -190,6 +193,17 @@ dlsm_guc_init(void)
 							1,
 							1024,
 							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlsm.max_databases",
+							"Sets the most databases dlsm's workers serve.",
+							"Each database that may have dlsm takes a slot in shared memory, given back when a worker finds no dlsm there; a database left without one is not served.",
+							&dlsm_max_databases,
+							128,
+							1,
+							10000,
+							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);
 

@@ -24,6 +24,7 @@ extern int	dlsm_lock_timeout;	/* milliseconds */
 extern int	dlsm_step_timeout;	/* milliseconds */
 extern int	dlsm_node_id;
 extern int	dlsm_max_workers;
+extern int	dlsm_max_databases;
 extern bool dlsm_log_statements;
 
 extern void dlsm_guc_init(void);

@@ -30,8 +30,15 @@
  *
  * Whether a database's worker may start now is shmem.c's decision: a
  * worker that found no dlsm in its database keeps the launcher away from
- * it for a while unless poked, a database being dropped keeps it away for
- * good, and starts of one database are at least RESTART_PAUSE_MS apart.
+ * it until poked (CREATE EXTENSION there), a database being dropped keeps
+ * it away for good, and starts of one database are at least
+ * RESTART_PAUSE_MS apart.
+ *
+ * Each database that may have dlsm needs one of dlsm.max_databases slots
+ * in shared memory; one found without dlsm gives its slot back, and no
+ * slot is ever taken from another database.  A database left without one
+ * is not served: said in the log once (per launcher), shown with state
+ * "no slot" in dlsm_worker_status.
  *
  * Calls shmem.c.
  *
@@ -89,6 +96,7 @@ typedef struct LauncherWorker
 static List *started = NIL;		/* of LauncherWorker, in TopMemoryContext */
 static int	rotation_said = 0;	/* the log says this many workers take turns
 								 * (0: one worker each) */
+static List *no_slot_said = NIL;	/* of database Oids, in TopMemoryContext */
 
 /* Fill bgw for one of dlsm's background workers. */
 static void
@@ -280,14 +288,7 @@ start_missing(List *databases)
 					say_no_worker(db);
 				break;
 			case DLSM_START_LATER:
-				break;
-			case DLSM_START_NO_SLOT:
-				ereport(LOG,
-						(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-						 errmsg("could not start dlsm worker for database \"%s\"",
-								db->name),
-						 errdetail("dlsm serves at most %d databases.",
-								   DLSM_MAX_DATABASES)));
+			case DLSM_START_NO_SLOT:	/* said by say_no_slot */
 				break;
 		}
 	}
@@ -392,6 +393,28 @@ choose_rotation(int known)
 }
 
 /*
+ * The launcher's look left db without a slot: say so, the first time
+ * for db.
+ */
+static void
+say_no_slot(LauncherDb *db)
+{
+	MemoryContext old;
+
+	if (list_member_oid(no_slot_said, db->dboid))
+		return;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	no_slot_said = lappend_oid(no_slot_said, db->dboid);
+	MemoryContextSwitchTo(old);
+	ereport(LOG,
+			(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+			 errmsg("dlsm cannot serve database \"%s\": every one of its %d slots is taken",
+					db->name, dlsm_max_databases),
+			 errdetail("Each database that may have dlsm takes a slot until a worker finds no dlsm there; expired leases are not reaped and handlers do not run in this one until a slot comes free."),
+			 errhint("You may need to increase \"dlsm.max_databases\" and restart the server.")));
+}
+
+/*
  * One look at the databases: start the workers that are missing, or
  * those whose turn it is.  Returns how long to nap.
  */
@@ -400,13 +423,21 @@ launcher_pass(void)
 {
 	List	   *databases = eligible_databases();
 	Oid		   *keep = palloc(sizeof(Oid) * Max(list_length(databases), 1));
+	bool	   *no_slot = palloc(sizeof(bool) * Max(list_length(databases), 1));
 	int			nkeep = 0;
+	int			known;
 	ListCell   *lc;
 
 	foreach(lc, databases)
 		keep[nkeep++] = ((LauncherDb *) lfirst(lc))->dboid;
 	dlsm_shmem_forget_databases(keep, nkeep);
-	if (choose_rotation(dlsm_shmem_count_known(keep, nkeep)))
+	known = dlsm_shmem_count_known(keep, nkeep, no_slot);
+	foreach(lc, databases)
+	{
+		if (no_slot[foreach_current_index(lc)])
+			say_no_slot(lfirst(lc));
+	}
+	if (choose_rotation(known))
 		return start_turns(databases, keep, nkeep);
 	start_missing(databases);
 	return LAUNCHER_NAP_MS;

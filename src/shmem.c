@@ -20,11 +20,16 @@
  *	launcher_pid, launcher_latch	the launcher (attach and its exit)
  *	rescan, pokes					any backend (dlsm_shmem_wake_launcher)
  *	rotating, bound_ms				the launcher (each look at the databases)
- *	slot dboid						the launcher (forget) and a worker (attach)
+ *	slot dboid						the launcher (forget), a worker (attach; its
+ *									exit, when it found no dlsm)
  *	slot pid, latch, started_at		the slot's worker (attach and its exit)
  *	slot paused_until, no_extension	the launcher (a start), the worker (no
  *									extension; a pass), a backend of the
  *									database (a poke)
+ *	without_dlsm (the hash)			a worker that found no dlsm (its exit),
+ *									a backend of the database (a poke), the
+ *									launcher (forget)
+ *	nslotless, slotless[]			the launcher (each look at the databases)
  *	slot stopped_until				any backend (a stop)
  *	slot listed_at					the launcher (when it takes the slot)
  *	slot no_worker					the launcher (a start failed), the slot's
@@ -88,6 +93,14 @@
 /* How often a waiting claim looks again when dlsm is not preloaded. */
 #define POLL_MS 50
 
+/*
+ * The most databases where a worker found no dlsm that are remembered
+ * apart from the slots (more keep their slot), and the most databases left
+ * without a slot that dlsm_worker_status shows.
+ */
+#define DLSM_MAX_WITHOUT 4096
+#define DLSM_MAX_SLOTLESS 64
+
 /* The most queues a database's worker leaves alone at once. */
 #define DLSM_MAX_SHUNNED 8
 
@@ -117,7 +130,9 @@ typedef struct DlsmSlot
 {
 	DlsmWorkerInfo info;		/* dboid InvalidOid: slot free */
 	Latch	   *latch;			/* the worker's latch, NULL while none */
-	bool		no_extension;	/* the worker found no dlsm there */
+	bool		no_extension;	/* the worker found no dlsm there: kept while
+								 * it exits, or when without_dlsm has no room
+								 * for the database */
 	TimestampTz paused_until;	/* the launcher starts no worker before */
 	TimestampTz stopped_until;	/* no worker runs before (DROP DATABASE) */
 	Oid			shunned[DLSM_MAX_SHUNNED];	/* queues left alone ... */
@@ -267,7 +282,9 @@ typedef struct DlsmShared
 	uint64		pokes;			/* times the launcher was asked to look */
 	bool		rotating;		/* fewer workers than databases: turns */
 	int			bound_ms;		/* then: most time between two passes */
-	DlsmSlot	slots[DLSM_MAX_DATABASES];
+	int			nslotless;		/* databases the launcher's last look left
+								 * without a slot, ... */
+	Oid			slotless[DLSM_MAX_SLOTLESS];	/* ... the first of them */
 	DlsmNamedEntry named[DLSM_MAX_NAMED];	/* in no order */
 	Oid			listen_db[DLSM_MAX_DATABASES];	/* databases with... */
 	int			listeners[DLSM_MAX_DATABASES];	/* ...clients that LISTEN */
@@ -286,6 +303,9 @@ typedef struct DlsmShared
 
 static DlsmShared *shared = NULL;
 static HTAB *parked_groups = NULL;	/* DlsmParkedGroup, under floor_lock */
+static DlsmSlot *slots = NULL;	/* nslots of them, under lock */
+static int	nslots = 0;			/* dlsm.max_databases, at the server start */
+static HTAB *without_dlsm = NULL;	/* Oids of databases without dlsm */
 static DlsmSlot *my_slot = NULL;	/* the slot of this worker */
 static uint64 entity_seed = 0;	/* this backend's copy; 0: not read yet */
 
@@ -298,6 +318,8 @@ shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(MAXALIGN(sizeof(DlsmShared)));
+	RequestAddinShmemSpace(MAXALIGN(mul_size(nslots, sizeof(DlsmSlot))));
+	RequestAddinShmemSpace(hash_estimate_size(DLSM_MAX_WITHOUT, sizeof(Oid)));
 	RequestAddinShmemSpace(hash_estimate_size(DLSM_MAX_PARKED_GROUPS,
 											  sizeof(DlsmParkedGroup)));
 	RequestNamedLWLockTranche("dlsm", 3);
@@ -333,6 +355,21 @@ shmem_startup(void)
 		ConditionVariableInit(&shared->work_cv);
 		shared->entity_seed = random_seed();
 	}
+	slots = ShmemInitStruct("dlsm slots", mul_size(nslots, sizeof(DlsmSlot)),
+							&found);
+	if (!found)
+		memset(slots, 0, mul_size(nslots, sizeof(DlsmSlot)));
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(Oid);
+		/* fixed: past it, a database without dlsm keeps its slot */
+		without_dlsm = DLSM_SHMEM_INIT_HASH("dlsm databases without dlsm",
+											DLSM_MAX_WITHOUT, &ctl,
+											HASH_ELEM | HASH_BLOBS |
+											HASH_FIXED_SIZE);
+	}
 	{
 		HASHCTL		ctl;
 
@@ -347,12 +384,16 @@ shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
-/* Install the shared-memory hooks when preloading; called from _PG_init. */
+/*
+ * Install the shared-memory hooks when preloading, with max_databases
+ * slots (dlsm.max_databases); called from _PG_init.
+ */
 void
-dlsm_shmem_init(void)
+dlsm_shmem_init(int max_databases)
 {
 	if (!process_shared_preload_libraries_in_progress)
 		return;
+	nslots = max_databases;
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
@@ -532,9 +573,10 @@ dlsm_shmem_wake_launcher(void)
 		return;
 	shared->rescan = true;
 	shared->pokes++;
-	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+	(void) hash_search(without_dlsm, &MyDatabaseId, HASH_REMOVE, NULL);
+	for (int i = 0; i < nslots; i++)
 	{
-		DlsmSlot   *slot = &shared->slots[i];
+		DlsmSlot   *slot = &slots[i];
 
 		if (slot->info.dboid != MyDatabaseId)
 			continue;
@@ -547,17 +589,39 @@ dlsm_shmem_wake_launcher(void)
 	LWLockRelease(shared->lock);
 }
 
+/* Is dboid one of the n in dbs? */
+static bool
+oid_in(Oid dboid, const Oid *dbs, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		if (dbs[i] == dboid)
+			return true;
+	}
+	return false;
+}
+
 /*
  * The launcher keeps the databases in keep: the slots of others are freed,
- * and their running workers asked to stop.
+ * their running workers asked to stop, and their marks without dlsm
+ * forgotten.
  */
 void
 dlsm_shmem_forget_databases(const Oid *keep, int nkeep)
 {
+	HASH_SEQ_STATUS seq;
+	Oid		   *dboid;
+
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+	hash_seq_init(&seq, without_dlsm);
+	while ((dboid = hash_seq_search(&seq)) != NULL)
 	{
-		DlsmSlot   *slot = &shared->slots[i];
+		if (!oid_in(*dboid, keep, nkeep))
+			(void) hash_search(without_dlsm, dboid, HASH_REMOVE, NULL);
+	}
+	for (int i = 0; i < nslots; i++)
+	{
+		DlsmSlot   *slot = &slots[i];
 		bool		wanted = false;
 
 		for (int k = 0; k < nkeep && !wanted; k++)
@@ -571,31 +635,36 @@ dlsm_shmem_forget_databases(const Oid *keep, int nkeep)
 	LWLockRelease(shared->lock);
 }
 
+/* Did a worker find no dlsm in dboid (since the last poke there)?  Lock held. */
+static bool
+without_dlsm_has(Oid dboid)
+{
+	return hash_search(without_dlsm, &dboid, HASH_FIND, NULL) != NULL;
+}
+
 /*
- * The slot of dboid; when add is true and dboid has none, a free slot (or
- * one held by a database without dlsm) is given to it.  NULL if none.
- * Lock held.
+ * The slot of dboid; when add is true and dboid has none, a free slot is
+ * given to it, unless a worker found no dlsm there.  NULL if none.  A slot
+ * is never taken from another database: one found without dlsm gives its
+ * slot back as its worker exits (worker_detach).  Lock held.
+ *
+ * XXX: a walk over every slot, for each database the launcher looks at.
  */
 static DlsmSlot *
 slot_for(Oid dboid, bool add)
 {
 	DlsmSlot   *free_slot = NULL;
-	DlsmSlot   *idle_slot = NULL;
 
-	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+	for (int i = 0; i < nslots; i++)
 	{
-		DlsmSlot   *slot = &shared->slots[i];
+		DlsmSlot   *slot = &slots[i];
 
 		if (slot->info.dboid == dboid)
 			return slot;
 		if (free_slot == NULL && slot->info.dboid == InvalidOid)
 			free_slot = slot;
-		if (idle_slot == NULL && slot->no_extension && slot->info.pid == 0)
-			idle_slot = slot;
 	}
-	if (free_slot == NULL)
-		free_slot = idle_slot;
-	if (add && free_slot != NULL)
+	if (add && free_slot != NULL && !without_dlsm_has(dboid))
 	{
 		memset(free_slot, 0, sizeof(DlsmSlot));
 		free_slot->info.dboid = dboid;
@@ -618,7 +687,9 @@ dlsm_shmem_may_start(Oid dboid, int pause_ms)
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	slot = slot_for(dboid, true);
-	if (slot != NULL)
+	if (without_dlsm_has(dboid) || (slot != NULL && slot->no_extension))
+		decision = DLSM_START_LATER;	/* until a poke there */
+	else if (slot != NULL)
 	{
 		decision = (slot->info.pid == 0 && now >= slot->paused_until &&
 					now >= slot->stopped_until) ?
@@ -663,21 +734,27 @@ served_state(DlsmSlot *slot, TimestampTz now)
  */
 
 /*
- * How many of the n databases dbs may have dlsm: all but those whose last
- * worker found none.  Each gets a slot (if one is free), so that its wait
- * counts from now.
+ * How many of the n databases dbs may have dlsm and have a slot: all but
+ * those whose last worker found none, and those left without a slot.  Each
+ * gets a slot (if one is free), so that its wait counts from now; no_slot
+ * (n entries) tells which were left without one, and dlsm_worker_status
+ * shows them.
  */
 int
-dlsm_shmem_count_known(const Oid *dbs, int n)
+dlsm_shmem_count_known(const Oid *dbs, int n, bool *no_slot)
 {
 	int			count = 0;
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	shared->nslotless = 0;
 	for (int i = 0; i < n; i++)
 	{
 		DlsmSlot   *slot = slot_for(dbs[i], true);
 
-		if (slot == NULL || !slot->no_extension)
+		no_slot[i] = slot == NULL && !without_dlsm_has(dbs[i]);
+		if (no_slot[i] && shared->nslotless < DLSM_MAX_SLOTLESS)
+			shared->slotless[shared->nslotless++] = dbs[i];
+		if (slot != NULL && !slot->no_extension)
 			count++;
 	}
 	LWLockRelease(shared->lock);
@@ -712,7 +789,8 @@ turn_class(DlsmSlot *slot, long age_ms)
 
 /*
  * The next database of the n in dbs to visit: none of the nbusy in busy
- * (their workers start), nor one a worker is in, nor one paused; one due:
+ * (their workers start), nor one without a slot, nor one a worker is in
+ * or found without dlsm, nor one paused; one due:
  * its handler queues got work, or its last pass was reap_ms ago, or it
  * never had one.  Of those, the first by turn_class, then the one that
  * waited longest.  Its start is recorded (the next waits pause_ms).
@@ -732,7 +810,7 @@ dlsm_shmem_next_visit(const Oid *dbs, int n, const Oid *busy, int nbusy,
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < n; i++)
 	{
-		DlsmSlot   *slot = slot_for(dbs[i], true);
+		DlsmSlot   *slot = slot_for(dbs[i], false);
 		TimestampTz due;
 		long		age;
 		int			class;
@@ -740,7 +818,8 @@ dlsm_shmem_next_visit(const Oid *dbs, int n, const Oid *busy, int nbusy,
 
 		for (int k = 0; k < nbusy && !is_busy; k++)
 			is_busy = busy[k] == dbs[i];
-		if (slot == NULL || is_busy || slot->info.pid != 0)
+		if (slot == NULL || is_busy || slot->info.pid != 0 ||
+			slot->no_extension)
 			continue;
 		due = slot->pending || slot->info.last_reap_at == 0 ? now :
 			TimestampTzPlusMilliseconds(slot->info.last_reap_at, reap_ms);
@@ -786,8 +865,8 @@ dlsm_shmem_workers_attached(void)
 	int			count = 0;
 
 	LWLockAcquire(shared->lock, LW_SHARED);
-	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
-		count += shared->slots[i].info.pid != 0;
+	for (int i = 0; i < nslots; i++)
+		count += slots[i].info.pid != 0;
 	LWLockRelease(shared->lock);
 	return count;
 }
@@ -861,12 +940,23 @@ dlsm_shmem_note_late(Oid dboid, int repeat_ms, long *waited_ms,
  * ---------------------------------------------------------------------
  */
 
+/*
+ * This worker exits: its slot has no worker.  When it found no dlsm (and
+ * no poke came since), the database is remembered without dlsm, and its
+ * slot given back, if there is room for the mark; else the slot keeps it.
+ */
 static void
 worker_detach(int code, Datum arg)
 {
+	bool		found;
+
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	my_slot->info.pid = 0;
 	my_slot->latch = NULL;
+	if (my_slot->no_extension &&
+		hash_search(without_dlsm, &my_slot->info.dboid, HASH_ENTER_NULL,
+					&found) != NULL)
+		memset(my_slot, 0, sizeof(DlsmSlot));
 	LWLockRelease(shared->lock);
 }
 
@@ -919,16 +1009,14 @@ dlsm_shmem_pokes(void)
 
 /*
  * This worker found no dlsm in its database: the launcher leaves the
- * database alone for pause_ms, unless it was poked since pokes_seen (a
- * CREATE EXTENSION that committed while the worker looked).
+ * database alone until a poke there (CREATE EXTENSION), unless it was
+ * poked since pokes_seen (one that committed while the worker looked).
  */
 void
-dlsm_shmem_worker_idle(uint64 pokes_seen, int pause_ms)
+dlsm_shmem_worker_idle(uint64 pokes_seen)
 {
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	my_slot->no_extension = shared->pokes == pokes_seen;
-	my_slot->paused_until = !my_slot->no_extension ? 0 :
-		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), pause_ms);
 	LWLockRelease(shared->lock);
 }
 
@@ -1065,9 +1153,9 @@ dlsm_shmem_wake_worker(Oid dboid)
 {
 	if (!lock_state(LW_EXCLUSIVE))
 		return;
-	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+	for (int i = 0; i < nslots; i++)
 	{
-		DlsmSlot   *slot = &shared->slots[i];
+		DlsmSlot   *slot = &slots[i];
 		bool		was_pending = slot->pending;
 
 		if (slot->info.dboid != dboid)
@@ -1134,9 +1222,9 @@ dlsm_shmem_worker_request(Oid dboid, int requests)
 {
 	if (!lock_state(LW_EXCLUSIVE))
 		return;
-	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+	for (int i = 0; i < nslots; i++)
 	{
-		DlsmSlot   *slot = &shared->slots[i];
+		DlsmSlot   *slot = &slots[i];
 
 		if (slot->info.dboid != dboid)
 			continue;
@@ -1173,26 +1261,32 @@ dlsm_shmem_worker_leave(bool more)
 }
 
 /*
- * Copy what dlsm_worker_status shows of the databases served into out
- * (DLSM_MAX_DATABASES entries); returns how many.
+ * What dlsm_worker_status shows of the databases served, and of those the
+ * launcher's last look left without a slot, palloc'd in *out with room for
+ * one more; returns how many.
  */
 int
-dlsm_shmem_copy_workers(DlsmWorkerInfo *out)
+dlsm_shmem_copy_workers(DlsmWorkerInfo **out)
 {
 	int			n = 0;
-
 	TimestampTz now = GetCurrentTimestamp();
 
+	*out = palloc0(sizeof(DlsmWorkerInfo) * (nslots + DLSM_MAX_SLOTLESS + 1));
 	if (!lock_state(LW_SHARED))
 		return 0;
-	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+	for (int i = 0; i < nslots; i++)
 	{
-		DlsmSlot   *slot = &shared->slots[i];
+		DlsmSlot   *slot = &slots[i];
 
 		if (slot->info.dboid == InvalidOid || slot->no_extension)
 			continue;
-		out[n] = slot->info;
-		out[n++].state = served_state(slot, now);
+		(*out)[n] = slot->info;
+		(*out)[n++].state = served_state(slot, now);
+	}
+	for (int i = 0; i < shared->nslotless; i++)
+	{
+		(*out)[n].dboid = shared->slotless[i];
+		(*out)[n++].state = DLSM_SERVED_NO_SLOT;
 	}
 	LWLockRelease(shared->lock);
 	return n;

@@ -16,7 +16,10 @@
 #include "common/hashfn.h"
 #include "datatype/timestamp.h"
 
-/* The most databases dlsm's workers serve at once. */
+/*
+ * The most databases whose clients that LISTEN are counted (notify.c); the
+ * databases the workers serve are dlsm.max_databases.
+ */
 #define DLSM_MAX_DATABASES 64
 
 /* The most transaction-scope holders and waiters of named locks shown. */
@@ -46,7 +49,8 @@ typedef enum DlsmServedState
 	DLSM_SERVED_STARTING,		/* one worker each: its worker is starting */
 	DLSM_SERVED_BETWEEN,		/* workers take turns: within its bound */
 	DLSM_SERVED_WAITING,		/* past its bound, or no worker could start */
-	DLSM_SERVED_NOT_PRELOADED	/* no shared state: no worker ever runs */
+	DLSM_SERVED_NOT_PRELOADED,	/* no shared state: no worker ever runs */
+	DLSM_SERVED_NO_SLOT			/* dlsm.max_databases slots, all taken */
 } DlsmServedState;
 
 /* One database's worker, as dlsm_worker_status shows it. */
@@ -137,7 +141,7 @@ typedef struct DlsmFloorSeen
 	uint64		bucket_gen[DLSM_ENTITY_BUCKETS];
 } DlsmFloorSeen;
 
-extern void dlsm_shmem_init(void);
+extern void dlsm_shmem_init(int max_databases);
 extern uint64 dlsm_shmem_entity_key(const char *entity);
 extern uint64 dlsm_shmem_group_key(const char *group);
 extern bool dlsm_shmem_available(void);
@@ -155,7 +159,7 @@ extern void dlsm_shmem_forget_databases(const Oid *keep, int nkeep);
 extern DlsmStartDecision dlsm_shmem_may_start(Oid dboid, int pause_ms);
 
 /* the pool of workers that take turns (launcher.c) */
-extern int	dlsm_shmem_count_known(const Oid *dbs, int n);
+extern int	dlsm_shmem_count_known(const Oid *dbs, int n, bool *no_slot);
 extern void dlsm_shmem_set_rotation(bool rotating, int bound_ms);
 extern Oid	dlsm_shmem_next_visit(const Oid *dbs, int n, const Oid *busy,
 								  int nbusy, int reap_ms, int pause_ms,
@@ -169,7 +173,7 @@ extern bool dlsm_shmem_note_late(Oid dboid, int repeat_ms,
 /* the workers */
 extern bool dlsm_shmem_worker_attach(Oid dboid);
 extern uint64 dlsm_shmem_pokes(void);
-extern void dlsm_shmem_worker_idle(uint64 pokes_seen, int pause_ms);
+extern void dlsm_shmem_worker_idle(uint64 pokes_seen);
 extern void dlsm_shmem_worker_count(const DlsmWorkerCounts *delta,
 									const char *error);
 extern void dlsm_shmem_worker_passed(void);
@@ -200,7 +204,7 @@ typedef enum DlsmNoWorker
 } DlsmNoWorker;
 
 extern void dlsm_shmem_warn_no_worker(DlsmNoWorker what, const char *queue);
-extern int	dlsm_shmem_copy_workers(DlsmWorkerInfo *out);
+extern int	dlsm_shmem_copy_workers(DlsmWorkerInfo **out);
 
 /* named locks */
 extern void dlsm_shmem_clip(const char *from, char *to, int size);

@@ -79,7 +79,8 @@ static const char *const served_names[] = {
 	[DLSM_SERVED_STARTING] = "starting",
 	[DLSM_SERVED_BETWEEN] = "between visits",
 	[DLSM_SERVED_WAITING] = "waiting for a worker",
-	[DLSM_SERVED_NOT_PRELOADED] = "not preloaded"
+	[DLSM_SERVED_NOT_PRELOADED] = "not preloaded",
+	[DLSM_SERVED_NO_SLOT] = "no slot"
 };
 
 /* The columns of dlsm_queue_stats: the queue, then A_STATS_* - 1 + 1. */
@@ -165,8 +166,8 @@ worker_row(DlsmWorkerInfo *w, TimestampTz now, Datum *values, bool *nulls)
 Datum
 dlsm_worker_status(PG_FUNCTION_ARGS)
 {
-	DlsmWorkerInfo *workers = palloc(sizeof(DlsmWorkerInfo) * DLSM_MAX_DATABASES);
-	int			n = dlsm_shmem_copy_workers(workers);
+	DlsmWorkerInfo *workers;
+	int			n = dlsm_shmem_copy_workers(&workers);
 	TimestampTz now = GetCurrentTimestamp();
 
 	(void) begin_view(fcinfo, WS_SKIPPED, WS_NCOLS);

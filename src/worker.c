@@ -76,7 +76,6 @@
 #include "waits.h"
 #include "worker.h"
 
-#define NO_EXTENSION_PAUSE_MS	60000	/* a database without dlsm */
 #define PURGE_BATCHES			100 /* retention batches per pass */
 #define SHUN_BOUNDS				10	/* dlsm.step_timeouts a queue is shunned */
 
@@ -345,7 +344,7 @@ registry_pass(MemoryContext context)
 		return NIL;
 	if (!pass.extension)
 	{
-		dlsm_shmem_worker_idle(pokes, NO_EXTENSION_PAUSE_MS);
+		dlsm_shmem_worker_idle(pokes);
 		ereport(LOG,
 				(errmsg("dlsm worker for database \"%s\" stops: the extension is not installed there",
 						my_dbname)));
