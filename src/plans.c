@@ -82,6 +82,16 @@
 	"   ORDER BY f.{id} LIMIT 1), true))))"
 
 /*
+ * Row r is the first request of a unit in progress: a unit is a process
+ * id's rows of one entity (a process id given to several claims holds
+ * several), and counts against the group of its first request only.
+ */
+#define UNIT_HEAD(r) \
+	r ".{status} {=} 'in-progress' AND NOT EXISTS (SELECT 1 FROM {q} h" \
+	" WHERE h.{pid} {=} " r ".{pid} AND h.{entity} {=} " r ".{entity}" \
+	"  AND h.{status} {=} 'in-progress' AND h.{id} {<} " r ".{id})"
+
+/*
  * Lock the single-request units whose ids match ids (candidates read
  * before, $1), when each is still new and due ($2 is now) and nothing of
  * its entity blocks it.
@@ -451,8 +461,8 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		"    FROM ROWS FROM (pg_catalog.unnest($3::pg_catalog.text[]),"
 		"     pg_catalog.unnest($4::pg_catalog.int4[])) AS o(g, c)"
 		"    WHERE o.g {=} t.dlsm_group), $2)"
-		"   {<=} (SELECT pg_catalog.count(DISTINCT ({pid}, {entity})) FROM {q}"
-		"    WHERE {group} {=} t.dlsm_group AND {status} {=} 'in-progress')),"
+		"   {<=} (SELECT pg_catalog.count(*) FROM {q} r"
+		"    WHERE {group} {=} t.dlsm_group AND " UNIT_HEAD("r") ")),"
 		" pg_catalog.count(*) FILTER (WHERE $5 AND {status} {=} 'new'"
 		"  AND {kind} {=} 'update'"
 		"  AND NOT EXISTS (SELECT 1 FROM {q} c WHERE c.{entity} {=} t.{entity}"
@@ -479,12 +489,9 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		SPI_OK_INSERT_RETURNING, 1, "an enqueue"
 	},
 	[DLSM_Q_GROUP_LOAD] = {
-		/*
-		 * committed units in progress: a unit is a process id's rows of one
-		 * entity (a process id given to several claims holds several)
-		 */
-		"SELECT pg_catalog.count(DISTINCT ({pid}, {entity})) FROM {q}"
-		" WHERE {group} {=} $1 AND {status} {=} 'in-progress'",
+		/* committed units in progress whose first request is in group $1 */
+		"SELECT pg_catalog.count(*) FROM {q} r"
+		" WHERE {group} {=} $1 AND " UNIT_HEAD("r"),
 		ARGS(TEXTOID),
 		SPI_OK_SELECT, 1, "the group's load"
 	},

@@ -224,3 +224,19 @@ RESET client_min_messages;
 RESET ROLE;
 REVOKE CREATE ON SCHEMA public FROM limits_tenant;
 DROP ROLE limits_tenant;
+
+-- a unit counts against the group of its first request only: e1's
+-- updates in g0 then g1 hold a slot of g0, and e2's update in g1 is
+-- claimed under g1's limit of 1
+SET client_min_messages = warning;
+SELECT dlsm_create_queue('uq');
+RESET client_min_messages;
+SELECT dlsm_set_limit('uq', 'g1', concurrency => 1);
+SELECT dlsm_enqueue('uq', 'e1', 'update', group_key => 'g0');
+SELECT dlsm_enqueue('uq', 'e1', 'update', group_key => 'g1');
+SELECT dlsm_enqueue('uq', 'e2', 'update', group_key => 'g1');
+SELECT entity, kind FROM dlsm_claim('uq', lease => '1 hour');
+SELECT group_key, in_progress FROM dlsm_limits WHERE queue = 'uq'::regclass;
+SELECT in_progress FROM dlsm_group_state('uq', 'g1');
+SELECT entity FROM dlsm_claim('uq', lease => '1 hour');
+SELECT dlsm_drop_queue('uq', drop_table => true);
