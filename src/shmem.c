@@ -325,6 +325,18 @@ shmem_request(void)
 	RequestNamedLWLockTranche("dlsm", 3);
 }
 
+/* A shared hash table of n entries at most, never more (HASH_FIXED_SIZE). */
+static HTAB *
+fixed_hash(const char *name, long n, Size keysize, Size entrysize)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = keysize;
+	ctl.entrysize = entrysize;
+	return DLSM_SHMEM_INIT_HASH(name, n, &ctl,
+								HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
+}
+
 /* A random non-zero seed. */
 static uint64
 random_seed(void)
@@ -359,28 +371,12 @@ shmem_startup(void)
 							&found);
 	if (!found)
 		memset(slots, 0, mul_size(nslots, sizeof(DlsmSlot)));
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(Oid);
-		/* fixed: past it, a database without dlsm keeps its slot */
-		without_dlsm = DLSM_SHMEM_INIT_HASH("dlsm databases without dlsm",
-											DLSM_MAX_WITHOUT, &ctl,
-											HASH_ELEM | HASH_BLOBS |
-											HASH_FIXED_SIZE);
-	}
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(DlsmGroupKey);
-		ctl.entrysize = sizeof(DlsmParkedGroup);
-		/* fixed: past it, groups are not parked (HASH_ENTER_NULL) */
-		parked_groups = DLSM_SHMEM_INIT_HASH("dlsm parked groups",
-											 DLSM_MAX_PARKED_GROUPS, &ctl,
-											 HASH_ELEM | HASH_BLOBS |
-											 HASH_FIXED_SIZE);
-	}
+	/* fixed: past it, a database without dlsm keeps its slot */
+	without_dlsm = fixed_hash("dlsm databases without dlsm", DLSM_MAX_WITHOUT,
+							  sizeof(Oid), sizeof(Oid));
+	/* fixed: past it, groups are not parked (HASH_ENTER_NULL) */
+	parked_groups = fixed_hash("dlsm parked groups", DLSM_MAX_PARKED_GROUPS,
+							   sizeof(DlsmGroupKey), sizeof(DlsmParkedGroup));
 	LWLockRelease(AddinShmemInitLock);
 }
 
