@@ -756,8 +756,9 @@ find_queue(Oid relid)
  * At the worker's exit: when it ends because a step on a queue went on
  * after its cancel (its code caught it), this database's workers leave all
  * the queues of its owner alone: for SHUN_BOUNDS times dlsm.step_timeout,
- * twice as long at each shun of the same owner that follows the last one
- * within the longest shun (up to 2^SHUN_DOUBLINGS times).
+ * twice as long as the last shun of the same owner if that one ended
+ * within SHUN_BOUNDS times dlsm.step_timeout (up to 2^SHUN_DOUBLINGS
+ * times): an owner whose code does it again at once is left longer.
  */
 static void
 shun_abandoned(int code, Datum arg)
@@ -767,7 +768,7 @@ shun_abandoned(int code, Datum arg)
 	DlsmWorkerStep step;
 	WorkerQueue *wq;
 	TimestampTz now = GetCurrentTimestamp();
-	int64		longest = ((int64) SHUN_BOUNDS * dlsm_step_timeout) << SHUN_DOUBLINGS;
+	int64		first = (int64) SHUN_BOUNDS * dlsm_step_timeout;
 	int			count;
 	int			owned = 0;
 	int64		ms;
@@ -779,9 +780,8 @@ shun_abandoned(int code, Datum arg)
 	foreach(lc, current_queues)
 		owned += ((WorkerQueue *) lfirst(lc))->owner == wq->owner;
 	count = dlsm_shmem_worker_shuns(wq->owner,
-									TimestampTzPlusMilliseconds(now, -longest)) + 1;
-	ms = ((int64) SHUN_BOUNDS * dlsm_step_timeout) <<
-		Min(count - 1, SHUN_DOUBLINGS);
+									TimestampTzPlusMilliseconds(now, -first)) + 1;
+	ms = first << Min(count - 1, SHUN_DOUBLINGS);
 	dlsm_shmem_worker_shun(wq->owner, relid,
 						   TimestampTzPlusMilliseconds(now, ms), count);
 	ereport(LOG,
