@@ -116,7 +116,8 @@ typedef struct WorkerQueue
 	Oid			owner;			/* the table's owner */
 	char	   *owner_name;		/* for messages, outside transactions */
 	int			order;			/* its place in the registry */
-	bool		deferred;		/* left by the last reaping pass */
+	int			deferred;		/* its place among the queues the last reaping
+								 * pass left, or INT_MAX */
 	Oid			shun_cause;		/* when shunned: the queue whose step did */
 	bool		refused;		/* row-level security: left alone */
 	bool		stalled;		/* a step timed out: left until the next pass */
@@ -274,7 +275,7 @@ read_registry(void *arg)
 		if (wq->owner_name == NULL)
 			wq->owner_name = psprintf("%u", queue->owner);
 		wq->order = list_length(pass->queues);
-		wq->deferred = false;
+		wq->deferred = INT_MAX;
 		wq->shun_cause = InvalidOid;
 		wq->refused = queue->row_security;
 		wq->shunned_until = dlsm_shmem_worker_shunned(queue->owner,
@@ -554,9 +555,24 @@ end_turn(OwnerTurn *turn, List *queues)
 		(void) handler_pass(queues);	/* the main loop's pass runs too */
 }
 
+/* The place of queue relid among those the last pass deferred, or INT_MAX. */
+static int
+deferred_place(Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, deferred_queues)
+	{
+		if (lfirst_oid(lc) == relid)
+			return foreach_current_index(lc);
+	}
+	return INT_MAX;
+}
+
 /*
  * The order of a reaping pass: owner by owner; of an owner's queues, those
- * the last pass deferred first, then the registry's order.
+ * the last pass deferred first, in the order it met them (so an owner's
+ * queues take turns), then the others in the registry's order.
  */
 static int
 compare_reap_order(const ListCell *a, const ListCell *b)
@@ -567,7 +583,7 @@ compare_reap_order(const ListCell *a, const ListCell *b)
 	if (qa->owner != qb->owner)
 		return qa->owner < qb->owner ? -1 : 1;
 	if (qa->deferred != qb->deferred)
-		return qa->deferred ? -1 : 1;
+		return qa->deferred < qb->deferred ? -1 : 1;
 	return qa->order - qb->order;
 }
 
@@ -595,7 +611,7 @@ reaping_pass(List *queues)
 	{
 		WorkerQueue *wq = lfirst(lc);
 
-		wq->deferred = list_member_oid(deferred_queues, wq->relid);
+		wq->deferred = deferred_place(wq->relid);
 	}
 	list_sort(order, compare_reap_order);
 	foreach(lc, order)
