@@ -40,7 +40,8 @@
  *	slot outdated_said				the slot's worker
  *	slot counts, last_reap_at,
  *	slot last_error					the slot's worker
- *	slot shunned[], shunned_until[]	the slot's worker (at its exit, when a
+ *	slot shunned[], shunned_until[],
+ *	slot shun_count[], shun_cause[]			the slot's worker (at its exit, when a
  *									step ignored its cancel)
  *	named[]							the backend whose pid is in the entry
  *	listen_db[], listeners[]		any backend, at its (UN)LISTEN's commit
@@ -135,8 +136,11 @@ typedef struct DlsmSlot
 								 * for the database */
 	TimestampTz paused_until;	/* the launcher starts no worker before */
 	TimestampTz stopped_until;	/* no worker runs before (DROP DATABASE) */
-	Oid			shunned[DLSM_MAX_SHUNNED];	/* queues left alone ... */
+	Oid			shunned[DLSM_MAX_SHUNNED];	/* owners whose queues are left
+											 * alone ... */
 	TimestampTz shunned_until[DLSM_MAX_SHUNNED];	/* ... until then */
+	int			shun_count[DLSM_MAX_SHUNNED];	/* ... after so many shuns */
+	Oid			shun_cause[DLSM_MAX_SHUNNED];	/* ... of the last, this queue */
 	bool		no_worker;		/* its last start found no free process */
 	TimestampTz late_said_at;	/* the launcher logged it past its bound */
 	bool		pending;		/* a handler queue got work since its last
@@ -1048,19 +1052,20 @@ dlsm_shmem_worker_count(const DlsmWorkerCounts *delta, const char *error)
 }
 
 /*
- * Have this database's workers leave queue relid alone until until (the
- * oldest entry gives way); called by a worker whose step on the queue
- * ignored its cancel, as it exits.
+ * Have this database's workers leave the queues of role owner alone until
+ * until, its count-th shun, caused by queue cause (the oldest entry gives
+ * way); called by a worker whose step on cause ignored its cancel, as it
+ * exits.
  */
 void
-dlsm_shmem_worker_shun(Oid relid, TimestampTz until)
+dlsm_shmem_worker_shun(Oid owner, Oid cause, TimestampTz until, int count)
 {
 	int			pick = 0;
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < DLSM_MAX_SHUNNED; i++)
 	{
-		if (my_slot->shunned[i] == relid)
+		if (my_slot->shunned[i] == owner)
 		{
 			pick = i;
 			break;
@@ -1068,22 +1073,48 @@ dlsm_shmem_worker_shun(Oid relid, TimestampTz until)
 		if (my_slot->shunned_until[i] < my_slot->shunned_until[pick])
 			pick = i;
 	}
-	my_slot->shunned[pick] = relid;
+	my_slot->shunned[pick] = owner;
 	my_slot->shunned_until[pick] = until;
+	my_slot->shun_count[pick] = count;
+	my_slot->shun_cause[pick] = cause;
 	LWLockRelease(shared->lock);
 }
 
-/* Until when this worker leaves queue relid alone; 0 if it does not. */
+/*
+ * How many shuns of role owner this database's workers remember, the last
+ * of them ended at since or later; 0 if none.
+ */
+int
+dlsm_shmem_worker_shuns(Oid owner, TimestampTz since)
+{
+	int			count = 0;
+
+	LWLockAcquire(shared->lock, LW_SHARED);
+	for (int i = 0; i < DLSM_MAX_SHUNNED; i++)
+		if (my_slot->shunned[i] == owner &&
+			my_slot->shunned_until[i] >= since)
+			count = my_slot->shun_count[i];
+	LWLockRelease(shared->lock);
+	return count;
+}
+
+/*
+ * Until when this worker leaves the queues of role owner alone (0 if it
+ * does not), and the queue that caused it (*cause).
+ */
 TimestampTz
-dlsm_shmem_worker_shunned(Oid relid)
+dlsm_shmem_worker_shunned(Oid owner, Oid *cause)
 {
 	TimestampTz until = 0;
 
 	LWLockAcquire(shared->lock, LW_SHARED);
 	for (int i = 0; i < DLSM_MAX_SHUNNED; i++)
-		if (my_slot->shunned[i] == relid &&
+		if (my_slot->shunned[i] == owner &&
 			my_slot->shunned_until[i] > GetCurrentTimestamp())
+		{
 			until = my_slot->shunned_until[i];
+			*cause = my_slot->shun_cause[i];
+		}
 	LWLockRelease(shared->lock);
 	return until;
 }

@@ -177,8 +177,10 @@ extern void dlsm_shmem_worker_idle(uint64 pokes_seen);
 extern void dlsm_shmem_worker_count(const DlsmWorkerCounts *delta,
 									const char *error);
 extern void dlsm_shmem_worker_passed(void);
-extern void dlsm_shmem_worker_shun(Oid relid, TimestampTz until);
-extern TimestampTz dlsm_shmem_worker_shunned(Oid relid);
+extern void dlsm_shmem_worker_shun(Oid owner, Oid cause, TimestampTz until,
+								   int count);
+extern int	dlsm_shmem_worker_shuns(Oid owner, TimestampTz since);
+extern TimestampTz dlsm_shmem_worker_shunned(Oid owner, Oid *cause);
 extern pid_t dlsm_shmem_worker_pause(Oid dboid, int pause_ms);
 extern bool dlsm_shmem_worker_gone(Oid dboid, pid_t pid);
 extern void dlsm_shmem_wake_worker(Oid dboid);

@@ -24,7 +24,11 @@
  * the queue as its context (autovacuum's error path), counted, and named
  * in dlsm_worker_status; the next pass does its work again.  A step that
  * goes on after its cancel ends the worker (bound.c); at its exit the
- * queue is shunned, and the next worker leaves it alone for a while.
+ * queue's owner is shunned, and the next worker leaves all its queues alone
+ * for a while, longer at each shun.  Neither can an owner with many queues
+ * stall the others: a reaping pass gives each owner one dlsm.step_timeout
+ * of step time, and defers its other queues to the next pass, where they
+ * go first; after a slow owner's turn, handlers with work run at once.
  * test/t/048_stall_matrix.pl holds every step of bound.h (DlsmWorkerStep).
  *
  * When the workers take turns (fewer dlsm.max_workers than databases,
@@ -77,7 +81,9 @@
 #include "worker.h"
 
 #define PURGE_BATCHES			100 /* retention batches per pass */
-#define SHUN_BOUNDS				10	/* dlsm.step_timeouts a queue is shunned */
+#define SHUN_BOUNDS				10	/* dlsm.step_timeouts of a first shun */
+#define SHUN_DOUBLINGS			6	/* a shun is at most 2^6 times as long */
+#define SAY_AGAIN_MS			60000	/* a deferral or slow step, said again */
 
 static char *my_dbname = NULL;
 
@@ -91,16 +97,31 @@ static TimestampTz visit_end = 0;
 /* What the worker said once and need not repeat at every pass. */
 static List *refused_reported = NIL;	/* queues, in TopMemoryContext */
 static List *shunned_reported = NIL;	/* queues, in TopMemoryContext */
+static List *deferred_reported = NIL;	/* owners, in TopMemoryContext */
+static List *slow_reported = NIL;	/* queues, in TopMemoryContext */
+static TimestampTz reported_since = 0;	/* the last two lists, since then */
+
+/* Queues a reaping pass left for the next one, first there (TopMemoryContext) */
+static List *deferred_queues = NIL;
+
+/* The queues of the last look at the registry (for the exit's shun) */
+static List *current_queues = NIL;
 
 /* One queue as the worker's last look at the registry found it. */
 typedef struct WorkerQueue
 {
 	Oid			relid;
 	char	   *name;			/* for messages, outside transactions */
+	Oid			owner;			/* the table's owner */
+	char	   *owner_name;		/* for messages, outside transactions */
+	int			order;			/* its place in the registry */
+	int			deferred;		/* its place among the queues the last reaping
+								 * pass left, or INT_MAX */
+	Oid			shun_cause;		/* when shunned: the queue whose step did */
 	bool		refused;		/* row-level security: left alone */
 	bool		stalled;		/* a step timed out: left until the next pass */
-	TimestampTz shunned_until;	/* left alone until then (or 0): a step on it
-								 * went on after its cancel */
+	TimestampTz shunned_until;	/* left alone until then (or 0): a step on a
+								 * queue of its owner went on after its cancel */
 	bool		has_handler;
 	bool		has_retention;
 } WorkerQueue;
@@ -248,8 +269,16 @@ read_registry(void *arg)
 		wq = palloc(sizeof(WorkerQueue));
 		wq->relid = queue->relid;
 		wq->name = dlsm_rel_label(queue->relid);
+		wq->owner = queue->owner;
+		wq->owner_name = GetUserNameFromId(queue->owner, true);
+		if (wq->owner_name == NULL)
+			wq->owner_name = psprintf("%u", queue->owner);
+		wq->order = list_length(pass->queues);
+		wq->deferred = INT_MAX;
+		wq->shun_cause = InvalidOid;
 		wq->refused = queue->row_security;
-		wq->shunned_until = dlsm_shmem_worker_shunned(queue->relid);
+		wq->shunned_until = dlsm_shmem_worker_shunned(queue->owner,
+													  &wq->shun_cause);
 		wq->stalled = wq->shunned_until != 0;
 		wq->has_handler = queue->handler != NULL;
 		wq->has_retention = queue->has_retention;
@@ -377,16 +406,68 @@ skip_queue(List **reported, Oid relid, char *message)
 }
 
 /*
- * Reap a queue and delete its settled rows past their retention.  A queue
- * dlsm refuses (row-level security) is skipped and named in the worker's
- * status, without a line in the server log at every pass.  A queue whose
- * step ran out of a bound (dlsm.step_timeout, dlsm.lock_timeout) is marked
- * stalled: nothing more is done on it until the next registry pass.  A
- * queue shunned (a step on it went on after its cancel and ended an
- * earlier worker) is skipped, and said so once.
+ * Forget what was said about deferrals and slow steps once SAY_AGAIN_MS
+ * passed, so that a lasting one is said again.
  */
 static void
-reap_one(WorkerQueue *wq, DlsmWorkerCounts *counts)
+forget_said(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (TimestampDifferenceExceeds(reported_since, now, SAY_AGAIN_MS))
+	{
+		list_free(deferred_reported);
+		list_free(slow_reported);
+		deferred_reported = NIL;
+		slow_reported = NIL;
+		reported_since = now;
+	}
+}
+
+/*
+ * Run step fn on queue wq as run_transaction does, and add the time it
+ * took to *spent_ms, its owner's in this pass; a step that took more than
+ * half of dlsm.step_timeout, though not cancelled, is said in the server
+ * log (once a minute per queue): its owner's code is close to the bound.
+ */
+static StepResult
+timed_step(WorkFn fn, QueueWork *work, WorkerQueue *wq, DlsmWorkerStep step,
+		   int64 *spent_ms)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	StepResult	result = run_transaction(fn, work, wq, step);
+	long		took = TimestampDifferenceMilliseconds(start,
+													   GetCurrentTimestamp());
+	MemoryContext old;
+
+	*spent_ms += took;
+	if (result != STEP_DONE || took <= dlsm_step_timeout / 2 ||
+		list_member_oid(slow_reported, wq->relid))
+		return result;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	slow_reported = lappend_oid(slow_reported, wq->relid);
+	MemoryContextSwitchTo(old);
+	ereport(LOG,
+			(errmsg("dlsm worker: step \"%s\" on queue \"%s\" took %ld ms, more than half of \"dlsm.step_timeout\" (%d ms)",
+					dlsm_bound_step_name(step), wq->name, took,
+					dlsm_step_timeout)));
+	return result;
+}
+
+/*
+ * Reap a queue and delete its settled rows past their retention, adding
+ * the time its steps took to *spent_ms (its owner's in this pass; no more
+ * retention batches once that is past dlsm.step_timeout).  A queue dlsm
+ * refuses (row-level security) is skipped and named in the worker's status,
+ * without a line in the server log at every pass.  A queue whose step ran
+ * out of a bound (dlsm.step_timeout, dlsm.lock_timeout) is marked stalled:
+ * nothing more is done on it until the next registry pass.  A queue
+ * shunned (a step on a queue of its owner went on after its cancel and
+ * ended an earlier worker) is skipped; the queue that caused it is named
+ * once.
+ */
+static void
+reap_one(WorkerQueue *wq, DlsmWorkerCounts *counts, int64 *spent_ms)
 {
 	QueueWork	work = {wq->relid, 0, false, NULL};
 	StepResult	result;
@@ -400,20 +481,24 @@ reap_one(WorkerQueue *wq, DlsmWorkerCounts *counts)
 	}
 	if (wq->shunned_until != 0)
 	{
-		skip_queue(&shunned_reported, wq->relid,
-				   psprintf("queue \"%s\" is left alone until %s: a step on it went on after its cancel",
-							wq->name, timestamptz_to_str(wq->shunned_until)));
+		if (wq->shun_cause == wq->relid)
+			skip_queue(&shunned_reported, wq->relid,
+					   psprintf("queue \"%s\" is left alone until %s: a step on it went on after its cancel",
+								wq->name, timestamptz_to_str(wq->shunned_until)));
+		else
+			counts->skipped++;	/* its owner's other queue is named */
 		return;
 	}
 
 	/* a queue that ran out of a bound costs one bound per pass, not more */
-	result = run_transaction(reap_queue, &work, wq, DLSM_STEP_REAP);
+	result = timed_step(reap_queue, &work, wq, DLSM_STEP_REAP, spent_ms);
 	wq->stalled = result == STEP_SKIPPED;
 	if (result == STEP_DONE)
 		counts->reaped += work.count;
-	for (int i = 0; wq->has_retention && !wq->stalled && i < PURGE_BATCHES; i++)
+	for (int i = 0; wq->has_retention && !wq->stalled && i < PURGE_BATCHES &&
+		 *spent_ms < dlsm_step_timeout; i++)
 	{
-		result = run_transaction(purge_queue, &work, wq, DLSM_STEP_PURGE);
+		result = timed_step(purge_queue, &work, wq, DLSM_STEP_PURGE, spent_ms);
 		wq->stalled = result == STEP_SKIPPED;
 		if (result != STEP_DONE)
 			break;
@@ -423,16 +508,136 @@ reap_one(WorkerQueue *wq, DlsmWorkerCounts *counts)
 	}
 }
 
-/* Reap every queue, delete settled rows past their retention and expired leases. */
+/* One owner's turn in a reaping pass. */
+typedef struct OwnerTurn
+{
+	Oid			owner;
+	const char *name;			/* for messages */
+	int64		spent_ms;		/* its steps' time in this pass */
+	int			deferred;		/* its queues left for the next pass */
+} OwnerTurn;
+
+static bool handler_pass(List *queues);
+
+/*
+ * End an owner's turn: its deferred queues are counted as skipped, and said
+ * in the server log (once a minute per owner).  When its steps took more
+ * than half of dlsm.step_timeout and a handler queue got work meanwhile,
+ * the handlers run now, before the next owner's turn: so a handler waits
+ * for one owner's turn at most, not for the whole pass.
+ */
+static void
+end_turn(OwnerTurn *turn, List *queues)
+{
+	if (turn->owner == InvalidOid)
+		return;
+	if (turn->deferred > 0)
+	{
+		DlsmWorkerCounts delta = {.skipped = turn->deferred};
+
+		dlsm_shmem_worker_count(&delta, NULL);
+		if (!list_member_oid(deferred_reported, turn->owner))
+		{
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+			deferred_reported = lappend_oid(deferred_reported, turn->owner);
+			MemoryContextSwitchTo(old);
+			ereport(LOG,
+					(errmsg_plural("dlsm worker defers %d queue of role \"%s\" to its next pass: that role's steps took %d ms of this pass, more than \"dlsm.step_timeout\" (%d ms)",
+								   "dlsm worker defers %d queues of role \"%s\" to its next pass: that role's steps took %d ms of this pass, more than \"dlsm.step_timeout\" (%d ms)",
+								   turn->deferred, turn->deferred, turn->name,
+								   (int) turn->spent_ms, dlsm_step_timeout)));
+		}
+	}
+	if (turn->spent_ms > dlsm_step_timeout / 2 &&
+		dlsm_shmem_worker_take_pending())
+		(void) handler_pass(queues);	/* the main loop's pass runs too */
+}
+
+/* The place of queue relid among those the last pass deferred, or INT_MAX. */
+static int
+deferred_place(Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, deferred_queues)
+	{
+		if (lfirst_oid(lc) == relid)
+			return foreach_current_index(lc);
+	}
+	return INT_MAX;
+}
+
+/*
+ * The order of a reaping pass: owner by owner; of an owner's queues, those
+ * the last pass deferred first, in the order it met them (so an owner's
+ * queues take turns), then the others in the registry's order.
+ */
+static int
+compare_reap_order(const ListCell *a, const ListCell *b)
+{
+	WorkerQueue *qa = lfirst(a);
+	WorkerQueue *qb = lfirst(b);
+
+	if (qa->owner != qb->owner)
+		return qa->owner < qb->owner ? -1 : 1;
+	if (qa->deferred != qb->deferred)
+		return qa->deferred < qb->deferred ? -1 : 1;
+	return qa->order - qb->order;
+}
+
+/*
+ * Reap every queue, delete settled rows past their retention and expired
+ * leases.  Each owner's steps get one dlsm.step_timeout of the pass (a
+ * step that begins within it runs to its own bound): the rest of its
+ * queues wait for the next pass, where they go first.  So a pass takes at
+ * most about 2 x dlsm.step_timeout per owner whose code is slow, however
+ * many queues it owns.
+ */
 static void
 reaping_pass(List *queues)
 {
 	DlsmWorkerCounts counts = {0};
+	List	   *order = list_copy(queues);
+	List	   *deferred = NIL;
+	MemoryContext context = CurrentMemoryContext;
+	OwnerTurn	turn = {InvalidOid, NULL, 0, 0};
 	ListCell   *lc;
 	int64		leases = 0;
 
-	foreach(lc, queues)
-		reap_one(lfirst(lc), &counts);
+	forget_said();
+	foreach(lc, order)
+	{
+		WorkerQueue *wq = lfirst(lc);
+
+		wq->deferred = deferred_place(wq->relid);
+	}
+	list_sort(order, compare_reap_order);
+	foreach(lc, order)
+	{
+		WorkerQueue *wq = lfirst(lc);
+
+		if (wq->owner != turn.owner)
+		{
+			end_turn(&turn, queues);
+			turn.owner = wq->owner;
+			turn.name = wq->owner_name;
+			turn.spent_ms = 0;
+			turn.deferred = 0;
+		}
+		if (turn.spent_ms < dlsm_step_timeout)
+			reap_one(wq, &counts, &turn.spent_ms);
+		else
+		{
+			turn.deferred++;
+			deferred = lappend_oid(deferred, wq->relid);
+		}
+	}
+	end_turn(&turn, queues);
+	list_free(deferred_queues);
+	MemoryContextSwitchTo(TopMemoryContext);
+	deferred_queues = list_copy(deferred);
+	MemoryContextSwitchTo(context);
 	if (run_transaction(purge_leases, &leases, NULL,
 						DLSM_STEP_PURGE_LEASES) == STEP_DONE)
 		counts.deleted += leases;
@@ -548,10 +753,27 @@ shun_message(DlsmWorkerStep step, const char *queue, const char *until)
 						   queue, until);
 }
 
+/* The queue relid of the last look at the registry, or NULL. */
+static WorkerQueue *
+find_queue(Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, current_queues)
+	{
+		if (((WorkerQueue *) lfirst(lc))->relid == relid)
+			return lfirst(lc);
+	}
+	return NULL;
+}
+
 /*
  * At the worker's exit: when it ends because a step on a queue went on
- * after its cancel (its code caught it), this database's workers leave the
- * queue alone for SHUN_BOUNDS times dlsm.step_timeout.
+ * after its cancel (its code caught it), this database's workers leave all
+ * the queues of its owner alone: for SHUN_BOUNDS times dlsm.step_timeout,
+ * twice as long as the last shun of the same owner if that one ended
+ * within SHUN_BOUNDS times dlsm.step_timeout (up to 2^SHUN_DOUBLINGS
+ * times): an owner whose code does it again at once is left longer.
  */
 static void
 shun_abandoned(int code, Datum arg)
@@ -559,15 +781,31 @@ shun_abandoned(int code, Datum arg)
 	Oid			relid;
 	const char *queue;
 	DlsmWorkerStep step;
-	TimestampTz until;
+	WorkerQueue *wq;
+	TimestampTz now = GetCurrentTimestamp();
+	int64		first = (int64) SHUN_BOUNDS * dlsm_step_timeout;
+	int			count;
+	int			owned = 0;
+	int64		ms;
+	ListCell   *lc;
 
-	if (!dlsm_bound_abandoned(&relid, &queue, &step))
+	if (!dlsm_bound_abandoned(&relid, &queue, &step) ||
+		(wq = find_queue(relid)) == NULL)
 		return;
-	until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-										(int64) SHUN_BOUNDS * dlsm_step_timeout);
-	dlsm_shmem_worker_shun(relid, until);
+	foreach(lc, current_queues)
+		owned += ((WorkerQueue *) lfirst(lc))->owner == wq->owner;
+	count = dlsm_shmem_worker_shuns(wq->owner,
+									TimestampTzPlusMilliseconds(now, -first)) + 1;
+	ms = first << Min(count - 1, SHUN_DOUBLINGS);
+	dlsm_shmem_worker_shun(wq->owner, relid,
+						   TimestampTzPlusMilliseconds(now, ms), count);
 	ereport(LOG,
-			(shun_message(step, queue, timestamptz_to_str(until))));
+			(shun_message(step, queue,
+						  timestamptz_to_str(TimestampTzPlusMilliseconds(now, ms))),
+			 errdetail_plural("The %d queue of role \"%s\" is left alone for %lld ms: shun %d of that role.",
+							  "All %d queues of role \"%s\" are left alone for %lld ms: shun %d of that role.",
+							  owned, owned, wq->owner_name, (long long) ms,
+							  count)));
 }
 
 /* Connect to database dboid, take its slot, or exit. */
@@ -653,6 +891,7 @@ dlsm_worker_main(Datum main_arg)
 										   ALLOCSET_SMALL_SIZES);
 	/* said once the database turns out to have dlsm */
 	queues = registry_pass(queues_context);
+	current_queues = queues;
 	/* a visit, when the workers take turns, is not worth a line each */
 	ereport(dlsm_shmem_worker_visiting() ? DEBUG1 : LOG,
 			(errmsg("dlsm worker started for database \"%s\"", my_dbname)));
@@ -668,6 +907,7 @@ dlsm_worker_main(Datum main_arg)
 		{
 			MemoryContextReset(queues_context);
 			queues = registry_pass(queues_context);
+			current_queues = queues;
 			more = true;
 		}
 		if (reap_now)
