@@ -645,6 +645,30 @@ reaping_pass(List *queues)
 	dlsm_shmem_worker_passed();
 }
 
+/* Every wait of the worker for a lock is bounded by dlsm.lock_timeout. */
+static void
+apply_settings(void)
+{
+	SetConfigOption("lock_timeout", psprintf("%d", dlsm_lock_timeout),
+					PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+/*
+ * Read the configuration again if a SIGHUP asked for it: between the
+ * passes, and before each handler call, so that a bound lowered by a
+ * reload holds from the next call on, not from the next pass.
+ */
+static bool
+reload_if_pending(void)
+{
+	if (!ConfigReloadPending)
+		return false;
+	ConfigReloadPending = false;
+	ProcessConfigFile(PGC_SIGHUP);
+	apply_settings();
+	return true;
+}
+
 /*
  * Run one queue's handler until it finds no work, dlsm.handler_batch units
  * or one dlsm.reap_interval passed, or a step ran out of a bound (then the
@@ -665,8 +689,11 @@ handle_queue(WorkerQueue *wq)
 	while (units < dlsm_handler_batch && GetCurrentTimestamp() < until)
 	{
 		DlsmWorkerCounts delta = {0};
-		StepResult	result = run_transaction(handle_unit, &work, wq,
-											 DLSM_STEP_HANDLE);
+		StepResult	result;
+
+		/* a bound reloaded meanwhile (dlsm.max_handler_timeout) holds now */
+		(void) reload_if_pending();
+		result = run_transaction(handle_unit, &work, wq, DLSM_STEP_HANDLE);
 
 		wq->stalled = result == STEP_SKIPPED;
 		if (result != STEP_DONE || !work.more)
@@ -708,14 +735,6 @@ handler_pass(List *queues)
  * The loop
  * ---------------------------------------------------------------------
  */
-
-/* Every wait of the worker for a lock is bounded by dlsm.lock_timeout. */
-static void
-apply_settings(void)
-{
-	SetConfigOption("lock_timeout", psprintf("%d", dlsm_lock_timeout),
-					PGC_SUSET, PGC_S_OVERRIDE);
-}
 
 /*
  * The errmsg of shun_abandoned: queue is left alone until until, because
@@ -922,12 +941,7 @@ dlsm_worker_main(Datum main_arg)
 		MemoryContextReset(loop_context);
 		leave_if_visit_over(passed, more);
 		more |= worker_sleep(next_reap, more);
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-			apply_settings();
+		if (reload_if_pending())
 			next_reap = 0;
-		}
 	}
 }
