@@ -65,6 +65,7 @@ static TimeoutId last_timeout = MAX_TIMEOUTS;	/* ends the worker; none
 static Oid	bound_relid = InvalidOid;	/* the step's queue, or none */
 static const char *bound_queue = NULL;	/* its name, or NULL */
 static DlsmWorkerStep bound_step = DLSM_STEP_NONE;	/* the current step */
+static bool under_way = false;	/* begun, not ended */
 
 /* The current part of the step */
 static TimestampTz part_due = 0;	/* its cancel's deadline; 0: none armed */
@@ -184,6 +185,7 @@ dlsm_bound_begin(Oid relid, const char *queue, DlsmWorkerStep step)
 	bound_relid = relid;
 	bound_queue = queue;
 	bound_step = step;
+	under_way = true;
 	arm(DLSM_BOUND_STEP);
 }
 
@@ -259,6 +261,20 @@ dlsm_bound_end(void)
 	disarm();
 	withdraw();
 	part_due = 0;
+	under_way = false;
+}
+
+/*
+ * The step under way and its queue, for the worker's exit callback: false
+ * between steps, or in a step of no queue.
+ */
+bool
+dlsm_bound_current(Oid *relid, const char **queue, DlsmWorkerStep *step)
+{
+	*relid = bound_relid;
+	*queue = bound_queue;
+	*step = bound_step;
+	return under_way && OidIsValid(bound_relid);
 }
 
 /*

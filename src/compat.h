@@ -109,4 +109,14 @@
 #define DLSM_WAIT_EVENT_NEW(name) ((void) (name), PG_WAIT_EXTENSION)
 #endif
 
+/*
+ * PostgreSQL 17 added transaction_timeout, which ends the whole process
+ * (FATAL) when it fires.
+ */
+#if PG_VERSION_NUM >= 170000
+#define DLSM_HAS_TRANSACTION_TIMEOUT true
+#else
+#define DLSM_HAS_TRANSACTION_TIMEOUT false
+#endif
+
 #endif							/* DLSM_COMPAT_H */

@@ -20,6 +20,7 @@
 
 #include <limits.h>
 
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/varlena.h"
@@ -126,6 +127,28 @@ define_bounds(void)
 							NULL, NULL, NULL);
 }
 
+/*
+ * dlsm.max_databases.  A setting fixed at server start exists only where
+ * dlsm is preloaded: PostgreSQL refuses to define one later (FATAL), and a
+ * library loaded by a session has no workers to size anyway.
+ */
+static void
+define_slots(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	DefineCustomIntVariable("dlsm.max_databases",
+							"Sets the most databases dlsm's workers serve.",
+							"Each database that may have dlsm takes a slot in shared memory, given back when a worker finds no dlsm there; a database left without one is not served.",
+							&dlsm_max_databases,
+							128,
+							1,
+							10000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+}
+
 /* Define the settings; called once from _PG_init. */
 void
 dlsm_guc_init(void)
@@ -196,16 +219,7 @@ dlsm_guc_init(void)
 							0,
 							NULL, NULL, NULL);
 
-	DefineCustomIntVariable("dlsm.max_databases",
-							"Sets the most databases dlsm's workers serve.",
-							"Each database that may have dlsm takes a slot in shared memory, given back when a worker finds no dlsm there; a database left without one is not served.",
-							&dlsm_max_databases,
-							128,
-							1,
-							10000,
-							PGC_POSTMASTER,
-							0,
-							NULL, NULL, NULL);
+	define_slots();
 
 	DefineCustomBoolVariable("dlsm.log_statements",
 							 "Logs each statement dlsm prepares for a queue or its catalog, as it runs it.",

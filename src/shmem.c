@@ -2251,8 +2251,15 @@ new_rate(Oid relid, Oid owner, uint64 group, TimestampTz now, DlsmRate *r)
 
 	if (r != NULL)
 		rate_free(r);
+
+	/*
+	 * a share full, or a database or owner that holds nothing yet and needs a
+	 * counter: spent entries free their counters (at most once a second)
+	 */
 	if (rate_held(InvalidOid, owner) >= DLSM_RATES_PER_OWNER ||
-		rate_held(MyDatabaseId, InvalidOid) >= DLSM_RATES_PER_DATABASE)
+		rate_held(MyDatabaseId, InvalidOid) >= DLSM_RATES_PER_DATABASE ||
+		rate_holder(MyDatabaseId, InvalidOid, false) == NULL ||
+		rate_holder(InvalidOid, owner, false) == NULL)
 		rates_sweep(now);
 	if (rate_held(InvalidOid, owner) >= DLSM_RATES_PER_OWNER)
 		return DLSM_RATE_OWNER_FULL;

@@ -68,6 +68,7 @@
 #include "utils/timestamp.h"
 
 #include "bound.h"
+#include "compat.h"
 #include "extension.h"
 #include "guc.h"
 #include "handler.h"
@@ -93,6 +94,9 @@ static char *my_dbname = NULL;
  * that handlers get their time however long the reaping took.
  */
 static TimestampTz visit_end = 0;
+
+/* The configuration was read again since the main loop last looked. */
+static bool reloaded = false;
 
 /* What the worker said once and need not repeat at every pass. */
 static List *refused_reported = NIL;	/* queues, in TopMemoryContext */
@@ -645,12 +649,21 @@ reaping_pass(List *queues)
 	dlsm_shmem_worker_passed();
 }
 
-/* Every wait of the worker for a lock is bounded by dlsm.lock_timeout. */
+/*
+ * Every wait of the worker for a lock is bounded by dlsm.lock_timeout; no
+ * default transaction_timeout (17 and up: FATAL when it fires) of the
+ * database or the role ends the worker's long steps: set as an override,
+ * which such defaults cannot change.  Owner's code that sets one for its
+ * own transaction (SET LOCAL beats an override) does end the worker; its
+ * owner is then shunned (shun_abandoned).
+ */
 static void
 apply_settings(void)
 {
 	SetConfigOption("lock_timeout", psprintf("%d", dlsm_lock_timeout),
 					PGC_SUSET, PGC_S_OVERRIDE);
+	if (DLSM_HAS_TRANSACTION_TIMEOUT)
+		SetConfigOption("transaction_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
 }
 
 /*
@@ -666,6 +679,7 @@ reload_if_pending(void)
 	ConfigReloadPending = false;
 	ProcessConfigFile(PGC_SIGHUP);
 	apply_settings();
+	reloaded = true;
 	return true;
 }
 
@@ -788,8 +802,11 @@ find_queue(Oid relid)
 
 /*
  * At the worker's exit: when it ends because a step on a queue went on
- * after its cancel (its code caught it), this database's workers leave all
- * the queues of its owner alone: for SHUN_BOUNDS times dlsm.step_timeout,
+ * after its cancel (its code caught it), or because the step raised a
+ * FATAL error (a transaction_timeout the owner's code set, from 17 on; not
+ * a stop, SIGTERM, which pgstat counts as killed), this database's workers
+ * leave all the queues of its owner alone: for SHUN_BOUNDS times
+ * dlsm.step_timeout,
  * twice as long as the last shun of the same owner if that one ended
  * within SHUN_BOUNDS times dlsm.step_timeout (up to 2^SHUN_DOUBLINGS
  * times): an owner whose code does it again at once is left longer.
@@ -807,9 +824,16 @@ shun_abandoned(int code, Datum arg)
 	int			owned = 0;
 	int64		ms;
 	ListCell   *lc;
+	bool		ended = false;
 
-	if (!dlsm_bound_abandoned(&relid, &queue, &step) ||
-		(wq = find_queue(relid)) == NULL)
+	if (!dlsm_bound_abandoned(&relid, &queue, &step))
+	{
+		if (code == 0 || pgStatSessionEndCause != DISCONNECT_FATAL ||
+			!dlsm_bound_current(&relid, &queue, &step))
+			return;
+		ended = true;
+	}
+	if ((wq = find_queue(relid)) == NULL)
 		return;
 	foreach(lc, current_queues)
 		owned += ((WorkerQueue *) lfirst(lc))->owner == wq->owner;
@@ -819,7 +843,10 @@ shun_abandoned(int code, Datum arg)
 	dlsm_shmem_worker_shun(wq->owner, relid,
 						   TimestampTzPlusMilliseconds(now, ms), count);
 	ereport(LOG,
-			(shun_message(step, queue,
+			(ended ?
+			 errmsg("dlsm worker leaves queue \"%s\" alone until %s: a step on it ended the worker with a FATAL error",
+					queue, timestamptz_to_str(TimestampTzPlusMilliseconds(now, ms))) :
+			 shun_message(step, queue,
 						  timestamptz_to_str(TimestampTzPlusMilliseconds(now, ms))),
 			 errdetail_plural("The %d queue of role \"%s\" is left alone for %lld ms: shun %d of that role.",
 							  "All %d queues of role \"%s\" are left alone for %lld ms: shun %d of that role.",
@@ -941,7 +968,12 @@ dlsm_worker_main(Datum main_arg)
 		MemoryContextReset(loop_context);
 		leave_if_visit_over(passed, more);
 		more |= worker_sleep(next_reap, more);
-		if (reload_if_pending())
+		(void) reload_if_pending();
+		if (reloaded)
+		{
+			/* a new dlsm.reap_interval counts from now */
+			reloaded = false;
 			next_reap = 0;
+		}
 	}
 }

