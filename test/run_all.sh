@@ -183,7 +183,7 @@ virtualenv() {	# run a command in a throwaway preloaded cluster
 throwaway() {
 	local preload=$1 rc dir=$(pwd)/tmp_cluster
 	shift
-	( cluster_start "$dir" $((5400 + ${major%%.*})) "$preload" "max_prepared_transactions = 10" \
+	( cluster_start "$dir" $((5400 + ${major%%[!0-9]*})) "$preload" "max_prepared_transactions = 10" \
 		"dlsm.reap_interval = '1h'" "jit = off" >/dev/null || exit 1
 	run_pg env PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER=postgres "$@"
 	rc=$?
