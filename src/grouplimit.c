@@ -93,7 +93,14 @@ enum
 /*
  * A slot this transaction holds: taken by an admission, kept by the unit
  * claimed under it (process_id), given back when the unit is settled in
- * this transaction or the subtransaction that took it rolls back.
+ * this transaction or the subtransaction that took it rolls back.  A unit
+ * settled in a subtransaction keeps its slot from other transactions until
+ * the settle is the transaction's own (its subtransactions released): a
+ * rollback to a savepoint puts the unit back in progress.  Meanwhile this
+ * transaction may claim another unit of the group under it: the new entry
+ * borrows the slot (lender), and a rollback of the settle rolls the
+ * borrower's claim back too (it came later, in the same subtransaction or
+ * one below).
  */
 typedef struct HeldSlot
 {
@@ -103,6 +110,10 @@ typedef struct HeldSlot
 	SubTransactionId subid;		/* who holds it */
 	bool		claimed;		/* a unit was claimed under it ... */
 	pg_uuid_t	process_id;		/* ... this one */
+	SubTransactionId settled;	/* the unit settled in this subtransaction; 0:
+								 * not settled */
+	bool		lent;			/* a later entry borrows the slot */
+	struct HeldSlot *lender;	/* the entry whose slot this one borrows */
 } HeldSlot;
 
 /* This transaction's slots, in TopTransactionContext; NIL outside one. */
@@ -268,6 +279,10 @@ dlsm_limits_in_progress(DlsmQueue *queue, const char *group)
 
 static void hold_slot(Oid relid, const char *group, int slot);
 static void release_slot(Oid relid, const char *group, int slot);
+static HeldSlot *settled_slot(Oid relid, const char *group, int slot);
+static void borrow_slot(HeldSlot *lender);
+static void give_back_slot(Oid relid, const char *group,
+						   DlsmAdmission *admission);
 
 /*
  * A slot of group of queue relid, taken after the floors' clock read
@@ -295,14 +310,20 @@ take_slot(DlsmQueue *queue, const char *group, int n,
 	uint64		since = dlsm_shmem_floor_clock();
 	int64		in_progress = 0;
 
+	HeldSlot   *lender = NULL;
+
 	admission->since = since;
 	for (int i = 0; i < n; i++)
 	{
 		DlsmSlotState state = dlsm_lock_slot_try(queue->relid, group, i);
 
+		/* a slot of a unit settled in a subtransaction is free to us */
+		if (state == DLSM_SLOT_MINE && lender == NULL &&
+			(lender = settled_slot(queue->relid, group, i)) != NULL)
+			continue;
 		if (state != DLSM_SLOT_TAKEN)
 			held++;
-		else if (taken < 0)
+		else if (taken < 0 && lender == NULL)
 			taken = i;
 		else
 		{
@@ -310,18 +331,33 @@ take_slot(DlsmQueue *queue, const char *group, int n,
 			passed = true;
 		}
 	}
+	if (lender != NULL && taken >= 0)
+	{
+		dlsm_lock_slot_release(queue->relid, group, taken);
+		passed = true;
+	}
 	/* another claim may have counted a slot taken and given back */
 	if (passed)
 		slot_given_back(queue->relid, group, since);
-	if (taken < 0)
+	if (lender != NULL)
+	{
+		taken = lender->slot;
+		borrow_slot(lender);
+	}
+	else if (taken < 0)
 		return DLSM_AT_CONCURRENCY;
-
-	/*
-	 * Held from here, so that an error (a cancel in the count) gives it back
-	 * with its subtransaction, and the transaction's end then unparks the
-	 * group (another claim may have parked it, counting this slot).
-	 */
-	hold_slot(queue->relid, group, taken);
+	else
+	{
+		/*
+		 * Held from here, so that an error (a cancel in the count) gives it
+		 * back with its subtransaction, and the transaction's end then
+		 * unparks the group (another claim may have parked it, counting this
+		 * slot).
+		 */
+		hold_slot(queue->relid, group, taken);
+	}
+	admission->slot = taken;
+	admission->borrowed = lender != NULL;
 	PG_TRY();
 	{
 		/* read after the slot was taken: see the file's header */
@@ -336,13 +372,11 @@ take_slot(DlsmQueue *queue, const char *group, int n,
 	if (in_progress + held + 1 > n)
 	{
 		/* no room: the slot comes free at once (see shmem.c) */
-		release_slot(queue->relid, group, taken);
-		slot_given_back(queue->relid, group, since);
+		give_back_slot(queue->relid, group, admission);
 		return in_progress >= n ? DLSM_FULL_IN_PROGRESS : DLSM_AT_CONCURRENCY;
 	}
 	/* whichever way this ends, the transaction's end unparks the group */
 	dlsm_wake_group_freed_at_end(queue->relid, group);
-	admission->slot = taken;
 	return DLSM_ADMITTED;
 }
 
@@ -410,6 +444,7 @@ dlsm_limits_admit(DlsmQueue *queue, const char *group,
 
 	admission->group = NULL;
 	admission->slot = -1;
+	admission->borrowed = false;
 	admission->rate_taken = false;
 	if (limit == NULL)
 		return DLSM_ADMITTED;
@@ -433,12 +468,7 @@ dlsm_limits_admit(DlsmQueue *queue, const char *group,
 		}
 		if (rate == DLSM_RATE_HELD)
 		{
-			if (admission->slot >= 0)
-			{
-				release_slot(queue->relid, group, admission->slot);
-				slot_given_back(queue->relid, group, admission->since);
-			}
-			admission->slot = -1;
+			give_back_slot(queue->relid, group, admission);
 			return DLSM_AT_RATE;
 		}
 		admission->rate_taken = true;
@@ -453,11 +483,7 @@ dlsm_limits_give_back(DlsmQueue *queue, DlsmAdmission *admission)
 {
 	if (admission->group == NULL)
 		return;
-	if (admission->slot >= 0)
-	{
-		release_slot(queue->relid, admission->group, admission->slot);
-		slot_given_back(queue->relid, admission->group, admission->since);
-	}
+	give_back_slot(queue->relid, admission->group, admission);
 	if (admission->rate_taken)
 		dlsm_shmem_rate_give_back(queue->relid,
 								  dlsm_shmem_group_key(admission->group),
@@ -521,6 +547,35 @@ held_xact_end(XactEvent event, void *arg)
 }
 
 /*
+ * The unit of held was settled, for this transaction's end: its slot goes
+ * to its borrower if any, else back to its group.  The caller drops held.
+ */
+static void
+settle_done(HeldSlot *held)
+{
+	/* a lender's settle came first: it is the transaction's own already */
+	Assert(held->lender == NULL);
+	if (held->lent)
+	{
+		ListCell   *bc;
+
+		foreach(bc, held_slots)
+		{
+			HeldSlot   *borrower = (HeldSlot *) lfirst(bc);
+
+			if (borrower->lender == held)
+				borrower->lender = NULL;
+		}
+	}
+	else
+	{
+		dlsm_lock_slot_release(held->relid, held->group, held->slot);
+		/* claims passing over the group look again now */
+		dlsm_wake_group_freed_now(held->relid, held->group);
+	}
+}
+
+/*
  * A subtransaction ended: its slots go to its parent, or when it rolled
  * back (its claims are forgotten), back to their groups.
  */
@@ -536,17 +591,35 @@ held_subxact_end(SubXactEvent event, SubTransactionId mySubid,
 	{
 		HeldSlot   *held = (HeldSlot *) lfirst(lc);
 
+		if (event == SUBXACT_EVENT_COMMIT_SUB)
+		{
+			if (held->subid == mySubid)
+				held->subid = parentSubid;
+			if (held->settled != mySubid)
+				continue;
+			held->settled = parentSubid;
+			/* the settle is the transaction's own now */
+			if (parentSubid == TopSubTransactionId)
+			{
+				settle_done(held);
+				held_slots = foreach_delete_current(held_slots, lc);
+			}
+			continue;
+		}
+		/* rolled back: a unit settled in it is in progress again */
+		if (held->settled == mySubid)
+			held->settled = InvalidSubTransactionId;
 		if (held->subid != mySubid)
 			continue;
-		if (event == SUBXACT_EVENT_COMMIT_SUB)
-			held->subid = parentSubid;
+		if (held->lender != NULL)
+			held->lender->lent = false;
 		else
 		{
 			dlsm_lock_slot_release(held->relid, held->group, held->slot);
 			/* a claim may have counted it, at any time since it was taken */
 			slot_given_back(held->relid, held->group, 0);
-			held_slots = foreach_delete_current(held_slots, lc);
 		}
+		held_slots = foreach_delete_current(held_slots, lc);
 	}
 }
 
@@ -594,6 +667,80 @@ release_slot(Oid relid, const char *group, int slot)
 }
 
 /*
+ * The entry of slot of group of queue relid when its unit was settled in a
+ * subtransaction and no later claim borrows it, else NULL.
+ */
+static HeldSlot *
+settled_slot(Oid relid, const char *group, int slot)
+{
+	ListCell   *lc;
+
+	foreach(lc, held_slots)
+	{
+		HeldSlot   *held = (HeldSlot *) lfirst(lc);
+
+		if (held->settled != InvalidSubTransactionId && !held->lent &&
+			held->relid == relid && held->slot == slot &&
+			strcmp(held->group, group) == 0)
+			return held;
+	}
+	return NULL;
+}
+
+/* A claim of this transaction takes the slot of lender's settled unit. */
+static void
+borrow_slot(HeldSlot *lender)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	HeldSlot   *held = palloc0(sizeof(HeldSlot));
+
+	held->relid = lender->relid;
+	held->group = lender->group;
+	held->slot = lender->slot;
+	held->subid = GetCurrentSubTransactionId();
+	held->lender = lender;
+	lender->lent = true;
+	held_slots = lappend(held_slots, held);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The unit admitted was not claimed: give back the slot its admission took
+ * of group of queue relid, or the one it borrowed.
+ */
+static void
+give_back_slot(Oid relid, const char *group, DlsmAdmission *admission)
+{
+	ListCell   *lc;
+
+	if (admission->slot < 0)
+		return;
+	if (!admission->borrowed)
+	{
+		release_slot(relid, group, admission->slot);
+		slot_given_back(relid, group, admission->since);
+	}
+	else
+	{
+		foreach(lc, held_slots)
+		{
+			HeldSlot   *held = (HeldSlot *) lfirst(lc);
+
+			if (held->lender != NULL && !held->claimed &&
+				held->relid == relid && held->slot == admission->slot &&
+				strcmp(held->group, group) == 0)
+			{
+				held->lender->lent = false;
+				held_slots = foreach_delete_current(held_slots, lc);
+				break;
+			}
+		}
+	}
+	admission->slot = -1;
+	admission->borrowed = false;
+}
+
+/*
  * Unit process_id of queue was claimed under admission: its slot stays
  * taken until the unit is settled in this transaction, or it ends.
  */
@@ -609,7 +756,8 @@ dlsm_limits_claimed(DlsmQueue *queue, const DlsmAdmission *admission,
 	{
 		HeldSlot   *held = (HeldSlot *) lfirst(lc);
 
-		if (held->relid == queue->relid && held->slot == admission->slot &&
+		if (!held->claimed && held->relid == queue->relid &&
+			held->slot == admission->slot &&
 			strcmp(held->group, admission->group) == 0)
 		{
 			held->claimed = true;
@@ -627,22 +775,24 @@ dlsm_limits_settled(DlsmQueue *queue, const pg_uuid_t *process_id)
 {
 	ListCell   *lc;
 
-	/*
-	 * A settle in a subtransaction may be rolled back, its unit claimed
-	 * again: its slot is kept until the transaction ends.
-	 */
-	if (GetCurrentTransactionNestLevel() > 1)
-		return;
 	foreach(lc, held_slots)
 	{
 		HeldSlot   *held = (HeldSlot *) lfirst(lc);
 
-		if (held->claimed && held->relid == queue->relid &&
-			memcmp(&held->process_id, process_id, UUID_LEN) == 0)
+		if (!held->claimed || held->settled != InvalidSubTransactionId ||
+			held->relid != queue->relid ||
+			memcmp(&held->process_id, process_id, UUID_LEN) != 0)
+			continue;
+
+		/*
+		 * A settle in a subtransaction may be rolled back, its unit in
+		 * progress again: the slot is this transaction's to claim under until
+		 * the settle is its own (see HeldSlot).
+		 */
+		held->settled = GetCurrentSubTransactionId();
+		if (GetCurrentTransactionNestLevel() == 1)
 		{
-			dlsm_lock_slot_release(held->relid, held->group, held->slot);
-			/* claims passing over the group look again now */
-			dlsm_wake_group_freed_now(held->relid, held->group);
+			settle_done(held);
 			held_slots = foreach_delete_current(held_slots, lc);
 		}
 	}

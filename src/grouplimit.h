@@ -42,6 +42,8 @@ typedef struct DlsmAdmission
 {
 	const char *group;			/* NULL: nothing was taken */
 	int			slot;			/* the slot taken, or -1 */
+	bool		borrowed;		/* the slot of a unit settled in a live
+								 * subtransaction of this transaction */
 	bool		rate_taken;
 	DlsmRateTaken rate;
 	uint64		since;			/* the floors' clock before it counted */

@@ -615,6 +615,13 @@ dlsm_queue_open(Oid relid, int flags)
 										cache_context);
 	}
 	(void) dlsm_extension_schema(); /* follows a re-created extension */
+
+	/*
+	 * Changes committed since this transaction last took a lock (a limit set,
+	 * the registry written) hold from their commit on: the queue's locks may
+	 * be held already, and take none that would deliver them.
+	 */
+	AcceptInvalidationMessages();
 	entry = hash_search(queue_cache, &relid, HASH_ENTER, &found);
 	if (!found)
 	{

@@ -437,7 +437,7 @@ class Model:
 
 CONNS = []
 STATS = dict(examples=0, steps=0, claims=0, claimed_rows=0, units=0, groups=0,
-             settles=0, settle_many=0, heartbeats=0, lost_55000=0, dup_23505=0,
+             settles=0, settles_in_savepoint=0, settle_many=0, heartbeats=0, lost_55000=0, dup_23505=0,
              expires=0, reaps=0, reaped_rows=0, commits=0, rollbacks=0,
              view_checks=0, drains=0, delayed=0, made_due=0, group_calls=0,
              grouped_rows=0, group_busy=0, busy_claiming=0, busy_held=0,
@@ -757,8 +757,12 @@ class DlsmMachine(RuleBasedStateMachine):
             return 'NULL'
         return "'1 hour'" if later else "'0'"
 
-    def act_settle(self, s, pid, outcome, detail, later=False):
-        """dlsm_settle; later: a retry an hour ahead (not due)."""
+    def act_settle(self, s, pid, outcome, detail, later=False, savepoint=None):
+        """dlsm_settle; later: a retry an hour ahead (not due); savepoint
+        (in a transaction): the settle runs in a savepoint, then released
+        (the settle is the transaction's, as without one: its group's slot
+        is free to the transaction's next claim) or rolled back to (the
+        unit is in progress again, its slot held)."""
         rows = self.m.held(self.m.view(s), pid)
         creates = self.m.creates(self.m.view(s))
         if (later and not DELAYED_BEFORE_CREATE and RUN_START[0] is not None and
@@ -774,10 +778,19 @@ class DlsmMachine(RuleBasedStateMachine):
             self.sql_error(s, q, args, '55000')
             STATS['lost_55000'] += 1
             return
+        if savepoint is not None:
+            self.sql(s, 'SAVEPOINT model_settle')
+            STATS['settles_in_savepoint'] += 1
         (n,), = self.sql(s, q, args)
         if n != len(rows):
             self.fail('%s: dlsm_settle(%s, %s) settled %d rows, the contract says %d %s'
                       % (who_name(s), pid, outcome, n, len(rows), rows), s)
+        if savepoint == 'rollback':
+            self.sql(s, 'ROLLBACK TO SAVEPOINT model_settle')
+            self.sql(s, 'RELEASE SAVEPOINT model_settle')
+            return
+        if savepoint == 'release':
+            self.sql(s, 'RELEASE SAVEPOINT model_settle')
         self.apply_settle(s, rows, outcome, detail, later)
 
     def act_settle_many(self, s, pids, outcome):
@@ -1296,11 +1309,15 @@ class DlsmMachine(RuleBasedStateMachine):
     @rule(data=st.data(), s=st.integers(0, NSESS - 1),
           outcome=st.sampled_from(('complete', 'complete', 'error', 'retry', 'retry',
                                    'retry later')),
-          detail=st.sampled_from((None, 'why')))
-    def settle(self, data, s, outcome, detail):
+          detail=st.sampled_from((None, 'why')),
+          savepoint=st.sampled_from((None, None, None, 'release', 'rollback')))
+    def settle(self, data, s, outcome, detail, savepoint):
         pid = self.draw_pid(data, s)
         later = outcome == 'retry later'
-        self.run_step(self.act_settle, s, pid, 'retry' if later else outcome, detail, later)
+        if self.m.tx[s] is None:
+            savepoint = None
+        self.run_step(self.act_settle, s, pid, 'retry' if later else outcome, detail, later,
+                      savepoint)
 
     @rule(data=st.data(), s=st.integers(0, NSESS - 1),
           outcome=st.sampled_from(('complete', 'error', 'retry')))
@@ -1881,7 +1898,7 @@ def main():
     ran = {k: STATS[k] - before[k] for k in STATS}
     print('model: %d steps in %d examples (at most %d of up to %d steps, shrinking '
           'included), %.0f s: '
-          '%d claims (%d rows, %d units, %d grouped), %d settles, %d settle_many, '
+          '%d claims (%d rows, %d units, %d grouped), %d settles (%d in a savepoint), %d settle_many, '
           '%d heartbeats, %d lost-claim 55000s, %d duplicate-create 23505s, %d expiries, '
           '%d reaps (%d rows), %d delayed enqueues, %d made due, %d dlsm_group_updates '
           '(%d rows; 55P03: %d being claimed, %d held, %d create not complete, %d row '
@@ -1890,7 +1907,7 @@ def main():
           '%d dlsm_queue_stats checks, %d drains to terminal'
           % (ran['steps'], ran['examples'], examples, steps, time.time() - RUN_START[0],
              ran['claims'], ran['claimed_rows'], ran['units'], ran['groups'], ran['settles'],
-             ran['settle_many'], ran['heartbeats'], ran['lost_55000'], ran['dup_23505'],
+             ran['settles_in_savepoint'], ran['settle_many'], ran['heartbeats'], ran['lost_55000'], ran['dup_23505'],
              ran['expires'], ran['reaps'], ran['reaped_rows'], ran['delayed'],
              ran['made_due'], ran['group_calls'], ran['grouped_rows'], ran['busy_claiming'],
              ran['busy_held'], ran['busy_create'], ran['busy_row'], ran['busy_nocreate'], ran['busy_limit'],

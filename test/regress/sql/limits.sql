@@ -225,6 +225,35 @@ RESET ROLE;
 REVOKE CREATE ON SCHEMA public FROM limits_tenant;
 DROP ROLE limits_tenant;
 
+-- a unit settled inside a savepoint gives its slot back to its
+-- transaction: the entity's update is claimed next, under the one slot
+SET client_min_messages = warning;
+SELECT dlsm_create_queue('sq');
+RESET client_min_messages;
+SELECT dlsm_set_limit('sq', 'g', concurrency => 1);
+SELECT dlsm_enqueue('sq', 'e1', 'create', group_key => 'g');
+SELECT dlsm_enqueue('sq', 'e1', 'update', group_key => 'g');
+SELECT dlsm_enqueue('sq', 'e2', 'create', group_key => 'g');
+BEGIN;
+SAVEPOINT a;
+SELECT dlsm_settle('sq', process_id) FROM dlsm_claim('sq');
+SELECT id, entity, kind FROM dlsm_claim('sq');
+ROLLBACK;
+-- a settle in a savepoint released, then the update claimed and settled
+-- in another, then e2: one slot at a time
+BEGIN;
+SAVEPOINT a;
+SELECT dlsm_settle('sq', process_id) FROM dlsm_claim('sq');
+RELEASE SAVEPOINT a;
+SAVEPOINT b;
+SELECT dlsm_settle('sq', process_id) FROM dlsm_claim('sq');
+SELECT id, entity, kind FROM dlsm_claim('sq');
+SELECT count(*) FROM dlsm_claim('sq');
+COMMIT;
+SELECT id, status FROM sq ORDER BY id;
+SELECT group_key, in_progress FROM dlsm_limits WHERE queue = 'sq'::regclass;
+SELECT dlsm_drop_queue('sq', drop_table => true);
+
 -- a unit counts against the group of its first request only: e1's
 -- updates in g0 then g1 hold a slot of g0, and e2's update in g1 is
 -- claimed under g1's limit of 1
