@@ -38,6 +38,9 @@ DATA = sql/dlsm--1.0.sql sql/dlsm--1.1.sql sql/dlsm--1.2.sql sql/dlsm--1.3.sql s
 	sql/dlsm--1.0--1.1.sql sql/dlsm--1.1--1.2.sql sql/dlsm--1.2--1.3.sql \
 	sql/dlsm--1.3--1.4.sql
 PGFILEDESC = "dlsm - distributed lock state machine"
+# the manual: installed into share/doc/extension/dlsm/ (docmoduledir, set
+# below after PGXS, keeps its generic page names apart from other extensions')
+DOCS = README.md CHANGELOG.md $(wildcard doc/*.md)
 
 REGRESS = queue claim settle group handler locks register capture errors privileges fences definer limits waitcreate deadletter dedup
 REGRESS_OPTS = --inputdir=test/regress
@@ -56,6 +59,8 @@ PG_CPPFLAGS = -I$(srcdir)/src
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+docmoduledir = extension/dlsm
 
 # every object depends on the headers
 $(OBJS): $(wildcard src/*.h)

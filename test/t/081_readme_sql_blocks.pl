@@ -1,13 +1,15 @@
 # Copyright (c) 2026, dlsm developers
 #
-# README's SQL runs as printed (issue 24, point 3).  Every ```sql block of
-# README.md is either a function's signature (its first line is
-# "dlsm_name(") or carries a marker on the line before it:
+# The documentation's SQL runs as printed (issue 24, point 3; issue 33).
+# The files of @DOCS below are read in that order, as one text: README.md,
+# then the pages of doc/ (every doc/*.md and doc/design/*.md must be
+# listed).  Every ```sql block of them is either a function's signature (its
+# first line is "dlsm_name(") or carries a marker on the line before it:
 #   <!-- readme-test: runs -->            pasted into psql in one database,
-#                                         mydb, in README's order
+#                                         mydb, in the order of @DOCS
 #   <!-- readme-test: runs on each shard -->, <!-- readme-test: runs on the
 #   router, ... -->, <!-- readme-test: runs on the router as app -->
-#                                         "Beyond one server", against three
+#                                         doc/sharding.md, against three
 #                                         shards and a router
 #   <!-- readme-test: not run (why) -->   left out, for the reason given
 # Each block that runs must end without an error (psql ON_ERROR_STOP), and
@@ -24,17 +26,48 @@ use lib "$ENV{TESTDIR}/test/perl";
 use DlsmTest;
 use DlsmShard;
 
-my $readme = slurp_file("$ENV{TESTDIR}/README.md");
-
-# The SQL blocks: [ marker or '', first line number, text ]
-my @blocks;
+# The order the blocks run in: what a reader does, page by page.
+my @DOCS = qw(
+  README.md
+  doc/install.md
+  doc/upgrading.md
+  doc/concepts.md
+  doc/security.md
+  doc/errors.md
+  doc/reference.md
+  doc/reference-queues.md
+  doc/reference-locks.md
+  doc/clients.md
+  doc/worker.md
+  doc/configuration.md
+  doc/monitoring.md
+  doc/comparison.md
+  doc/tuning.md
+  doc/high-availability.md
+  doc/sharding.md
+  doc/troubleshooting.md
+  doc/design/claims.md
+  doc/design/deduplication.md
+  doc/design/fences.md
+  doc/design/performance.md
+);
 {
-	my @lines = split /\n/, $readme, -1;
+	my %listed = map { $_ => 1 } @DOCS;
+	my @missing = grep { !$listed{$_} }
+	  map { s{^\Q$ENV{TESTDIR}/\E}{}r } glob("$ENV{TESTDIR}/doc/*.md $ENV{TESTDIR}/doc/design/*.md");
+	is(join(', ', @missing), '', 'every page of doc/ is in the list of files whose SQL runs');
+}
+
+# The SQL blocks: [ marker or '', "file line N", text ]
+my @blocks;
+for my $doc (@DOCS)
+{
+	my @lines = split /\n/, slurp_file("$ENV{TESTDIR}/$doc"), -1;
 	for (my $i = 0; $i < @lines; $i++)
 	{
 		next unless $lines[$i] eq '```sql';
 		my $marker = $i > 0 && $lines[ $i - 1 ] =~ /^<!-- readme-test: (.*) -->$/ ? $1 : '';
-		my $start = $i + 1;
+		my $start = "$doc line " . ($i + 1);
 		my @text;
 		for ($i++; $i < @lines && $lines[$i] ne '```'; $i++)
 		{
@@ -43,7 +76,7 @@ my @blocks;
 		push @blocks, [ $marker, $start, join("\n", @text) . "\n" ];
 	}
 }
-cmp_ok(scalar(@blocks), '>=', 35, 'README has its SQL blocks (' . scalar(@blocks) . ')');
+cmp_ok(scalar(@blocks), '>=', 35, 'the docs have their SQL blocks (' . scalar(@blocks) . ')');
 
 my (@single, @shard, @router, @app);
 my @unmarked;
@@ -56,7 +89,7 @@ for my $b (@blocks)
 	elsif ($marker =~ /^runs on the router\b/) { push @router, $b; }
 	elsif ($marker =~ /^not run \(.+\)$/) { }
 	elsif ($text =~ /^dlsm_\w+\(/) { }
-	else { push @unmarked, "line $line ($marker)"; }
+	else { push @unmarked, "$line ($marker)"; }
 }
 is(join(', ', @unmarked), '', 'every SQL block is a signature or marked runs / not run (why)');
 cmp_ok(scalar(@single), '>=', 14, 'blocks that run on one server: ' . scalar(@single));
@@ -72,7 +105,7 @@ sub paste
 }
 
 # ---------------------------------------------------------------------
-# One server, database mydb, in README's order
+# One server, database mydb, in the order of @DOCS
 # ---------------------------------------------------------------------
 my $node = dlsm_node('readme_blocks');
 wait_first_look($node);
@@ -82,8 +115,8 @@ for my $b (@single)
 {
 	my ($marker, $line, $text) = @$b;
 	my ($ret, $out, $err) = paste($node, 'mydb', $text);
-	is($ret, 0, "README line $line runs as printed") or diag "$text$err";
-	unlike($err, qr/ERROR/, "README line $line: no ERROR");
+	is($ret, 0, "$line runs as printed") or diag "$text$err";
+	unlike($err, qr/ERROR/, "$line: no ERROR");
 }
 is($node->safe_psql('mydb',
 	q{SELECT string_agg(status || ' ' || n, ', ' ORDER BY status) FROM
@@ -99,7 +132,7 @@ is($node->safe_psql('mydb',
 	'the queues of the examples, and the handler of dlsm_set_handler\'s');
 
 # ---------------------------------------------------------------------
-# Beyond one server: three shards and a router
+# doc/sharding.md: three shards and a router
 # ---------------------------------------------------------------------
 my @shards = map { shard_node("readme_shard$_", $_) } 1 .. 3;
 for my $i (0 .. $#shards)
