@@ -25,7 +25,9 @@
  * by its qualified name and signature at every run, so that a redeployed
  * function (DROP and CREATE) is the one called; a handler that does not
  * exist stops the queue's handling, with an error, before anything is
- * claimed.
+ * claimed.  The handler and its timeout are the registry's as the claim
+ * saw it: a unit enqueued after dlsm_set_handler committed runs under the
+ * new handler, even when the queue was opened before that commit.
  *
  * Calls claim.c, state.c, pending.c, queue.c, subxact.c, bound.c and
  * identity.c.
@@ -48,6 +50,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
@@ -195,6 +198,46 @@ find_handler(DlsmQueue *queue)
 	return handler;
 }
 
+/* The bound on a call of queue's handler: the owner's, up to the server's. */
+static int
+call_timeout(DlsmQueue *queue)
+{
+	return Min(queue->handler_timeout_ms > 0 ?
+			   queue->handler_timeout_ms : dlsm_handler_timeout,
+			   dlsm_max_handler_timeout);
+}
+
+/*
+ * The queue's registry entry as the claim may have seen it: queue was
+ * opened before the claim's snapshot was taken, and a change of the
+ * registry that committed in between (dlsm_set_handler, then an enqueue
+ * the claim found) had its invalidation delivered by no lock since.  Those
+ * sent before the claim's snapshot are delivered now; when one marked
+ * queue stale, its entry is read again and returned, pinned (NULL: queue
+ * is current).  A queue that lost its handler (or its owner) meanwhile is
+ * an error: the claim is rolled back, and the next pass follows the
+ * registry.
+ */
+static DlsmQueue *
+reread_after_claim(DlsmQueue *queue)
+{
+	DlsmQueue  *fresh;
+
+	AcceptInvalidationMessages();
+	if (!queue->stale)
+		return NULL;
+	fresh = dlsm_queue_open(queue->relid,
+							DLSM_QUEUE_WRITE | DLSM_QUEUE_MISSING_OK);
+	if (fresh == NULL || fresh->handler == NULL ||
+		fresh->owner != queue->owner)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("queue \"%s\" changed its handler while a unit was being claimed",
+						dlsm_rel_label(queue->relid)),
+				 errdetail("The claim is rolled back.")));
+	return fresh;
+}
+
 /*
  * Claim one unit of the queue and run its handler on it, in the current
  * transaction, as the queue's owner.  Returns false when there was nothing
@@ -209,12 +252,10 @@ dlsm_handler_run_one(DlsmQueue *queue, char **failure)
 	HandlerUnit unit = {0};
 	DlsmSettle	settle = {DLSM_OUTCOME_COMPLETE, NULL, NULL};
 	DlsmIdentity saved;
+	DlsmQueue  *fresh;
 
 	unit.context = CurrentMemoryContext;
-	/* the queue's owner chooses the bound, up to the server's */
-	unit.timeout_ms = Min(queue->handler_timeout_ms > 0 ?
-						  queue->handler_timeout_ms : dlsm_handler_timeout,
-						  dlsm_max_handler_timeout);
+	unit.timeout_ms = call_timeout(queue);
 	args.queue = queue;
 	args.lease_us = (int64) dlsm_default_lease * USECS_PER_SEC;
 	args.units = 1;
@@ -227,6 +268,13 @@ dlsm_handler_run_one(DlsmQueue *queue, char **failure)
 		dlsm_identity_restore(&saved);
 		return false;
 	}
+	/* the handler and its bound the registry gave when the unit was claimed */
+	fresh = reread_after_claim(queue);
+	if (fresh != NULL)
+	{
+		unit.handler = find_handler(fresh);
+		unit.timeout_ms = call_timeout(fresh);
+	}
 	/* the handler reads its rows in progress, with their fence */
 	dlsm_pending_write(queue, &unit.process_id, 1);
 	dlsm_bound_enter(DLSM_STEP_CALL_HANDLER, unit.timeout_ms);	/* its own */
@@ -238,6 +286,8 @@ dlsm_handler_run_one(DlsmQueue *queue, char **failure)
 	}
 	dlsm_bound_enter(DLSM_STEP_SETTLE_UNIT, DLSM_BOUND_STEP);
 	(void) dlsm_state_settle(queue, &unit.process_id, &settle);
+	if (fresh != NULL)
+		dlsm_queue_close(fresh);
 	dlsm_identity_restore(&saved);
 	return true;
 }
