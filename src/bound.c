@@ -23,6 +23,14 @@
  * passed: the timeout fires no earlier.  A cancel still pending when the
  * call fails with an error of its own (dlsm_bound_failed), or when the step
  * ends (dlsm_bound_end), is withdrawn: it must not fall on what comes next.
+ * So is one of lock_timeout (dlsm.lock_timeout), which may come after the
+ * step's own: both bounds are 1 s by default, and the step's, armed first,
+ * breaks a lock wait first.  Core reads which timeouts fired, then disarms
+ * the wait's (ProcessInterrupts, LockErrorCleanup); a lock_timeout that
+ * fires in between stays pending, and was served after the step, outside
+ * any, ending the worker (on a loaded machine).  Once the step's
+ * transaction is aborted no lock wait's timeout is armed, and the error
+ * path withdraws a cancel once more (dlsm_bound_aborted).
  *
  * A cancel is an error that code may catch and go on.  So a second timeout,
  * one dlsm.step_timeout after the cancel, ends the worker itself, as a
@@ -160,13 +168,16 @@ arm(int own_ms)
 }
 
 /*
- * Withdraw a cancel that the statement timeout sent and nothing served: it
- * must not end what comes next.
+ * Withdraw a cancel that the statement timeout or lock_timeout sent and
+ * nothing served: it must not end what comes next.
  */
 static void
 withdraw(void)
 {
-	if (get_timeout_indicator(STATEMENT_TIMEOUT, true))
+	bool		statement = get_timeout_indicator(STATEMENT_TIMEOUT, true);
+	bool		lock = get_timeout_indicator(LOCK_TIMEOUT, true);
+
+	if (statement || lock)
 		QueryCancelPending = false;
 }
 
@@ -262,6 +273,21 @@ dlsm_bound_end(void)
 	withdraw();
 	part_due = 0;
 	under_way = false;
+}
+
+/*
+ * The step's transaction, which failed, is aborted, so that no lock wait's
+ * lock_timeout is armed any more: withdraw a cancel it sent since
+ * dlsm_bound_end (an error of a lock wait other than its cancel leaves the
+ * wait's timeout armed until the abort).  The caller holds interrupts from
+ * before dlsm_bound_end until after this call.
+ */
+void
+dlsm_bound_aborted(void)
+{
+	if (last_timeout == MAX_TIMEOUTS)
+		return;
+	withdraw();
 }
 
 /*

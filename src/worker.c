@@ -220,6 +220,7 @@ run_transaction(WorkFn fn, void *arg, WorkerQueue *wq, DlsmWorkerStep step)
 		edata = CopyErrorData();
 		EmitErrorReport();
 		AbortOutOfAnyTransaction();
+		dlsm_bound_aborted();	/* a lock wait's late cancel goes too */
 		FlushErrorState();
 		result = record_error(queue, dlsm_bound_step_name(dlsm_bound_step()),
 							  edata);
