@@ -12,7 +12,7 @@
  * caller's privileges apply.  The monitoring functions are in views.c.
  *
  * Calls claim.c, state.c, deadletter.c, queue.c, capture.c, namedlock.c,
- * fence.c, wake.c, shmem.c (a warning when not preloaded) and guc.c's
+ * fence.c, wake.c, pool.c (a warning when not preloaded) and guc.c's
  * settings; nothing calls it.
  *
  * Copyright (c) 2026, dlsm developers
@@ -48,8 +48,8 @@
 #include "locks.h"
 #include "namedlock.h"
 #include "names.h"
+#include "pool.h"
 #include "queue.h"
-#include "shmem.h"
 #include "state.h"
 #include "wake.h"
 
@@ -1073,7 +1073,7 @@ dlsm_set_limit(PG_FUNCTION_ARGS)
 	{
 		require_arg(fcinfo, ARG_PER, "per");
 		limit.per_us = duration_arg(fcinfo, ARG_PER, "per", false);
-		/* a group's entry in shared memory lives up to per (shmem.c) */
+		/* a group's entry in shared memory lives up to per (rate.c) */
 		if (limit.per_us > USECS_PER_DAY && !superuser())
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

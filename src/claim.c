@@ -29,19 +29,19 @@
  *
  * A walk starts at the queue's floor rather than at its line in the sand,
  * when that is below: no row under the floor is ready, but those of parked
- * entities and those claimed by transactions in flight (shmem.h defines
+ * entities and those claimed by transactions in flight (floor.h defines
  * the floor and parked entities).  Each walk that began at the floor moves
  * it to where it met the first row it could not pass over: the first new
  * row, unless that row's entity waits for its create (the walk parks the
  * entity and goes on).  Commits that make rows ready again lower it
  * (wake.c).
  *
- * A claim with a wait sleeps on the condition variable of shmem.c and is
+ * A claim with a wait sleeps on the condition variable of waits.c and is
  * woken, after their locks are released, by the end of any transaction
  * that made work claimable (wake.c).
  *
- * Calls plans.c, queue.c, locks.c, fence.c, wake.c, pending.c and
- * shmem.c.
+ * Calls plans.c, queue.c, locks.c, fence.c, wake.c, pending.c, floor.c
+ * and waits.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -66,12 +66,12 @@
 
 #include "claim.h"
 #include "fence.h"
+#include "floor.h"
 #include "grouplimit.h"
 #include "guc.h"
 #include "locks.h"
 #include "names.h"
 #include "pending.h"
-#include "shmem.h"
 #include "waits.h"
 #include "wake.h"
 
@@ -209,7 +209,7 @@ typedef enum EntityState
 /*
  * A pass's walk from the queue's floor: how far it found no row it could
  * claim but those of entities that wait for their create (parked), to
- * move the floor there (shmem.c).
+ * move the floor there (floor.c).
  */
 typedef struct FloorWalk
 {
@@ -759,7 +759,7 @@ scan(ClaimPass *pass, int64 line, int limit, Candidate *batch)
 
 /*
  * Where the pass starts: its line in the sand, or the queue's floor above
- * it (shmem.c), read before the first scan's snapshot.  A transaction that
+ * it (floor.c), read before the first scan's snapshot.  A transaction that
  * wrote already (a write of its own would read as done to it, and might
  * roll back) neither uses nor moves the floor.
  */

@@ -13,9 +13,9 @@
  * notify.c, which counts the client backends that listen; NOTIFY dlsm,
  * 'reap' asks the database's worker to reap when it commits (wake.c);
  * COMMIT PREPARED and ROLLBACK PREPARED reset the floors of the
- * database's queues (shmem.c).
+ * database's queues (floor.c).
  *
- * Calls notify.c, wake.c and shmem.c.
+ * Calls notify.c, wake.c, floor.c, pool.c and waits.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -40,9 +40,10 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
+#include "floor.h"
 #include "hooks.h"
 #include "notify.h"
-#include "shmem.h"
+#include "pool.h"
 #include "waits.h"
 #include "wake.h"
 

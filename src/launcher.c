@@ -19,7 +19,7 @@
  * of the exit, starts one for the next.  A database's turn comes when its
  * handler queues got work, or its last pass is one dlsm.reap_interval old;
  * one that waited half its bound goes first, then those with handler work,
- * then the one that waited longest (shmem.c).  So every database is
+ * then the one that waited longest (pool.c).  So every database is
  * visited at least every dlsm.reap_interval times the number of databases
  * over dlsm.max_workers (rounded up), while visits, with their process
  * start, are not longer than a dlsm.reap_interval.  A database past that
@@ -28,7 +28,7 @@
  * once until a worker is in it, for want of a process; at most every
  * LATE_REPEAT_MS, past its bound.
  *
- * Whether a database's worker may start now is shmem.c's decision: a
+ * Whether a database's worker may start now is pool.c's decision:  a
  * worker that found no dlsm in its database keeps the launcher away from
  * it until poked (CREATE EXTENSION there), a database being dropped keeps
  * it away for good, and starts of one database are at least
@@ -40,7 +40,7 @@
  * is not served: said in the log once (per launcher), shown with state
  * "no slot" in dlsm_worker_status.
  *
- * Calls shmem.c.
+ * Calls pool.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -72,7 +72,7 @@
 #include "compat.h"
 #include "guc.h"
 #include "launcher.h"
-#include "shmem.h"
+#include "pool.h"
 #include "waits.h"
 
 #define LAUNCHER_NAP_MS			5000	/* launcher looks at databases */
@@ -367,7 +367,7 @@ start_turns(List *databases, const Oid *dbs, int n)
 }
 
 /*
- * Turns or one worker each: decide, tell shmem.c, and say in the log when
+ * Turns or one worker each: decide, tell pool.c, and say in the log when
  * it changes (or dlsm.max_workers does).  Returns whether the workers take
  * turns.
  */

@@ -35,13 +35,13 @@
  * TRANSACTION is refused while a claim is pending: the callback that
  * would write it does not run for a prepared transaction.
  *
- * The queue's floor (shmem.c) is told of each claimed row, so that the
+ * The queue's floor (floor.c) is told of each claimed row, so that the
  * walks of other claims pass over it while this transaction is in flight,
  * and told when the claim ends: a claim that rolls back (with its
  * subtransaction, or its transaction) leaves its row ready again, below
  * the floor those walks moved; the floor goes back below it.
  *
- * Calls plans.c, queue.c, wake.c, identity.c and shmem.c.
+ * Calls plans.c, queue.c, wake.c, identity.c and floor.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -63,10 +63,10 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "floor.h"
 #include "identity.h"
 #include "names.h"
 #include "pending.h"
-#include "shmem.h"
 #include "wake.h"
 
 /*

@@ -12,8 +12,8 @@
  * and expressions run as the owner only, and a queue that dlsm refuses
  * (row-level security) shows NULL counts instead of failing the view.
  *
- * Calls queue.c, state.c, plans.c, identity.c and shmem.c; nothing calls
- * it.
+ * Calls queue.c, state.c, plans.c, identity.c, names.c, namedlock.c and
+ * pool.c; nothing calls it.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -36,9 +36,11 @@
 #include "utils/tuplestore.h"
 
 #include "identity.h"
+#include "namedlock.h"
+#include "names.h"
 #include "plans.h"
+#include "pool.h"
 #include "queue.h"
-#include "shmem.h"
 #include "state.h"
 
 /*

@@ -6,10 +6,10 @@
  * A transaction that enqueued, settled, reaped or released a lease makes
  * work claimable when it commits; one that claimed makes it claimable
  * again when it rolls back.  Rows that become ready again lower their
- * queue's floor (shmem.h) after the commit.  The changes are only noted
+ * queue's floor (floor.c) after the commit.  The changes are only noted
  * here; at the end of the transaction, after its locks are released (a
  * commit callback would run before the entity locks are gone, and a woken
- * claimer would find them busy), waiting claims are woken (shmem.c), the
+ * claimer would find them busy), waiting claims are woken (waits.c), the
  * database's worker when a handler queue got work (or the registry changed,
  * or NOTIFY dlsm, 'reap' was sent), the launcher after CREATE EXTENSION.
  *
@@ -19,7 +19,7 @@
  * notifications, so that a client that started listening while the
  * transaction ran gets them, as it would a plain NOTIFY.
  *
- * Calls notify.c and shmem.c.
+ * Calls notify.c, floor.c, pool.c, rate.c and waits.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -37,11 +37,14 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
+#include "floor.h"
 #include "notify.h"
-#include "shmem.h"
+#include "pool.h"
+#include "rate.h"
+#include "waits.h"
 #include "wake.h"
 
-/* What the transaction changed in a queue, for its floor (shmem.c). */
+/* What the transaction changed in a queue, for its floor (floor.c). */
 typedef struct QueueChanges
 {
 	Oid			relid;
@@ -296,7 +299,7 @@ dlsm_wake_entity_changed_at_commit(Oid relid, const char *entity)
 /*
  * This transaction took a slot of group in queue relid, or changed a
  * unit of the group: when it ends, however it ends, the group may have
- * room, and claims passing over its rows (parked: shmem.c) look again.
+ * room, and claims passing over its rows (parked: floor.c) look again.
  */
 void
 dlsm_wake_group_freed_at_end(Oid relid, const char *group)
@@ -341,7 +344,7 @@ dlsm_wake_queue_changed_at_commit(Oid relid)
 
 /*
  * Queue relid is dropped (unregistered) when this transaction commits: the
- * spacings of its groups' claims are forgotten then (shmem.c).
+ * spacings of its groups' claims are forgotten then (rate.c).
  */
 void
 dlsm_wake_queue_dropped_at_commit(Oid relid)

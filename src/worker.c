@@ -9,7 +9,7 @@
  * queues, sleep on its latch until the next deadline.  It does not listen:
  * the commit of an enqueue into a handler queue, of a change of the
  * registry or of NOTIFY dlsm, 'reap' sets its latch and says which
- * (shmem.c).  Each queue is reaped, purged and handled in transactions of
+ * (pool.c).  Each queue is reaped, purged and handled in transactions of
  * its own, as the queue's owner; an error is logged and counted, and the
  * worker goes on with the next queue.
  *
@@ -39,7 +39,7 @@
  * enqueue meanwhile, brings the next visit first.
  *
  * Calls handler.c, state.c, queue.c, namedlock.c, identity.c,
- * extension.c, bound.c and shmem.c.
+ * extension.c, bound.c and pool.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -75,8 +75,8 @@
 #include "identity.h"
 #include "namedlock.h"
 #include "names.h"
+#include "pool.h"
 #include "queue.h"
-#include "shmem.h"
 #include "state.h"
 #include "waits.h"
 #include "worker.h"
