@@ -76,5 +76,5 @@ _PG_init(void)
 	dlsm_launcher_init();
 	/* loaded by CREATE EXTENSION dlsm, not preloaded: no worker will run */
 	if (creating_extension && !process_shared_preload_libraries_in_progress)
-		dlsm_shmem_warn_no_worker(DLSM_NO_WORKER_INSTALL, NULL);
+		dlsm_pool_warn_no_worker(DLSM_NO_WORKER_INSTALL, NULL);
 }

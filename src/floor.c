@@ -14,11 +14,11 @@
  * given by shmem.c) guards every field but entity_seed, and the table of
  * parked groups; it is held for a few field reads or writes, never across
  * SPI, a wait or a signal that could block.  Any backend reads and writes
- * the floors (dlsm_shmem_floor_*), as the rules below them say.
+ * the floors (dlsm_floor_*), as the rules below them say.
  *
  * entity_seed is written once, when the struct is created, and only read
  * afterwards, without a lock.  It seeds the hash of entity names in the
- * floors and in claim passes (dlsm_shmem_entity_key): a secret chosen at
+ * floors and in claim passes (dlsm_floor_entity_key): a secret chosen at
  * every start of the server, so that a producer cannot name an entity to
  * collide with another's and have its rows passed over.
  *
@@ -70,7 +70,7 @@ typedef struct DlsmLowering
  * When groups of a bucket last came free at a floor (floor_clock values).
  * A slot taken to ask whether a group has room, and given back at once
  * because it had none, may have been counted by other claims meanwhile:
- * its group comes free as any other (dlsm_shmem_group_probed), but the
+ * its group comes free as any other (dlsm_floor_group_probed), but the
  * backend that took it may still park the group.  So the bucket keeps who
  * made its latest change by such a probe, and the latest change before
  * that by anyone else.
@@ -106,7 +106,7 @@ typedef struct DlsmGroupBucket
  * unparked by the end of any unit or slot of it.  Changes dlsm cannot see
  * (a row set back to 'new' by hand, a unit settled by hand) are found by a
  * claim that scans from its line in the sand again, asking every group it
- * meets, at most every check_ms (dlsm_shmem_floor_read).
+ * meets, at most every check_ms (dlsm_floor_read).
  */
 typedef struct DlsmFloor
 {
@@ -133,14 +133,14 @@ typedef struct DlsmFloor
  * A group at its concurrency limit parked at a floor: its rows from lowest
  * up wait for a unit of it to end.  A floor may park any number of groups
  * (up to DLSM_MAX_PARKED_GROUPS in all), kept in one shared table; a walk
- * asks it for each group it meets (dlsm_shmem_group_parked).  A group that
+ * asks it for each group it meets (dlsm_floor_group_parked).  A group that
  * comes free is unparked, lowering its floor below its lowest row.
  */
 typedef struct DlsmGroupKey
 {
 	Oid			dboid;
 	Oid			relid;
-	uint64		group;			/* dlsm_shmem_group_key */
+	uint64		group;			/* dlsm_floor_group_key */
 } DlsmGroupKey;
 
 typedef struct DlsmParkedGroup
@@ -221,7 +221,7 @@ dlsm_floor_shmem_init(LWLock *lock)
  * transaction holds are the backend's).
  */
 uint64
-dlsm_shmem_entity_key(const char *entity)
+dlsm_floor_entity_key(const char *entity)
 {
 	if (entity_seed == 0)
 		entity_seed = shared != NULL ? shared->entity_seed : random_seed();
@@ -235,9 +235,9 @@ dlsm_shmem_entity_key(const char *entity)
  * have different keys.
  */
 uint64
-dlsm_shmem_group_key(const char *group)
+dlsm_floor_group_key(const char *group)
 {
-	return dlsm_shmem_entity_key(group) ^ UINT64CONST(0x9e3779b97f4a7c15);
+	return dlsm_floor_entity_key(group) ^ UINT64CONST(0x9e3779b97f4a7c15);
 }
 
 /* The floor of relid in this database, or NULL.  floor_lock held. */
@@ -346,8 +346,8 @@ add_floor(Oid relid)
  * after (seen->check).
  */
 void
-dlsm_shmem_floor_read(Oid relid, int64 after, int check_ms,
-					  DlsmFloorSeen *seen)
+dlsm_floor_read(Oid relid, int64 after, int check_ms,
+				DlsmFloorSeen *seen)
 {
 	DlsmFloor  *f;
 	TimestampTz now;
@@ -551,9 +551,9 @@ park_groups(DlsmFloor *f, const DlsmFloorSeen *seen, int64 line,
  * ready.
  */
 void
-dlsm_shmem_floor_publish(Oid relid, const DlsmFloorSeen *seen, int64 line,
-						 const DlsmParked *parked, int n,
-						 const DlsmParked *groups, int ngroups)
+dlsm_floor_publish(Oid relid, const DlsmFloorSeen *seen, int64 line,
+				   const DlsmParked *parked, int n,
+				   const DlsmParked *groups, int ngroups)
 {
 	DlsmFloor  *f;
 
@@ -600,7 +600,7 @@ lower(DlsmFloor *f, int64 below)
  * them.  Call after the commit.
  */
 void
-dlsm_shmem_floor_lower(Oid relid, int64 below)
+dlsm_floor_lower(Oid relid, int64 below)
 {
 	DlsmFloor  *f;
 
@@ -620,7 +620,7 @@ dlsm_shmem_floor_lower(Oid relid, int64 below)
  * base and unpark every entity.  Call after the commit.
  */
 void
-dlsm_shmem_floor_reset(Oid relid)
+dlsm_floor_reset(Oid relid)
 {
 	DlsmFloor  *f;
 
@@ -644,7 +644,7 @@ dlsm_shmem_floor_reset(Oid relid)
  * unpark them.  Call after the commit.
  */
 void
-dlsm_shmem_floor_entities(Oid relid, const uint64 *entities, int n)
+dlsm_floor_entities(Oid relid, const uint64 *entities, int n)
 {
 	DlsmFloor  *f;
 
@@ -672,7 +672,7 @@ dlsm_shmem_floor_entities(Oid relid, const uint64 *entities, int n)
  * them, and the claim's publish is refused (unlowered).
  */
 bool
-dlsm_shmem_group_parked(Oid relid, uint64 group)
+dlsm_floor_group_parked(Oid relid, uint64 group)
 {
 	DlsmFloor  *f;
 	bool		parked = false;
@@ -704,7 +704,7 @@ unpark_group(DlsmFloor *f, DlsmParkedGroup *p)
  * of each came free): unpark them.  Call once the change is visible.
  */
 void
-dlsm_shmem_floor_groups(Oid relid, const uint64 *groups, int n)
+dlsm_floor_groups(Oid relid, const uint64 *groups, int n)
 {
 	DlsmFloor  *f;
 
@@ -730,7 +730,7 @@ dlsm_shmem_floor_groups(Oid relid, const uint64 *groups, int n)
  * it since then is undone; this backend's own claim may still park it.
  */
 void
-dlsm_shmem_group_probed(Oid relid, uint64 group, uint64 since)
+dlsm_floor_group_probed(Oid relid, uint64 group, uint64 since)
 {
 	DlsmFloor  *f;
 	DlsmParkedGroup *p;
@@ -756,7 +756,7 @@ dlsm_shmem_group_probed(Oid relid, uint64 group, uint64 since)
  * (false).  Only a unit's end unparks it.
  */
 bool
-dlsm_shmem_group_park(Oid relid, uint64 group, int64 lowest, uint64 since)
+dlsm_floor_group_park(Oid relid, uint64 group, int64 lowest, uint64 since)
 {
 	DlsmFloor  *f;
 	DlsmParkedGroup *p = NULL;
@@ -795,7 +795,7 @@ dlsm_shmem_group_park(Oid relid, uint64 group, int64 lowest, uint64 since)
  * and group, and let no claim that read a floor before park one.
  */
 void
-dlsm_shmem_floors_prepared_ended(Oid dboid)
+dlsm_floor_prepared_ended(Oid dboid)
 {
 	if (shared == NULL)
 		return;
@@ -816,9 +816,9 @@ dlsm_shmem_floors_prepared_ended(Oid dboid)
 	LWLockRelease(shared->floor_lock);
 }
 
-/* The floors' clock, for dlsm_shmem_group_probed. */
+/* The floors' clock, for dlsm_floor_group_probed. */
 uint64
-dlsm_shmem_floor_clock(void)
+dlsm_floor_clock(void)
 {
 	uint64		clock;
 
@@ -833,10 +833,10 @@ dlsm_shmem_floor_clock(void)
 /*
  * Was row id claimed by a transaction in flight when the floor was read
  * (seen)?  Then a walk may pass over it: if that transaction rolls back,
- * it lowers the floor below the row again (dlsm_shmem_floor_unclaimed).
+ * it lowers the floor below the row again (dlsm_floor_unclaimed).
  */
 bool
-dlsm_shmem_floor_in_flight(const DlsmFloorSeen *seen, int64 id)
+dlsm_floor_in_flight(const DlsmFloorSeen *seen, int64 id)
 {
 	for (int i = 0; i < seen->nin_flight; i++)
 		if (seen->in_flight[i] == id)
@@ -851,7 +851,7 @@ dlsm_shmem_floor_in_flight(const DlsmFloorSeen *seen, int64 id)
  * the row, as at any they cannot claim.
  */
 bool
-dlsm_shmem_floor_claimed(Oid relid, int64 id)
+dlsm_floor_claimed(Oid relid, int64 id)
 {
 	DlsmFloor  *f;
 	bool		taken = false;
@@ -871,12 +871,12 @@ dlsm_shmem_floor_claimed(Oid relid, int64 id)
 
 /*
  * The claim of row id of relid that the floor knows
- * (dlsm_shmem_floor_claimed) ended; ready: it ended without changing the
+ * (dlsm_floor_claimed) ended; ready: it ended without changing the
  * row (a rollback), which is ready again, so the floor goes below it.  Call
  * before the claim's locks are released.
  */
 void
-dlsm_shmem_floor_unclaimed(Oid relid, int64 id, bool ready)
+dlsm_floor_unclaimed(Oid relid, int64 id, bool ready)
 {
 	DlsmFloor  *f;
 

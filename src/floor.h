@@ -24,7 +24,7 @@
  * the floor passes over them, and keeps the entities so passed over, at
  * most DLSM_MAX_PARKED of them (claim.c moves the floor, wake.c lowers it).
  * A group at its concurrency limit is parked too, under its group key
- * (dlsm_shmem_group_key): its rows wait for a unit of it to end.  A floor
+ * (dlsm_floor_group_key): its rows wait for a unit of it to end.  A floor
  * parks any number of groups (all floors together, up to a fixed number),
  * and every claim asks whether a group it meets is parked, so that a group
  * found at its limit is counted once, not by every claim.
@@ -46,7 +46,7 @@
 /* An entity or group whose rows wait, passed over by a floor, from lowest up. */
 typedef struct DlsmParked
 {
-	uint64		key;			/* dlsm_shmem_entity_key, or group_key */
+	uint64		key;			/* dlsm_floor_entity_key, or group_key */
 	int64		lowest;
 	bool		solid;			/* a group whose units in progress, as
 								 * committed, filled it */
@@ -75,29 +75,29 @@ typedef struct DlsmFloorSeen
 extern Size dlsm_floor_shmem_size(void);
 extern void dlsm_floor_shmem_init(LWLock *lock);
 
-extern uint64 dlsm_shmem_entity_key(const char *entity);
-extern uint64 dlsm_shmem_group_key(const char *group);
+extern uint64 dlsm_floor_entity_key(const char *entity);
+extern uint64 dlsm_floor_group_key(const char *group);
 
 /* where the ready rows of a queue begin */
-extern void dlsm_shmem_floor_read(Oid relid, int64 after, int check_ms,
-								  DlsmFloorSeen *seen);
-extern void dlsm_shmem_floor_publish(Oid relid, const DlsmFloorSeen *seen,
-									 int64 line, const DlsmParked *parked,
-									 int nparked, const DlsmParked *groups,
-									 int ngroups);
-extern void dlsm_shmem_floor_lower(Oid relid, int64 below);
-extern void dlsm_shmem_floor_reset(Oid relid);
-extern void dlsm_shmem_floor_entities(Oid relid, const uint64 *entities,
-									  int n);
-extern bool dlsm_shmem_group_parked(Oid relid, uint64 group);
-extern void dlsm_shmem_floor_groups(Oid relid, const uint64 *groups, int n);
-extern void dlsm_shmem_group_probed(Oid relid, uint64 group, uint64 since);
-extern bool dlsm_shmem_group_park(Oid relid, uint64 group, int64 lowest,
+extern void dlsm_floor_read(Oid relid, int64 after, int check_ms,
+							DlsmFloorSeen *seen);
+extern void dlsm_floor_publish(Oid relid, const DlsmFloorSeen *seen,
+							   int64 line, const DlsmParked *parked,
+							   int nparked, const DlsmParked *groups,
+							   int ngroups);
+extern void dlsm_floor_lower(Oid relid, int64 below);
+extern void dlsm_floor_reset(Oid relid);
+extern void dlsm_floor_entities(Oid relid, const uint64 *entities,
+								int n);
+extern bool dlsm_floor_group_parked(Oid relid, uint64 group);
+extern void dlsm_floor_groups(Oid relid, const uint64 *groups, int n);
+extern void dlsm_floor_group_probed(Oid relid, uint64 group, uint64 since);
+extern bool dlsm_floor_group_park(Oid relid, uint64 group, int64 lowest,
 								  uint64 since);
-extern uint64 dlsm_shmem_floor_clock(void);
-extern void dlsm_shmem_floors_prepared_ended(Oid dboid);
-extern bool dlsm_shmem_floor_in_flight(const DlsmFloorSeen *seen, int64 id);
-extern bool dlsm_shmem_floor_claimed(Oid relid, int64 id);
-extern void dlsm_shmem_floor_unclaimed(Oid relid, int64 id, bool ready);
+extern uint64 dlsm_floor_clock(void);
+extern void dlsm_floor_prepared_ended(Oid dboid);
+extern bool dlsm_floor_in_flight(const DlsmFloorSeen *seen, int64 id);
+extern bool dlsm_floor_claimed(Oid relid, int64 id);
+extern void dlsm_floor_unclaimed(Oid relid, int64 id, bool ready);
 
 #endif							/* DLSM_FLOOR_H */

@@ -279,7 +279,7 @@ static void release_slot(Oid relid, const char *group, int slot);
 static void
 slot_given_back(Oid relid, const char *group, uint64 since)
 {
-	dlsm_shmem_group_probed(relid, dlsm_shmem_group_key(group), since);
+	dlsm_floor_group_probed(relid, dlsm_floor_group_key(group), since);
 }
 
 /*
@@ -293,7 +293,7 @@ take_slot(DlsmQueue *queue, const char *group, int n,
 	int			held = 0;		/* by this transaction or others */
 	int			taken = -1;
 	bool		passed = false; /* took and gave back another slot */
-	uint64		since = dlsm_shmem_floor_clock();
+	uint64		since = dlsm_floor_clock();
 	int64		in_progress = 0;
 
 	admission->since = since;
@@ -420,10 +420,10 @@ dlsm_limits_admit(DlsmQueue *queue, const char *group,
 		return why;
 	if (limit->rate > 0)
 	{
-		DlsmRateAnswer rate = dlsm_shmem_rate_take(queue->relid, queue->owner,
-												   dlsm_shmem_group_key(group),
-												   rate_spacing(limit),
-												   &admission->rate);
+		DlsmRateAnswer rate = dlsm_rate_take(queue->relid, queue->owner,
+											 dlsm_floor_group_key(group),
+											 rate_spacing(limit),
+											 &admission->rate);
 
 		if (rate != DLSM_RATE_TAKEN && rate != DLSM_RATE_HELD)
 		{
@@ -460,9 +460,9 @@ dlsm_limits_give_back(DlsmQueue *queue, DlsmAdmission *admission)
 		slot_given_back(queue->relid, admission->group, admission->since);
 	}
 	if (admission->rate_taken)
-		dlsm_shmem_rate_give_back(queue->relid,
-								  dlsm_shmem_group_key(admission->group),
-								  &admission->rate);
+		dlsm_rate_give_back(queue->relid,
+							dlsm_floor_group_key(admission->group),
+							&admission->rate);
 	admission->group = NULL;
 }
 
@@ -505,8 +505,8 @@ TimestampTz
 dlsm_limits_next_claim(DlsmQueue *queue, const char *group)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	TimestampTz next_at = dlsm_shmem_rate_next(queue->relid,
-											   dlsm_shmem_group_key(group));
+	TimestampTz next_at = dlsm_rate_next(queue->relid,
+										 dlsm_floor_group_key(group));
 
 	return Max(next_at, now);
 }

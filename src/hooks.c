@@ -61,13 +61,13 @@ stop_worker(Oid dboid)
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   STOP_WAIT_MS);
-	pid_t		pid = dlsm_shmem_worker_pause(dboid, STOP_PAUSE_MS);
+	pid_t		pid = dlsm_pool_worker_pause(dboid, STOP_PAUSE_MS);
 
 	if (pid == 0)
 		return;
 	kill(pid, SIGTERM);
 	while (GetCurrentTimestamp() < deadline &&
-		   !dlsm_shmem_worker_gone(dboid, pid))
+		   !dlsm_pool_worker_gone(dboid, pid))
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 10, dlsm_wait_event(DLSM_WAIT_WORKER_STOP));
@@ -173,10 +173,10 @@ utility_hook(PlannedStmt *pstmt, const char *queryString,
 	 */
 	if (prepared_end)
 	{
-		dlsm_shmem_floors_prepared_ended(MyDatabaseId);
-		dlsm_shmem_wake_all();
+		dlsm_floor_prepared_ended(MyDatabaseId);
+		dlsm_wait_wake_all();
 		/* it may have changed the registry (queue.c) */
-		dlsm_shmem_worker_request(MyDatabaseId, DLSM_REQUEST_REGISTRY);
+		dlsm_pool_worker_request(MyDatabaseId, DLSM_REQUEST_REGISTRY);
 	}
 }
 

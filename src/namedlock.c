@@ -108,6 +108,10 @@ typedef struct DlsmNamedShared
 
 static DlsmNamedShared *shared = NULL;
 
+static int	named_enter(const char *name, bool lease);
+static void named_granted(int entry, int64 fence);
+static void named_leave(int entry);
+
 static void
 named_release_callback(ResourceReleasePhase phase, bool isCommit,
 					   bool isTopLevel, void *arg)
@@ -117,7 +121,7 @@ named_release_callback(ResourceReleasePhase phase, bool isCommit,
 	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel)
 		return;
 	foreach(lc, entries)
-		dlsm_shmem_named_leave(lfirst_int(lc));
+		named_leave(lfirst_int(lc));
 	/* both lists lived in TopTransactionContext, gone with it */
 	entries = NIL;
 	grants = NIL;
@@ -129,7 +133,7 @@ forget_entry(int entry)
 {
 	if (entry < 0)
 		return;
-	dlsm_shmem_named_leave(entry);
+	named_leave(entry);
 	entries = list_delete_int(entries, entry);
 }
 
@@ -263,7 +267,7 @@ wait_for_lease(const char *name, TimestampTz deadline)
 	Lease		lease;
 	bool		free = false;
 
-	dlsm_shmem_prepare_wait();
+	dlsm_wait_prepare();
 	for (;;)
 	{
 		TimestampTz now;
@@ -280,10 +284,10 @@ wait_for_lease(const char *name, TimestampTz deadline)
 		wake = (deadline == DT_NOEND || lease.until < deadline) ?
 			lease.until : deadline;
 		/* an expiry needs no wake-up: sleep until it, a release wakes us */
-		dlsm_shmem_wait(Max(TimestampDifferenceMilliseconds(now, wake), 1),
+		dlsm_wait_sleep(Max(TimestampDifferenceMilliseconds(now, wake), 1),
 						dlsm_wait_event(DLSM_WAIT_NAMED_LOCK));
 	}
-	dlsm_shmem_cancel_wait();
+	dlsm_wait_cancel();
 	return free;
 }
 
@@ -318,7 +322,7 @@ dlsm_named_try(const char *name, int64 wait_us, int64 lease_us, int64 *fence)
 	/* the wait counts from the call, before the line is joined */
 	if (wait_us >= 0)
 		deadline = GetCurrentTimestamp() + wait_us;
-	entry = dlsm_shmem_named_enter(name, lease_us > 0);
+	entry = named_enter(name, lease_us > 0);
 	remember_entry(entry);
 	dlsm_fence_prepare();
 	if (!dlsm_lock_named_acquire(name, wait_ms))
@@ -343,7 +347,7 @@ dlsm_named_try(const char *name, int64 wait_us, int64 lease_us, int64 *fence)
 		*fence = dlsm_fence_next(true);
 		remember_grant(name, *fence, entry);
 	}
-	dlsm_shmem_named_granted(entry, *fence);
+	named_granted(entry, *fence);
 	return true;
 }
 
@@ -492,8 +496,8 @@ lock_named(LWLockMode mode)
  * Returns its index, or -1 when there is no shared state or no free entry
  * (the lock works as well; dlsm_locks does not show it).
  */
-int
-dlsm_shmem_named_enter(const char *name, bool lease)
+static int
+named_enter(const char *name, bool lease)
 {
 	int			found = -1;
 
@@ -511,7 +515,7 @@ dlsm_shmem_named_enter(const char *name, bool lease)
 		e->lease = lease;
 		e->fence = 0;
 		e->since = GetCurrentTimestamp();
-		dlsm_shmem_clip(name, e->name, DLSM_NAMED_LEN);
+		dlsm_name_clip(name, e->name, DLSM_NAMED_LEN);
 		found = i;
 	}
 	LWLockRelease(shared->lock);
@@ -519,8 +523,8 @@ dlsm_shmem_named_enter(const char *name, bool lease)
 }
 
 /* The waiting transaction of entry got its lock, with fence. */
-void
-dlsm_shmem_named_granted(int entry, int64 fence)
+static void
+named_granted(int entry, int64 fence)
 {
 	if (entry < 0)
 		return;
@@ -532,8 +536,8 @@ dlsm_shmem_named_granted(int entry, int64 fence)
 }
 
 /* Free an entry: the transaction stopped waiting, or ended. */
-void
-dlsm_shmem_named_leave(int entry)
+static void
+named_leave(int entry)
 {
 	if (entry < 0)
 		return;
@@ -547,7 +551,7 @@ dlsm_shmem_named_leave(int entry)
  * entries); returns how many.
  */
 int
-dlsm_shmem_copy_named(DlsmNamedEntry *out)
+dlsm_named_copy_entries(DlsmNamedEntry *out)
 {
 	DlsmNamedEntry *e = shared ? shared->named : NULL;
 	int			n = 0;

@@ -46,9 +46,6 @@ extern int64 dlsm_named_purge(void);
 /* the entries in shared memory, for dlsm_locks */
 extern Size dlsm_named_shmem_size(void);
 extern void dlsm_named_shmem_init(LWLock *lock);
-extern int	dlsm_shmem_named_enter(const char *name, bool lease);
-extern void dlsm_shmem_named_granted(int entry, int64 fence);
-extern void dlsm_shmem_named_leave(int entry);
-extern int	dlsm_shmem_copy_named(DlsmNamedEntry *out);
+extern int	dlsm_named_copy_entries(DlsmNamedEntry *out);
 
 #endif							/* DLSM_NAMEDLOCK_H */

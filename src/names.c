@@ -12,7 +12,7 @@
  * message falls back to the OID (dlsm_rel_label), so that reporting one
  * error never raises another.
  *
- * dlsm_shmem_clip cuts a name or a message to fit a buffer in shared
+ * dlsm_name_clip cuts a name or a message to fit a buffer in shared
  * memory, at a character boundary.
  *
  * Calls nothing of dlsm.
@@ -84,7 +84,7 @@ dlsm_rel_label(Oid relid)
  * character boundary when it does not fit, and always terminated.
  */
 void
-dlsm_shmem_clip(const char *from, char *to, int size)
+dlsm_name_clip(const char *from, char *to, int size)
 {
 	int			len = pg_mbcliplen(from, strlen(from), size - 1);
 

@@ -68,11 +68,14 @@ typedef struct DlsmListenShared
 
 static DlsmListenShared *shared = NULL;
 
+static void count_listener(Oid dboid, int delta);
+static bool anyone_listens(Oid dboid);
+
 static void
 uncount_listener(int code, Datum arg)
 {
 	if (counted_as_listener)
-		dlsm_shmem_count_listener(MyDatabaseId, -1);
+		count_listener(MyDatabaseId, -1);
 	counted_as_listener = false;
 }
 
@@ -92,7 +95,7 @@ notify_xact_callback(XactEvent event, void *arg)
 			before_shmem_exit(uncount_listener, (Datum) 0);
 		exit_callback_registered = true;
 		counted_as_listener = true;
-		dlsm_shmem_count_listener(MyDatabaseId, 1);
+		count_listener(MyDatabaseId, 1);
 	}
 	else if (event == XACT_EVENT_COMMIT && pending == LISTEN_STOP)
 		uncount_listener(0, (Datum) 0);
@@ -128,7 +131,7 @@ dlsm_notify_client_listens(Node *stmt)
 void
 dlsm_notify_send(const char *channel)
 {
-	if (dlsm_shmem_anyone_listens(MyDatabaseId))
+	if (anyone_listens(MyDatabaseId))
 		Async_Notify(channel, "");
 }
 
@@ -176,8 +179,8 @@ lock_listeners(LWLockMode mode)
  * A client backend of database dboid started (delta 1) or stopped (-1)
  * listening.  The counts only let dlsm skip a NOTIFY nobody would read.
  */
-void
-dlsm_shmem_count_listener(Oid dboid, int delta)
+static void
+count_listener(Oid dboid, int delta)
 {
 	int			entry = -1;
 
@@ -207,8 +210,8 @@ dlsm_shmem_count_listener(Oid dboid, int delta)
  * May a client backend of dboid be listening?  True when unsure (dlsm not
  * preloaded, or a listener that found no free entry).
  */
-bool
-dlsm_shmem_anyone_listens(Oid dboid)
+static bool
+anyone_listens(Oid dboid)
 {
 	bool		listens;
 

@@ -23,7 +23,5 @@ extern void dlsm_notify_send(const char *channel);
 /* client backends that LISTEN, counted in shared memory */
 extern Size dlsm_notify_shmem_size(void);
 extern void dlsm_notify_shmem_init(LWLock *lock);
-extern void dlsm_shmem_count_listener(Oid dboid, int delta);
-extern bool dlsm_shmem_anyone_listens(Oid dboid);
 
 #endif							/* DLSM_NOTIFY_H */

@@ -163,11 +163,11 @@ dlsm_pending_add(Oid relid, const DlsmClaimed *row, bool given_process_id)
 	GetUserIdAndSecContext(&c->userid, &c->sec_context);
 	c->made = GetCurrentSubTransactionId();
 	c->written = InvalidSubTransactionId;
-	c->in_floor = dlsm_shmem_floor_claimed(relid, row->id);
+	c->in_floor = dlsm_floor_claimed(relid, row->id);
 }
 
 /*
- * Does this transaction hold a row of entity (dlsm_shmem_entity_key) of
+ * Does this transaction hold a row of entity (dlsm_floor_entity_key) of
  * relid by a claim not yet written?  The entity is in progress to it.
  */
 bool
@@ -430,10 +430,10 @@ pending_xact_callback(XactEvent event, void *arg)
 			 */
 			for (int i = 0; i < nclaims; i++)
 				if (claims[i].in_floor)
-					dlsm_shmem_floor_unclaimed(claims[i].relid,
-											   claims[i].row.id,
-											   event != XACT_EVENT_COMMIT &&
-											   event != XACT_EVENT_PARALLEL_COMMIT);
+					dlsm_floor_unclaimed(claims[i].relid,
+										 claims[i].row.id,
+										 event != XACT_EVENT_COMMIT &&
+										 event != XACT_EVENT_PARALLEL_COMMIT);
 			claims = NULL;		/* lived in TopTransactionContext */
 			nclaims = 0;
 			maxclaims = 0;
@@ -472,8 +472,8 @@ pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			if (claims[i].made == mySubid)
 			{
 				if (claims[i].in_floor)
-					dlsm_shmem_floor_unclaimed(claims[i].relid,
-											   claims[i].row.id, true);
+					dlsm_floor_unclaimed(claims[i].relid,
+										 claims[i].row.id, true);
 				continue;
 			}
 			if (claims[i].written == mySubid)

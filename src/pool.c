@@ -12,12 +12,11 @@
  * every operation is a no-op that answers as if nothing ran (no worker).
  *
  * Locking: DlsmPoolShared.lock (of the LWLock tranche "dlsm", given by
- * shmem.c, and shared with the named-lock entries of namedlock.c and the
- * listener counts of notify.c) guards every field and every slot.  It is
+ * shmem.c) guards every field, every slot and without_dlsm.  It is
  * held for a few field reads or writes only, never across SPI, a wait or
  * a signal that could block.  Who writes what:
  *	launcher_pid, launcher_latch	the launcher (attach and its exit)
- *	rescan, pokes					any backend (dlsm_shmem_wake_launcher)
+ *	rescan, pokes					any backend (dlsm_pool_wake_launcher)
  *	rotating, bound_ms				the launcher (each look at the databases)
  *	slot dboid						the launcher (forget), a worker (attach; its
  *									exit, when it found no dlsm)
@@ -179,7 +178,7 @@ lock_state(LWLockMode mode)
 
 /* Is the shared state there (was the library preloaded)? */
 bool
-dlsm_shmem_available(void)
+dlsm_pool_available(void)
 {
 	return shared != NULL;
 }
@@ -190,7 +189,7 @@ dlsm_shmem_available(void)
  * queue), when a claim takes a lease (on queue).
  */
 void
-dlsm_shmem_warn_no_worker(DlsmNoWorker what, const char *queue)
+dlsm_pool_warn_no_worker(DlsmNoWorker what, const char *queue)
 {
 	static bool said[DLSM_NO_WORKER_CASES];
 
@@ -257,7 +256,7 @@ launcher_detach(int code, Datum arg)
  * launcher runs already.
  */
 bool
-dlsm_shmem_launcher_attach(void)
+dlsm_pool_launcher_attach(void)
 {
 	bool		ok;
 
@@ -278,7 +277,7 @@ dlsm_shmem_launcher_attach(void)
  * databases that may have dlsm does not jump (launcher.c).
  */
 void
-dlsm_shmem_wake_launcher(void)
+dlsm_pool_wake_launcher(void)
 {
 	if (!lock_state(LW_EXCLUSIVE))
 		return;
@@ -318,7 +317,7 @@ oid_in(Oid dboid, const Oid *dbs, int n)
  * forgotten.
  */
 void
-dlsm_shmem_forget_databases(const Oid *keep, int nkeep)
+dlsm_pool_forget_databases(const Oid *keep, int nkeep)
 {
 	HASH_SEQ_STATUS seq;
 	Oid		   *dboid;
@@ -393,7 +392,7 @@ slot_for(Oid dboid, bool add)
  * is recorded and the next one waits pause_ms.
  */
 DlsmStartDecision
-dlsm_shmem_may_start(Oid dboid, int pause_ms)
+dlsm_pool_may_start(Oid dboid, int pause_ms)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	DlsmStartDecision decision = DLSM_START_NO_SLOT;
@@ -455,7 +454,7 @@ served_state(DlsmSlot *slot, TimestampTz now)
  * shows them.
  */
 int
-dlsm_shmem_count_known(const Oid *dbs, int n, bool *no_slot)
+dlsm_pool_count_known(const Oid *dbs, int n, bool *no_slot)
 {
 	int			count = 0;
 
@@ -480,7 +479,7 @@ dlsm_shmem_count_known(const Oid *dbs, int n, bool *no_slot)
  * visited at least every bound_ms; or each database has its own.
  */
 void
-dlsm_shmem_set_rotation(bool rotating, int bound_ms)
+dlsm_pool_set_rotation(bool rotating, int bound_ms)
 {
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	shared->rotating = rotating;
@@ -512,8 +511,8 @@ turn_class(DlsmSlot *slot, long age_ms)
  * (or 0: none).
  */
 Oid
-dlsm_shmem_next_visit(const Oid *dbs, int n, const Oid *busy, int nbusy,
-					  int reap_ms, int pause_ms, TimestampTz *next_due)
+dlsm_pool_next_visit(const Oid *dbs, int n, const Oid *busy, int nbusy,
+					 int reap_ms, int pause_ms, TimestampTz *next_due)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	DlsmSlot   *best = NULL;
@@ -562,7 +561,7 @@ dlsm_shmem_next_visit(const Oid *dbs, int n, const Oid *busy, int nbusy,
 
 /* The bound on the time between two passes while workers take turns. */
 int
-dlsm_shmem_bound(void)
+dlsm_pool_bound(void)
 {
 	int			bound_ms;
 
@@ -574,7 +573,7 @@ dlsm_shmem_bound(void)
 
 /* How many workers are in their databases now. */
 int
-dlsm_shmem_workers_attached(void)
+dlsm_pool_workers_attached(void)
 {
 	int			count = 0;
 
@@ -591,7 +590,7 @@ dlsm_shmem_workers_attached(void)
  * launcher says so.
  */
 bool
-dlsm_shmem_set_no_worker(Oid dboid)
+dlsm_pool_set_no_worker(Oid dboid)
 {
 	DlsmSlot   *slot;
 	bool		first = false;
@@ -616,8 +615,8 @@ dlsm_shmem_set_no_worker(Oid dboid)
  * looks again then.
  */
 bool
-dlsm_shmem_note_late(Oid dboid, int repeat_ms, long *waited_ms,
-					 TimestampTz *late_at)
+dlsm_pool_note_late(Oid dboid, int repeat_ms, long *waited_ms,
+					TimestampTz *late_at)
 {
 	DlsmSlot   *slot;
 	bool		first = false;
@@ -680,7 +679,7 @@ worker_detach(int code, Datum arg)
  * database to itself (DROP DATABASE) paused its workers.
  */
 bool
-dlsm_shmem_worker_attach(Oid dboid)
+dlsm_pool_worker_attach(Oid dboid)
 {
 	DlsmSlot   *slot;
 	bool		ok;
@@ -711,7 +710,7 @@ dlsm_shmem_worker_attach(Oid dboid)
 
 /* How many times the launcher was poked so far. */
 uint64
-dlsm_shmem_pokes(void)
+dlsm_pool_pokes(void)
 {
 	uint64		pokes;
 
@@ -727,7 +726,7 @@ dlsm_shmem_pokes(void)
  * poked since pokes_seen (one that committed while the worker looked).
  */
 void
-dlsm_shmem_worker_idle(uint64 pokes_seen)
+dlsm_pool_worker_idle(uint64 pokes_seen)
 {
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	my_slot->no_extension = shared->pokes == pokes_seen;
@@ -736,7 +735,7 @@ dlsm_shmem_worker_idle(uint64 pokes_seen)
 
 /* Add delta to this worker's counts; error, if given, is its last error. */
 void
-dlsm_shmem_worker_count(const DlsmWorkerCounts *delta, const char *error)
+dlsm_pool_worker_count(const DlsmWorkerCounts *delta, const char *error)
 {
 	DlsmWorkerCounts *c = &my_slot->info.counts;
 
@@ -748,7 +747,7 @@ dlsm_shmem_worker_count(const DlsmWorkerCounts *delta, const char *error)
 	c->skipped += delta->skipped;
 	c->wakeups += delta->wakeups;
 	if (error != NULL)
-		dlsm_shmem_clip(error, my_slot->info.last_error, DLSM_ERROR_LEN);
+		dlsm_name_clip(error, my_slot->info.last_error, DLSM_ERROR_LEN);
 	LWLockRelease(shared->lock);
 }
 
@@ -759,7 +758,7 @@ dlsm_shmem_worker_count(const DlsmWorkerCounts *delta, const char *error)
  * exits.
  */
 void
-dlsm_shmem_worker_shun(Oid owner, Oid cause, TimestampTz until, int count)
+dlsm_pool_worker_shun(Oid owner, Oid cause, TimestampTz until, int count)
 {
 	int			pick = 0;
 
@@ -786,7 +785,7 @@ dlsm_shmem_worker_shun(Oid owner, Oid cause, TimestampTz until, int count)
  * of them ended at since or later; 0 if none.
  */
 int
-dlsm_shmem_worker_shuns(Oid owner, TimestampTz since)
+dlsm_pool_worker_shuns(Oid owner, TimestampTz since)
 {
 	int			count = 0;
 
@@ -804,7 +803,7 @@ dlsm_shmem_worker_shuns(Oid owner, TimestampTz since)
  * does not), and the queue that caused it (*cause).
  */
 TimestampTz
-dlsm_shmem_worker_shunned(Oid owner, Oid *cause)
+dlsm_pool_worker_shunned(Oid owner, Oid *cause)
 {
 	TimestampTz until = 0;
 
@@ -825,7 +824,7 @@ dlsm_shmem_worker_shunned(Oid owner, Oid *cause)
  * without it before, it counts again from now on).
  */
 void
-dlsm_shmem_worker_passed(void)
+dlsm_pool_worker_passed(void)
 {
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	my_slot->no_extension = false;
@@ -839,7 +838,7 @@ dlsm_shmem_worker_passed(void)
  * running there, or 0; the caller signals it.
  */
 pid_t
-dlsm_shmem_worker_pause(Oid dboid, int pause_ms)
+dlsm_pool_worker_pause(Oid dboid, int pause_ms)
 {
 	DlsmSlot   *slot;
 	pid_t		pid = 0;
@@ -859,7 +858,7 @@ dlsm_shmem_worker_pause(Oid dboid, int pause_ms)
 
 /* Has the worker pid of dboid stopped? */
 bool
-dlsm_shmem_worker_gone(Oid dboid, pid_t pid)
+dlsm_pool_worker_gone(Oid dboid, pid_t pid)
 {
 	DlsmSlot   *slot;
 	bool		gone;
@@ -877,7 +876,7 @@ dlsm_shmem_worker_gone(Oid dboid, pid_t pid)
  * the launcher's, so that the database's turn comes first.
  */
 void
-dlsm_shmem_wake_worker(Oid dboid)
+dlsm_pool_wake_worker(Oid dboid)
 {
 	if (!lock_state(LW_EXCLUSIVE))
 		return;
@@ -904,7 +903,7 @@ dlsm_shmem_wake_worker(Oid dboid)
  * visits do not repeat it.
  */
 bool
-dlsm_shmem_worker_outdated(bool outdated)
+dlsm_pool_worker_outdated(bool outdated)
 {
 	bool		say;
 
@@ -917,7 +916,7 @@ dlsm_shmem_worker_outdated(bool outdated)
 
 /* Do the workers take turns (and this one leave after its visit)? */
 bool
-dlsm_shmem_worker_visiting(void)
+dlsm_pool_worker_visiting(void)
 {
 	bool		rotating;
 
@@ -929,7 +928,7 @@ dlsm_shmem_worker_visiting(void)
 
 /* Did a handler queue get work since the last call?  Clears the mark. */
 bool
-dlsm_shmem_worker_take_pending(void)
+dlsm_pool_worker_take_pending(void)
 {
 	bool		pending;
 
@@ -946,7 +945,7 @@ dlsm_shmem_worker_take_pending(void)
  * starts with both anyway.
  */
 void
-dlsm_shmem_worker_request(Oid dboid, int requests)
+dlsm_pool_worker_request(Oid dboid, int requests)
 {
 	if (!lock_state(LW_EXCLUSIVE))
 		return;
@@ -965,7 +964,7 @@ dlsm_shmem_worker_request(Oid dboid, int requests)
 
 /* What this worker was asked to do since it last looked (DLSM_REQUEST_*). */
 int
-dlsm_shmem_worker_take_requests(void)
+dlsm_pool_worker_take_requests(void)
 {
 	int			requests;
 
@@ -981,7 +980,7 @@ dlsm_shmem_worker_take_requests(void)
  * handlers may have work left, so that the database's turn comes first.
  */
 void
-dlsm_shmem_worker_leave(bool more)
+dlsm_pool_worker_leave(bool more)
 {
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	my_slot->pending |= more;
@@ -994,7 +993,7 @@ dlsm_shmem_worker_leave(bool more)
  * one more; returns how many.
  */
 int
-dlsm_shmem_copy_workers(DlsmWorkerInfo **out)
+dlsm_pool_copy_workers(DlsmWorkerInfo **out)
 {
 	int			n = 0;
 	TimestampTz now = GetCurrentTimestamp();

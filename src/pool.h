@@ -65,53 +65,53 @@ typedef enum DlsmStartDecision
 /* shared memory (shmem.c) */
 extern Size dlsm_pool_shmem_size(int max_databases);
 extern void dlsm_pool_shmem_init(int max_databases, LWLock *lock);
-extern bool dlsm_shmem_available(void);
+extern bool dlsm_pool_available(void);
 
 /* the launcher */
-extern bool dlsm_shmem_launcher_attach(void);
-extern void dlsm_shmem_wake_launcher(void);
-extern void dlsm_shmem_forget_databases(const Oid *keep, int nkeep);
-extern DlsmStartDecision dlsm_shmem_may_start(Oid dboid, int pause_ms);
+extern bool dlsm_pool_launcher_attach(void);
+extern void dlsm_pool_wake_launcher(void);
+extern void dlsm_pool_forget_databases(const Oid *keep, int nkeep);
+extern DlsmStartDecision dlsm_pool_may_start(Oid dboid, int pause_ms);
 
 /* the pool of workers that take turns (launcher.c) */
-extern int	dlsm_shmem_count_known(const Oid *dbs, int n, bool *no_slot);
-extern void dlsm_shmem_set_rotation(bool rotating, int bound_ms);
-extern Oid	dlsm_shmem_next_visit(const Oid *dbs, int n, const Oid *busy,
-								  int nbusy, int reap_ms, int pause_ms,
-								  TimestampTz *next_due);
-extern int	dlsm_shmem_workers_attached(void);
-extern int	dlsm_shmem_bound(void);
-extern bool dlsm_shmem_set_no_worker(Oid dboid);
-extern bool dlsm_shmem_note_late(Oid dboid, int repeat_ms,
-								 long *waited_ms, TimestampTz *late_at);
+extern int	dlsm_pool_count_known(const Oid *dbs, int n, bool *no_slot);
+extern void dlsm_pool_set_rotation(bool rotating, int bound_ms);
+extern Oid	dlsm_pool_next_visit(const Oid *dbs, int n, const Oid *busy,
+								 int nbusy, int reap_ms, int pause_ms,
+								 TimestampTz *next_due);
+extern int	dlsm_pool_workers_attached(void);
+extern int	dlsm_pool_bound(void);
+extern bool dlsm_pool_set_no_worker(Oid dboid);
+extern bool dlsm_pool_note_late(Oid dboid, int repeat_ms,
+								long *waited_ms, TimestampTz *late_at);
 
 /* the workers */
-extern bool dlsm_shmem_worker_attach(Oid dboid);
-extern uint64 dlsm_shmem_pokes(void);
-extern void dlsm_shmem_worker_idle(uint64 pokes_seen);
-extern void dlsm_shmem_worker_count(const DlsmWorkerCounts *delta,
-									const char *error);
-extern void dlsm_shmem_worker_passed(void);
-extern void dlsm_shmem_worker_shun(Oid owner, Oid cause, TimestampTz until,
-								   int count);
-extern int	dlsm_shmem_worker_shuns(Oid owner, TimestampTz since);
-extern TimestampTz dlsm_shmem_worker_shunned(Oid owner, Oid *cause);
-extern pid_t dlsm_shmem_worker_pause(Oid dboid, int pause_ms);
-extern bool dlsm_shmem_worker_gone(Oid dboid, pid_t pid);
-extern void dlsm_shmem_wake_worker(Oid dboid);
-extern bool dlsm_shmem_worker_visiting(void);
-extern bool dlsm_shmem_worker_outdated(bool outdated);
-extern bool dlsm_shmem_worker_take_pending(void);
+extern bool dlsm_pool_worker_attach(Oid dboid);
+extern uint64 dlsm_pool_pokes(void);
+extern void dlsm_pool_worker_idle(uint64 pokes_seen);
+extern void dlsm_pool_worker_count(const DlsmWorkerCounts *delta,
+								   const char *error);
+extern void dlsm_pool_worker_passed(void);
+extern void dlsm_pool_worker_shun(Oid owner, Oid cause, TimestampTz until,
+								  int count);
+extern int	dlsm_pool_worker_shuns(Oid owner, TimestampTz since);
+extern TimestampTz dlsm_pool_worker_shunned(Oid owner, Oid *cause);
+extern pid_t dlsm_pool_worker_pause(Oid dboid, int pause_ms);
+extern bool dlsm_pool_worker_gone(Oid dboid, pid_t pid);
+extern void dlsm_pool_wake_worker(Oid dboid);
+extern bool dlsm_pool_worker_visiting(void);
+extern bool dlsm_pool_worker_outdated(bool outdated);
+extern bool dlsm_pool_worker_take_pending(void);
 
-/* What a worker is asked to do at once (dlsm_shmem_worker_request). */
+/* What a worker is asked to do at once (dlsm_pool_worker_request). */
 #define DLSM_REQUEST_REAP		0x01	/* NOTIFY dlsm, 'reap' committed */
 #define DLSM_REQUEST_REGISTRY	0x02	/* the registry of queues changed */
 
-extern void dlsm_shmem_worker_request(Oid dboid, int requests);
-extern int	dlsm_shmem_worker_take_requests(void);
-extern void dlsm_shmem_worker_leave(bool more);
+extern void dlsm_pool_worker_request(Oid dboid, int requests);
+extern int	dlsm_pool_worker_take_requests(void);
+extern void dlsm_pool_worker_leave(bool more);
 
-/* What does not work without preloading (dlsm_shmem_warn_no_worker). */
+/* What does not work without preloading (dlsm_pool_warn_no_worker). */
 typedef enum DlsmNoWorker
 {
 	DLSM_NO_WORKER_INSTALL,		/* CREATE EXTENSION */
@@ -120,8 +120,8 @@ typedef enum DlsmNoWorker
 	DLSM_NO_WORKER_CASES
 } DlsmNoWorker;
 
-extern void dlsm_shmem_warn_no_worker(DlsmNoWorker what, const char *queue);
-extern int	dlsm_shmem_copy_workers(DlsmWorkerInfo **out);
+extern void dlsm_pool_warn_no_worker(DlsmNoWorker what, const char *queue);
+extern int	dlsm_pool_copy_workers(DlsmWorkerInfo **out);
 
 
 #endif							/* DLSM_POOL_H */

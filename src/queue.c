@@ -272,7 +272,7 @@ registry_release(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel)
 		return;
 	if (registry_written && isCommit)
-		dlsm_shmem_worker_request(MyDatabaseId, DLSM_REQUEST_REGISTRY);
+		dlsm_pool_worker_request(MyDatabaseId, DLSM_REQUEST_REGISTRY);
 	registry_written = false;
 }
 

@@ -10,7 +10,7 @@
  *
  * Locking: DlsmRateShared.rate_lock (of the LWLock tranche "dlsm", given
  * by shmem.c) guards every field; any claiming backend takes it for a few
- * field reads and writes (dlsm_shmem_rate_*); a claim that must take an
+ * field reads and writes (dlsm_rate_*); a claim that must take an
  * entry at its share, and a dropped queue's, read or write the whole
  * table under it.  An entry counts against its queue owner's and its
  * database's shares (the counters rate_holders[]) from the claim that
@@ -57,7 +57,7 @@ typedef struct DlsmRate
 	Oid			dboid;			/* with relid and group, the key; InvalidOid:
 								 * free and counted nowhere */
 	Oid			relid;
-	uint64		group;			/* dlsm_shmem_entity_key of the group */
+	uint64		group;			/* dlsm_floor_entity_key of the group */
 	Oid			owner;			/* the queue's owner, whose share it uses */
 	TimestampTz next_at;
 } DlsmRate;
@@ -90,6 +90,13 @@ Size
 dlsm_rate_shmem_size(void)
 {
 	return MAXALIGN(sizeof(DlsmRateShared));
+}
+
+/* Are the rates there (was the library preloaded)? */
+bool
+dlsm_rate_available(void)
+{
+	return shared != NULL;
 }
 
 /* Create or attach to the rates, guarded by lock; AddinShmemInitLock held. */
@@ -250,7 +257,7 @@ new_rate(Oid relid, Oid owner, uint64 group, TimestampTz now, DlsmRate *r)
 }
 
 /*
- * May a claim of group (a dlsm_shmem_entity_key) of queue relid, owned by
+ * May a claim of group (a dlsm_floor_entity_key) of queue relid, owned by
  * owner, be made now, spacing_us after the group's last one?  If so
  * (DLSM_RATE_TAKEN), the group's next claim is put off by spacing_us and
  * taken says what to give back if the claim is not made after all.
@@ -261,8 +268,8 @@ new_rate(Oid relid, Oid owner, uint64 group, TimestampTz now, DlsmRate *r)
  * taken->not_kept counts such claims since the server started.
  */
 DlsmRateAnswer
-dlsm_shmem_rate_take(Oid relid, Oid owner, uint64 group, int64 spacing_us,
-					 DlsmRateTaken *taken)
+dlsm_rate_take(Oid relid, Oid owner, uint64 group, int64 spacing_us,
+			   DlsmRateTaken *taken)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	DlsmRate   *r;
@@ -295,9 +302,9 @@ dlsm_shmem_rate_take(Oid relid, Oid owner, uint64 group, int64 spacing_us,
 	return answer;
 }
 
-/* Give back what dlsm_shmem_rate_take took, unless another claim came. */
+/* Give back what dlsm_rate_take took, unless another claim came. */
 void
-dlsm_shmem_rate_give_back(Oid relid, uint64 group, const DlsmRateTaken *taken)
+dlsm_rate_give_back(Oid relid, uint64 group, const DlsmRateTaken *taken)
 {
 	DlsmRate   *r;
 	DlsmRate   *free_entry;
@@ -313,7 +320,7 @@ dlsm_shmem_rate_give_back(Oid relid, uint64 group, const DlsmRateTaken *taken)
 
 /* When the next claim of group of relid may be made (0: now, or unknown). */
 TimestampTz
-dlsm_shmem_rate_next(Oid relid, uint64 group)
+dlsm_rate_next(Oid relid, uint64 group)
 {
 	DlsmRate   *r;
 	DlsmRate   *free_entry;
@@ -334,7 +341,7 @@ dlsm_shmem_rate_next(Oid relid, uint64 group)
  * and count no more against its owner's and the database's shares.
  */
 void
-dlsm_shmem_rate_forget(Oid relid)
+dlsm_rate_forget(Oid relid)
 {
 	if (shared == NULL)
 		return;

@@ -33,7 +33,7 @@ typedef struct DlsmRateTaken
 	int64		not_kept;		/* claims admitted without an entry so far */
 } DlsmRateTaken;
 
-/* dlsm_shmem_rate_take's answer */
+/* dlsm_rate_take's answer */
 typedef enum DlsmRateAnswer
 {
 	DLSM_RATE_TAKEN,			/* the claim may go: its turn is taken */
@@ -47,12 +47,13 @@ typedef enum DlsmRateAnswer
 extern Size dlsm_rate_shmem_size(void);
 extern void dlsm_rate_shmem_init(LWLock *lock);
 
-extern DlsmRateAnswer dlsm_shmem_rate_take(Oid relid, Oid owner, uint64 group,
-										   int64 spacing_us,
-										   DlsmRateTaken *taken);
-extern void dlsm_shmem_rate_give_back(Oid relid, uint64 group,
-									  const DlsmRateTaken *taken);
-extern TimestampTz dlsm_shmem_rate_next(Oid relid, uint64 group);
-extern void dlsm_shmem_rate_forget(Oid relid);
+extern bool dlsm_rate_available(void);
+extern DlsmRateAnswer dlsm_rate_take(Oid relid, Oid owner, uint64 group,
+									 int64 spacing_us,
+									 DlsmRateTaken *taken);
+extern void dlsm_rate_give_back(Oid relid, uint64 group,
+								const DlsmRateTaken *taken);
+extern TimestampTz dlsm_rate_next(Oid relid, uint64 group);
+extern void dlsm_rate_forget(Oid relid);
 
 #endif							/* DLSM_RATE_H */

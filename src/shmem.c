@@ -18,12 +18,14 @@
  *	floor.c		the queues' floors, their parked groups, rows in flight
  *	rate.c		the groups' rate limits
  *
- * The locks: one LWLock tranche, "dlsm", of three locks, each given to its
- * parts at their creation: the first to the pool, the named-lock entries
- * and the listener counts, the second to the floors, the third to the
- * rates.  Each module's header comment says what its lock guards.  The
- * state exists only when the library is preloaded; without it every module
- * answers as if nothing ran.
+ * The locks: one LWLock tranche, "dlsm" (the name wait events show), with
+ * one lock for each part that has fields to guard, given to it at its
+ * creation: the pool, the floors, the rates, the named-lock entries, the
+ * listener counts.  No operation of one part takes another part's lock,
+ * and none is held across anything that could block: each is a leaf
+ * lock, taken after any heavyweight lock.  Each module's header comment
+ * says what its lock guards.  The state exists only when the library is
+ * preloaded; without it every module answers as if nothing ran.
  *
  * Calls waits.c, pool.c, namedlock.c, notify.c, floor.c and rate.c.
  *
@@ -53,6 +55,13 @@ static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static int	nslots = 0;			/* dlsm.max_databases, at the server start */
 
+/* The locks of the tranche "dlsm": one per part with fields to guard. */
+enum
+{
+	DLSM_LOCK_POOL, DLSM_LOCK_FLOORS, DLSM_LOCK_RATES, DLSM_LOCK_NAMED,
+	DLSM_LOCK_LISTENERS, DLSM_NUM_LOCKS
+};
+
 static void
 shmem_request(void)
 {
@@ -64,7 +73,7 @@ shmem_request(void)
 	RequestAddinShmemSpace(dlsm_notify_shmem_size());
 	RequestAddinShmemSpace(dlsm_floor_shmem_size());
 	RequestAddinShmemSpace(dlsm_rate_shmem_size());
-	RequestNamedLWLockTranche("dlsm", 3);
+	RequestNamedLWLockTranche("dlsm", DLSM_NUM_LOCKS);
 }
 
 static void
@@ -78,11 +87,11 @@ shmem_startup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	locks = GetNamedLWLockTranche("dlsm");
 	dlsm_waits_shmem_init();
-	dlsm_pool_shmem_init(nslots, &locks[0].lock);
-	dlsm_named_shmem_init(&locks[0].lock);
-	dlsm_notify_shmem_init(&locks[0].lock);
-	dlsm_floor_shmem_init(&locks[1].lock);
-	dlsm_rate_shmem_init(&locks[2].lock);
+	dlsm_pool_shmem_init(nslots, &locks[DLSM_LOCK_POOL].lock);
+	dlsm_floor_shmem_init(&locks[DLSM_LOCK_FLOORS].lock);
+	dlsm_rate_shmem_init(&locks[DLSM_LOCK_RATES].lock);
+	dlsm_named_shmem_init(&locks[DLSM_LOCK_NAMED].lock);
+	dlsm_notify_shmem_init(&locks[DLSM_LOCK_LISTENERS].lock);
 	LWLockRelease(AddinShmemInitLock);
 }
 

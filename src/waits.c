@@ -94,7 +94,7 @@ dlsm_waits_shmem_init(void)
 
 /* Wake every waiting claim, in every database. */
 void
-dlsm_shmem_wake_all(void)
+dlsm_wait_wake_all(void)
 {
 	if (shared != NULL)
 		ConditionVariableBroadcast(&shared->work_cv);
@@ -105,7 +105,7 @@ dlsm_shmem_wake_all(void)
  * broadcast between the look and the sleep is not missed.
  */
 void
-dlsm_shmem_prepare_wait(void)
+dlsm_wait_prepare(void)
 {
 	if (shared != NULL)
 		ConditionVariablePrepareToSleep(&shared->work_cv);
@@ -117,7 +117,7 @@ dlsm_shmem_prepare_wait(void)
  * served while asleep.
  */
 bool
-dlsm_shmem_wait(long timeout_ms, uint32 wait_event)
+dlsm_wait_sleep(long timeout_ms, uint32 wait_event)
 {
 	int			rc;
 
@@ -134,7 +134,7 @@ dlsm_shmem_wait(long timeout_ms, uint32 wait_event)
 
 /* Stop listening for wake-ups. */
 void
-dlsm_shmem_cancel_wait(void)
+dlsm_wait_cancel(void)
 {
 	if (shared != NULL)
 		ConditionVariableCancelSleep();

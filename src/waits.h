@@ -30,9 +30,9 @@ extern Size dlsm_waits_shmem_size(void);
 extern void dlsm_waits_shmem_init(void);
 
 /* waiting claims */
-extern void dlsm_shmem_wake_all(void);
-extern void dlsm_shmem_prepare_wait(void);
-extern bool dlsm_shmem_wait(long timeout_ms, uint32 wait_event);
-extern void dlsm_shmem_cancel_wait(void);
+extern void dlsm_wait_wake_all(void);
+extern void dlsm_wait_prepare(void);
+extern bool dlsm_wait_sleep(long timeout_ms, uint32 wait_event);
+extern void dlsm_wait_cancel(void);
 
 #endif							/* DLSM_WAITS_H */

@@ -54,10 +54,10 @@ typedef struct QueueChanges
 	bool		dropped;		/* it is a queue no more */
 	int			nentities;		/* entities whose rows it changed */
 	int			maxentities;
-	uint64	   *entities;		/* their keys (dlsm_shmem_entity_key) */
+	uint64	   *entities;		/* their keys (dlsm_floor_entity_key) */
 	int			ngroups;		/* groups that may have room when it ends */
 	int			maxgroups;
-	uint64	   *groups;			/* their keys (dlsm_shmem_group_key) */
+	uint64	   *groups;			/* their keys (dlsm_floor_group_key) */
 } QueueChanges;
 
 /* What the transaction did that may make work claimable when it ends. */
@@ -84,11 +84,11 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel)
 		return;
 	if (isCommit && wake_worker)
-		dlsm_shmem_wake_worker(MyDatabaseId);
+		dlsm_pool_wake_worker(MyDatabaseId);
 	if (isCommit && wake_launcher)
-		dlsm_shmem_wake_launcher();
+		dlsm_pool_wake_launcher();
 	if (isCommit && worker_requests != 0)
-		dlsm_shmem_worker_request(MyDatabaseId, worker_requests);
+		dlsm_pool_worker_request(MyDatabaseId, worker_requests);
 	{
 		ListCell   *lc;
 
@@ -97,21 +97,21 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 			QueueChanges *q = lfirst(lc);
 
 			/* a group's slots come free whichever way the transaction ends */
-			dlsm_shmem_floor_groups(q->relid, q->groups, q->ngroups);
+			dlsm_floor_groups(q->relid, q->groups, q->ngroups);
 			if (!isCommit)
 				continue;
 			if (q->reset)
-				dlsm_shmem_floor_reset(q->relid);
+				dlsm_floor_reset(q->relid);
 			if (q->dropped)
-				dlsm_shmem_rate_forget(q->relid);
+				dlsm_rate_forget(q->relid);
 			if (q->lowest != PG_INT64_MAX)
-				dlsm_shmem_floor_lower(q->relid, q->lowest);
-			dlsm_shmem_floor_entities(q->relid, q->entities, q->nentities);
+				dlsm_floor_lower(q->relid, q->lowest);
+			dlsm_floor_entities(q->relid, q->entities, q->nentities);
 		}
 	}
 	/* after the floors learnt of the changes: a woken claim sees them */
 	if (isCommit ? wake_at_commit : (wake_at_commit || wake_at_abort))
-		dlsm_shmem_wake_all();
+		dlsm_wait_wake_all();
 	changes = NIL;				/* lived in TopTransactionContext */
 	enqueue_relid = InvalidOid;
 	wake_at_commit = false;
@@ -292,7 +292,7 @@ dlsm_wake_entity_changed_at_commit(Oid relid, const char *entity)
 	QueueChanges *q = queue_changes(relid);
 
 	add_key(&q->entities, &q->nentities, &q->maxentities,
-			dlsm_shmem_entity_key(entity));
+			dlsm_floor_entity_key(entity));
 	MemoryContextSwitchTo(old);
 }
 
@@ -308,7 +308,7 @@ dlsm_wake_group_freed_at_end(Oid relid, const char *group)
 	QueueChanges *q = queue_changes(relid);
 
 	add_key(&q->groups, &q->ngroups, &q->maxgroups,
-			dlsm_shmem_group_key(group));
+			dlsm_floor_group_key(group));
 	MemoryContextSwitchTo(old);
 	wake_at_abort = true;
 }
@@ -321,10 +321,10 @@ dlsm_wake_group_freed_at_end(Oid relid, const char *group)
 void
 dlsm_wake_group_freed_now(Oid relid, const char *group)
 {
-	uint64		key = dlsm_shmem_group_key(group);
+	uint64		key = dlsm_floor_group_key(group);
 
-	dlsm_shmem_floor_groups(relid, &key, 1);
-	dlsm_shmem_wake_all();
+	dlsm_floor_groups(relid, &key, 1);
+	dlsm_wait_wake_all();
 }
 
 /*
