@@ -11,6 +11,7 @@ OBJS = \
 	src/dlsm.o \
 	src/extension.o \
 	src/fence.o \
+	src/floor.o \
 	src/guc.o \
 	src/handler.o \
 	src/hooks.o \
@@ -23,7 +24,9 @@ OBJS = \
 	src/notify.o \
 	src/pending.o \
 	src/plans.o \
+	src/pool.o \
 	src/queue.o \
+	src/rate.o \
 	src/shmem.o \
 	src/state.o \
 	src/subxact.o \

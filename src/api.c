@@ -12,7 +12,8 @@
  * caller's privileges apply.  The monitoring functions are in views.c.
  *
  * Calls claim.c, state.c, deadletter.c, queue.c, capture.c, namedlock.c,
- * fence.c, wake.c, shmem.c (a warning when not preloaded) and guc.c's
+ * fence.c, wake.c, pool.c and rate.c (not preloaded: a warning, an
+ * error) and guc.c's
  * settings; nothing calls it.
  *
  * Copyright (c) 2026, dlsm developers
@@ -48,8 +49,9 @@
 #include "locks.h"
 #include "namedlock.h"
 #include "names.h"
+#include "pool.h"
 #include "queue.h"
-#include "shmem.h"
+#include "rate.h"
 #include "state.h"
 #include "wake.h"
 
@@ -465,8 +467,8 @@ dlsm_set_handler(PG_FUNCTION_ARGS)
 	dlsm_queue_set_handler(queue->relid, PG_ARGISNULL(ARG_HANDLER) ?
 						   InvalidOid : PG_GETARG_OID(ARG_HANDLER));
 	if (!PG_ARGISNULL(ARG_HANDLER))
-		dlsm_shmem_warn_no_worker(DLSM_NO_WORKER_HANDLER,
-								  dlsm_rel_label(queue->relid));
+		dlsm_pool_warn_no_worker(DLSM_NO_WORKER_HANDLER,
+								 dlsm_rel_label(queue->relid));
 	end_queue_call(queue);
 	PG_RETURN_VOID();
 }
@@ -630,8 +632,8 @@ dlsm_claim(PG_FUNCTION_ARGS)
 	args.queue = begin_queue_call(fcinfo, "dlsm_claim()",
 								  ACL_SELECT | ACL_UPDATE, 0);
 	if (!PG_ARGISNULL(ARG_LEASE))
-		dlsm_shmem_warn_no_worker(DLSM_NO_WORKER_LEASE,
-								  dlsm_rel_label(args.queue->relid));
+		dlsm_pool_warn_no_worker(DLSM_NO_WORKER_LEASE,
+								 dlsm_rel_label(args.queue->relid));
 	dlsm_claim_units(&args, emit_claimed, fcinfo->resultinfo);
 	end_queue_call(args.queue);
 	return (Datum) 0;
@@ -1073,13 +1075,13 @@ dlsm_set_limit(PG_FUNCTION_ARGS)
 	{
 		require_arg(fcinfo, ARG_PER, "per");
 		limit.per_us = duration_arg(fcinfo, ARG_PER, "per", false);
-		/* a group's entry in shared memory lives up to per (shmem.c) */
+		/* a group's entry in shared memory lives up to per (rate.c) */
 		if (limit.per_us > USECS_PER_DAY && !superuser())
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("per must be at most 1 day"),
 					 errhint("Only a superuser may set a longer window.")));
-		if (!dlsm_shmem_available())
+		if (!dlsm_rate_available())
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("rate limits need dlsm in shared_preload_libraries"),

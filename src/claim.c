@@ -29,19 +29,19 @@
  *
  * A walk starts at the queue's floor rather than at its line in the sand,
  * when that is below: no row under the floor is ready, but those of parked
- * entities and those claimed by transactions in flight (shmem.h defines
+ * entities and those claimed by transactions in flight (floor.h defines
  * the floor and parked entities).  Each walk that began at the floor moves
  * it to where it met the first row it could not pass over: the first new
  * row, unless that row's entity waits for its create (the walk parks the
  * entity and goes on).  Commits that make rows ready again lower it
  * (wake.c).
  *
- * A claim with a wait sleeps on the condition variable of shmem.c and is
+ * A claim with a wait sleeps on the condition variable of waits.c and is
  * woken, after their locks are released, by the end of any transaction
  * that made work claimable (wake.c).
  *
- * Calls plans.c, queue.c, locks.c, fence.c, wake.c, pending.c and
- * shmem.c.
+ * Calls plans.c, queue.c, locks.c, fence.c, wake.c, pending.c, floor.c
+ * and waits.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -66,12 +66,12 @@
 
 #include "claim.h"
 #include "fence.h"
+#include "floor.h"
 #include "grouplimit.h"
 #include "guc.h"
 #include "locks.h"
 #include "names.h"
 #include "pending.h"
-#include "shmem.h"
 #include "waits.h"
 #include "wake.h"
 
@@ -209,7 +209,7 @@ typedef enum EntityState
 /*
  * A pass's walk from the queue's floor: how far it found no row it could
  * claim but those of entities that wait for their create (parked), to
- * move the floor there (shmem.c).
+ * move the floor there (floor.c).
  */
 typedef struct FloorWalk
 {
@@ -225,7 +225,7 @@ typedef struct FloorWalk
 /* A group a pass found at its limit, or parked at the floor. */
 typedef struct FullGroup
 {
-	uint64		key;			/* dlsm_shmem_group_key of the group */
+	uint64		key;			/* dlsm_floor_group_key of the group */
 	bool		parkable;		/* at its concurrency limit: its rows wait for
 								 * a unit of it to end (not for time) */
 	bool		solid;			/* its units in progress, as committed, fill
@@ -312,7 +312,7 @@ claim_row(ClaimPass *pass, HeapTuple tuple, DlsmClaimed *claimed)
 	heap_deform_tuple(tuple, SPI_tuptable->tupdesc, values, nulls);
 	claimed->id = DatumGetInt64(values[A_LOCK_ID - 1]);
 	claimed->entity =
-		dlsm_shmem_entity_key(TextDatumGetCString(values[A_LOCK_ENTITY - 1]));
+		dlsm_floor_entity_key(TextDatumGetCString(values[A_LOCK_ENTITY - 1]));
 	dlsm_pending_add(pass->args->queue->relid, claimed,
 					 pass->args->process_id != NULL);
 	values[A_CLAIM_PROCESS_ID - 1] = UUIDPGetDatum(&claimed->process_id);
@@ -479,7 +479,7 @@ admit(ClaimPass *pass, Candidate *c)
 	if (pass->full == NULL || c->group == NULL ||
 		dlsm_limits_of(dlsm_limits_get(queue), c->group) == NULL)
 		return true;
-	key = dlsm_shmem_group_key(c->group);
+	key = dlsm_floor_group_key(c->group);
 	known_full = hash_search(pass->full, &key, HASH_FIND, NULL) != NULL;
 
 	/*
@@ -488,7 +488,7 @@ admit(ClaimPass *pass, Candidate *c)
 	 */
 	if (!known_full && pass->floor.seen.may_park &&
 		!pass->floor.seen.check)
-		parked = dlsm_shmem_group_parked(queue->relid, key);
+		parked = dlsm_floor_group_parked(queue->relid, key);
 	if ((!known_full && !parked) || strcmp(c->kind, "update") == 0)
 	{
 		c->blocked = candidate_blocked(pass, c);
@@ -524,7 +524,7 @@ admit(ClaimPass *pass, Candidate *c)
 	full->solid = why == DLSM_FULL_IN_PROGRESS;
 	/* filled by its units in progress: parked now, for every claim */
 	if (full->solid && pass->floor.seen.may_park)
-		dlsm_shmem_group_park(queue->relid, key, c->id, c->admission.since);
+		dlsm_floor_group_park(queue->relid, key, c->id, c->admission.since);
 	full->lowest = PG_INT64_MAX;
 	/* later scans of the pass leave its rows out: see scan() */
 	if (list_length(pass->full_names) < SCAN_FULL_NAMES)
@@ -630,7 +630,7 @@ claim_singles(ClaimPass *pass)
 static SeenEntity *
 seen_entity(ClaimPass *pass, Candidate *c)
 {
-	uint64		key = dlsm_shmem_entity_key(c->entity);
+	uint64		key = dlsm_floor_entity_key(c->entity);
 	bool		found;
 	SeenEntity *seen = hash_search(pass->seen, &key, HASH_ENTER, &found);
 
@@ -682,7 +682,7 @@ look_at(ClaimPass *pass, Candidate *c)
 		if (!dlsm_lock_entity_try(pass->args->queue->relid, c->entity))
 		{
 			/* the walk passes over it if another claim of it is in flight */
-			c->in_flight = dlsm_shmem_floor_in_flight(&pass->floor.seen, c->id);
+			c->in_flight = dlsm_floor_in_flight(&pass->floor.seen, c->id);
 			return;
 		}
 		if (admit(pass, c))
@@ -759,7 +759,7 @@ scan(ClaimPass *pass, int64 line, int limit, Candidate *batch)
 
 /*
  * Where the pass starts: its line in the sand, or the queue's floor above
- * it (shmem.c), read before the first scan's snapshot.  A transaction that
+ * it (floor.c), read before the first scan's snapshot.  A transaction that
  * wrote already (a write of its own would read as done to it, and might
  * roll back) neither uses nor moves the floor.
  */
@@ -774,8 +774,8 @@ read_floor(ClaimPass *pass)
 	walk->seen.check = false;
 	walk->seen.nin_flight = 0;
 	if (!TransactionIdIsValid(GetTopTransactionIdIfAny()))
-		dlsm_shmem_floor_read(pass->args->queue->relid, pass->args->after,
-							  FLOOR_CHECK_MS, &walk->seen);
+		dlsm_floor_read(pass->args->queue->relid, pass->args->after,
+						FLOOR_CHECK_MS, &walk->seen);
 	walk->open = walk->seen.publish;
 	walk->line = walk->seen.line;
 	walk->nparked = 0;
@@ -815,7 +815,7 @@ group_parks(ClaimPass *pass, Candidate *c)
 
 	if (pass->full == NULL || c->group == NULL)
 		return NULL;
-	key = dlsm_shmem_group_key(c->group);
+	key = dlsm_floor_group_key(c->group);
 	full = hash_search(pass->full, &key, HASH_FIND, NULL);
 	return full != NULL && full->parkable ? full : NULL;
 }
@@ -845,7 +845,7 @@ walk_past(ClaimPass *pass, Candidate *c)
 		return;
 	}
 	seen = c->due ? seen_entity(pass, c) : NULL;
-	key = dlsm_shmem_entity_key(c->entity);
+	key = dlsm_floor_entity_key(c->entity);
 	if (walk->seen.may_park && seen != NULL &&
 		(full = group_parks(pass, c)) != NULL)
 	{
@@ -908,15 +908,15 @@ publish_floor(ClaimPass *pass)
 		groups[i++].lowest = full->lowest;
 	}
 	if (walk->seen.publish && !pass->wrote)
-		dlsm_shmem_floor_publish(relid, &walk->seen, walk->line,
-								 walk->parked, walk->nparked, groups, ngroups);
+		dlsm_floor_publish(relid, &walk->seen, walk->line,
+						   walk->parked, walk->nparked, groups, ngroups);
 	if (walk->admitted == NIL)
 		return;
 	admitted = palloc(sizeof(uint64) * list_length(walk->admitted));
 	i = 0;
 	foreach(lc, walk->admitted)
 		admitted[i++] = *(uint64 *) lfirst(lc);
-	dlsm_shmem_floor_groups(relid, admitted, i);
+	dlsm_floor_groups(relid, admitted, i);
 }
 
 /*
@@ -1003,7 +1003,7 @@ dlsm_claim_units(DlsmClaimArgs *args, DlsmClaimEmit emit, void *arg)
 	{
 		if (args->wait_us > 0)
 			deadline = GetCurrentTimestamp() + args->wait_us;
-		dlsm_shmem_prepare_wait();
+		dlsm_wait_prepare();
 	}
 	for (;;)
 	{
@@ -1026,10 +1026,10 @@ dlsm_claim_units(DlsmClaimArgs *args, DlsmClaimEmit emit, void *arg)
 			timeout = Min(timeout,
 						  Max(1, TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
 																 pass.rate_due)));
-		dlsm_shmem_wait(timeout, dlsm_wait_event(DLSM_WAIT_CLAIM));
+		dlsm_wait_sleep(timeout, dlsm_wait_event(DLSM_WAIT_CLAIM));
 	}
 	if (waiting)
-		dlsm_shmem_cancel_wait();
+		dlsm_wait_cancel();
 	MemoryContextDelete(pass_context);
 	/* claims made in another identity than the session's are written now */
 	if (units > 0 && !dlsm_pending_deferrable())

@@ -11,14 +11,15 @@
  * The modules, in layers (a module calls only modules below it):
  *
  *	7 entry		dlsm.c
- *	6 top		api.c views.c worker.c launcher.c hooks.c
+ *	6 top		api.c views.c worker.c launcher.c hooks.c, shmem.c (it
+ *				creates the shared state of the modules below)
  *	5 work		handler.c
  *	4 moves		claim.c state.c namedlock.c capture.c deadletter.c
- *	3 pending	pending.c
+ *	3 pending	pending.c grouplimit.c
  *	2 queues	queue.c fence.c wake.c
- *	1 services	plans.c notify.c locks.c bound.c
- *	0 base		extension.c identity.c subxact.c shmem.c guc.c names.c,
- *				waits.c cache.h
+ *	1 services	plans.c notify.c locks.c bound.c pool.c
+ *	0 base		extension.c identity.c subxact.c guc.c names.c waits.c
+ *				floor.c rate.c, cache.h
  *	  under all	compat.h: the shims between PostgreSQL's majors, macros over
  *				PostgreSQL's headers alone, so that any module, the base
  *				included, may use them
@@ -50,6 +51,7 @@
 #include "namedlock.h"
 #include "notify.h"
 #include "pending.h"
+#include "pool.h"
 #include "queue.h"
 #include "shmem.h"
 #include "wake.h"
@@ -74,5 +76,5 @@ _PG_init(void)
 	dlsm_launcher_init();
 	/* loaded by CREATE EXTENSION dlsm, not preloaded: no worker will run */
 	if (creating_extension && !process_shared_preload_libraries_in_progress)
-		dlsm_shmem_warn_no_worker(DLSM_NO_WORKER_INSTALL, NULL);
+		dlsm_pool_warn_no_worker(DLSM_NO_WORKER_INSTALL, NULL);
 }

@@ -25,7 +25,7 @@
  * twice for a moment (a claim then passes over a group with room), and a
  * transaction's own written claims count twice until it ends.  Both err on
  * the side of the limit.  A slot taken only to find the group without room
- * is given back at once, and its group comes free (shmem.c): another claim
+ * is given back at once, and its group comes free (floor.c): another claim
  * may have counted it.  A group whose units in progress, as committed,
  * alone fill it is parked at its queue's floor by the claim that finds it
  * so (claim.c): claims pass over its rows without counting again until one
@@ -33,7 +33,7 @@
  *
  * Rate: at most r claims of the group in any window of the given length:
  * claims of a group are spaced by per / r at least (the generic cell rate
- * algorithm without a burst), in shared memory (shmem.c).  A claim that
+ * algorithm without a burst), in shared memory (rate.c).  A claim that
  * takes its turn and then claims nothing gives it back; a claim rolled
  * back keeps it used.  A restart of the server forgets the spacing.  The
  * table of spacings is bounded per queue owner and per database: a group
@@ -41,7 +41,7 @@
  * backend warns (once a minute at most), so that a full table never holds
  * back the groups of another tenant.
  *
- * Calls plans.c, locks.c and shmem.c.
+ * Calls plans.c, locks.c, floor.c and rate.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -58,6 +58,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "floor.h"
 #include "grouplimit.h"
 #include "locks.h"
 #include "plans.h"
@@ -288,12 +289,12 @@ static void give_back_slot(Oid relid, const char *group,
  * A slot of group of queue relid, taken after the floors' clock read
  * since, was given back before the transaction's end: another claim may
  * have counted it and found the group without room, so the group comes
- * free (shmem.c).
+ * free (floor.c).
  */
 static void
 slot_given_back(Oid relid, const char *group, uint64 since)
 {
-	dlsm_shmem_group_probed(relid, dlsm_shmem_group_key(group), since);
+	dlsm_floor_group_probed(relid, dlsm_floor_group_key(group), since);
 }
 
 /*
@@ -307,7 +308,7 @@ take_slot(DlsmQueue *queue, const char *group, int n,
 	int			held = 0;		/* by this transaction or others */
 	int			taken = -1;
 	bool		passed = false; /* took and gave back another slot */
-	uint64		since = dlsm_shmem_floor_clock();
+	uint64		since = dlsm_floor_clock();
 	int64		in_progress = 0;
 
 	HeldSlot   *lender = NULL;
@@ -371,7 +372,7 @@ take_slot(DlsmQueue *queue, const char *group, int n,
 	PG_END_TRY();
 	if (in_progress + held + 1 > n)
 	{
-		/* no room: the slot comes free at once (see shmem.c) */
+		/* no room: the slot comes free at once (see floor.c) */
 		give_back_slot(queue->relid, group, admission);
 		return in_progress >= n ? DLSM_FULL_IN_PROGRESS : DLSM_AT_CONCURRENCY;
 	}
@@ -454,10 +455,10 @@ dlsm_limits_admit(DlsmQueue *queue, const char *group,
 		return why;
 	if (limit->rate > 0)
 	{
-		DlsmRateAnswer rate = dlsm_shmem_rate_take(queue->relid, queue->owner,
-												   dlsm_shmem_group_key(group),
-												   rate_spacing(limit),
-												   &admission->rate);
+		DlsmRateAnswer rate = dlsm_rate_take(queue->relid, queue->owner,
+											 dlsm_floor_group_key(group),
+											 rate_spacing(limit),
+											 &admission->rate);
 
 		if (rate != DLSM_RATE_TAKEN && rate != DLSM_RATE_HELD)
 		{
@@ -485,9 +486,9 @@ dlsm_limits_give_back(DlsmQueue *queue, DlsmAdmission *admission)
 		return;
 	give_back_slot(queue->relid, admission->group, admission);
 	if (admission->rate_taken)
-		dlsm_shmem_rate_give_back(queue->relid,
-								  dlsm_shmem_group_key(admission->group),
-								  &admission->rate);
+		dlsm_rate_give_back(queue->relid,
+							dlsm_floor_group_key(admission->group),
+							&admission->rate);
 	admission->group = NULL;
 }
 
@@ -530,8 +531,8 @@ TimestampTz
 dlsm_limits_next_claim(DlsmQueue *queue, const char *group)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	TimestampTz next_at = dlsm_shmem_rate_next(queue->relid,
-											   dlsm_shmem_group_key(group));
+	TimestampTz next_at = dlsm_rate_next(queue->relid,
+										 dlsm_floor_group_key(group));
 
 	return Max(next_at, now);
 }

@@ -16,7 +16,7 @@
 #include "datatype/timestamp.h"
 #include "utils/uuid.h"
 
-#include "shmem.h"
+#include "rate.h"
 
 /* One group's limits; 0: none of that kind. */
 typedef struct DlsmLimit

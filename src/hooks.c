@@ -13,9 +13,9 @@
  * notify.c, which counts the client backends that listen; NOTIFY dlsm,
  * 'reap' asks the database's worker to reap when it commits (wake.c);
  * COMMIT PREPARED and ROLLBACK PREPARED reset the floors of the
- * database's queues (shmem.c).
+ * database's queues (floor.c).
  *
- * Calls notify.c, wake.c and shmem.c.
+ * Calls notify.c, wake.c, floor.c, pool.c and waits.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -40,9 +40,10 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
+#include "floor.h"
 #include "hooks.h"
 #include "notify.h"
-#include "shmem.h"
+#include "pool.h"
 #include "waits.h"
 #include "wake.h"
 
@@ -60,13 +61,13 @@ stop_worker(Oid dboid)
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   STOP_WAIT_MS);
-	pid_t		pid = dlsm_shmem_worker_pause(dboid, STOP_PAUSE_MS);
+	pid_t		pid = dlsm_pool_worker_pause(dboid, STOP_PAUSE_MS);
 
 	if (pid == 0)
 		return;
 	kill(pid, SIGTERM);
 	while (GetCurrentTimestamp() < deadline &&
-		   !dlsm_shmem_worker_gone(dboid, pid))
+		   !dlsm_pool_worker_gone(dboid, pid))
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 10, dlsm_wait_event(DLSM_WAIT_WORKER_STOP));
@@ -172,10 +173,10 @@ utility_hook(PlannedStmt *pstmt, const char *queryString,
 	 */
 	if (prepared_end)
 	{
-		dlsm_shmem_floors_prepared_ended(MyDatabaseId);
-		dlsm_shmem_wake_all();
+		dlsm_floor_prepared_ended(MyDatabaseId);
+		dlsm_wait_wake_all();
 		/* it may have changed the registry (queue.c) */
-		dlsm_shmem_worker_request(MyDatabaseId, DLSM_REQUEST_REGISTRY);
+		dlsm_pool_worker_request(MyDatabaseId, DLSM_REQUEST_REGISTRY);
 	}
 }
 

@@ -19,7 +19,7 @@
  * of the exit, starts one for the next.  A database's turn comes when its
  * handler queues got work, or its last pass is one dlsm.reap_interval old;
  * one that waited half its bound goes first, then those with handler work,
- * then the one that waited longest (shmem.c).  So every database is
+ * then the one that waited longest (pool.c).  So every database is
  * visited at least every dlsm.reap_interval times the number of databases
  * over dlsm.max_workers (rounded up), while visits, with their process
  * start, are not longer than a dlsm.reap_interval.  A database past that
@@ -28,7 +28,7 @@
  * once until a worker is in it, for want of a process; at most every
  * LATE_REPEAT_MS, past its bound.
  *
- * Whether a database's worker may start now is shmem.c's decision: a
+ * Whether a database's worker may start now is pool.c's decision:  a
  * worker that found no dlsm in its database keeps the launcher away from
  * it until poked (CREATE EXTENSION there), a database being dropped keeps
  * it away for good, and starts of one database are at least
@@ -40,7 +40,7 @@
  * is not served: said in the log once (per launcher), shown with state
  * "no slot" in dlsm_worker_status.
  *
- * Calls shmem.c.
+ * Calls pool.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -72,7 +72,7 @@
 #include "compat.h"
 #include "guc.h"
 #include "launcher.h"
-#include "shmem.h"
+#include "pool.h"
 #include "waits.h"
 
 #define LAUNCHER_NAP_MS			5000	/* launcher looks at databases */
@@ -219,7 +219,7 @@ start_worker(LauncherDb *db)
 static void
 say_no_worker(LauncherDb *db)
 {
-	if (dlsm_shmem_set_no_worker(db->dboid))
+	if (dlsm_pool_set_no_worker(db->dboid))
 		ereport(LOG,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("could not start dlsm worker for database \"%s\"",
@@ -281,7 +281,7 @@ start_missing(List *databases)
 	{
 		LauncherDb *db = lfirst(lc);
 
-		switch (dlsm_shmem_may_start(db->dboid, RESTART_PAUSE_MS))
+		switch (dlsm_pool_may_start(db->dboid, RESTART_PAUSE_MS))
 		{
 			case DLSM_START_NOW:
 				if (!start_worker(db))
@@ -305,8 +305,8 @@ say_if_late(LauncherDb *db, TimestampTz *next_due)
 {
 	long		waited_ms;
 	TimestampTz late_at;
-	bool		late = dlsm_shmem_note_late(db->dboid, LATE_REPEAT_MS,
-											&waited_ms, &late_at);
+	bool		late = dlsm_pool_note_late(db->dboid, LATE_REPEAT_MS,
+										   &waited_ms, &late_at);
 
 	if (late_at != 0 && (*next_due == 0 || late_at < *next_due))
 		*next_due = late_at;
@@ -315,7 +315,7 @@ say_if_late(LauncherDb *db, TimestampTz *next_due)
 				(errmsg("database \"%s\" waited %ld ms for a dlsm worker, longer than its bound",
 						db->name, waited_ms),
 				 errdetail("Each database should be visited at least every %d ms, with \"dlsm.max_workers\" at %d.",
-						   dlsm_shmem_bound(), dlsm_max_workers),
+						   dlsm_pool_bound(), dlsm_max_workers),
 				 errhint("You may need to increase \"dlsm.max_workers\" and \"max_worker_processes\", or \"dlsm.reap_interval\".")));
 }
 
@@ -329,7 +329,7 @@ start_turns(List *databases, const Oid *dbs, int n)
 {
 	Oid		   *busy = palloc(sizeof(Oid) * (list_length(started) + n + 1));
 	int			nbusy = workers_started(busy);
-	int			running = Max(nbusy, dlsm_shmem_workers_attached());
+	int			running = Max(nbusy, dlsm_pool_workers_attached());
 	TimestampTz next_due = 0;
 	TimestampTz started_late_at = 0;	/* of one being started: unused */
 	long		nap;
@@ -338,11 +338,11 @@ start_turns(List *databases, const Oid *dbs, int n)
 	while (running < dlsm_max_workers)
 	{
 		/* a turn may come every dlsm.reap_interval: pause no longer */
-		Oid			dboid = dlsm_shmem_next_visit(dbs, n, busy, nbusy,
-												  dlsm_reap_interval,
-												  Min(RESTART_PAUSE_MS,
-													  dlsm_reap_interval),
-												  &next_due);
+		Oid			dboid = dlsm_pool_next_visit(dbs, n, busy, nbusy,
+												 dlsm_reap_interval,
+												 Min(RESTART_PAUSE_MS,
+													 dlsm_reap_interval),
+												 &next_due);
 		LauncherDb *db = find_database(databases, dboid);
 
 		if (db == NULL)
@@ -367,7 +367,7 @@ start_turns(List *databases, const Oid *dbs, int n)
 }
 
 /*
- * Turns or one worker each: decide, tell shmem.c, and say in the log when
+ * Turns or one worker each: decide, tell pool.c, and say in the log when
  * it changes (or dlsm.max_workers does).  Returns whether the workers take
  * turns.
  */
@@ -378,7 +378,7 @@ choose_rotation(int known)
 	bool		rotating = known > dlsm_max_workers;
 	int			bound_ms = (int) Min(rounds * dlsm_reap_interval, INT_MAX);
 
-	dlsm_shmem_set_rotation(rotating, bound_ms);
+	dlsm_pool_set_rotation(rotating, bound_ms);
 	if (rotating && rotation_said != dlsm_max_workers)
 		ereport(LOG,
 				(errmsg("dlsm workers take turns: %d databases may have dlsm, and \"dlsm.max_workers\" is %d",
@@ -430,8 +430,8 @@ launcher_pass(void)
 
 	foreach(lc, databases)
 		keep[nkeep++] = ((LauncherDb *) lfirst(lc))->dboid;
-	dlsm_shmem_forget_databases(keep, nkeep);
-	known = dlsm_shmem_count_known(keep, nkeep, no_slot);
+	dlsm_pool_forget_databases(keep, nkeep);
+	known = dlsm_pool_count_known(keep, nkeep, no_slot);
 	foreach(lc, databases)
 	{
 		if (no_slot[foreach_current_index(lc)])
@@ -452,7 +452,7 @@ dlsm_launcher_main(Datum main_arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
-	if (!dlsm_shmem_launcher_attach())
+	if (!dlsm_pool_launcher_attach())
 	{
 		ereport(LOG, (errmsg("dlsm launcher already running")));
 		proc_exit(0);

@@ -22,9 +22,10 @@
  *
  * A grant's fence comes from the sequence the claims use (fence.c).
  * Holders and waiters of the current transaction have an entry in shared
- * memory (shmem.c) for the dlsm_locks view, freed when it ends.
+ * memory (below, created by shmem.c's hooks) for the dlsm_locks view,
+ * freed when it ends.
  *
- * Calls plans.c, locks.c, fence.c, wake.c and shmem.c.
+ * Calls plans.c, locks.c, fence.c, wake.c, names.c and waits.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -38,6 +39,7 @@
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
+#include "storage/shmem.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -47,8 +49,8 @@
 #include "fence.h"
 #include "locks.h"
 #include "namedlock.h"
+#include "names.h"
 #include "plans.h"
-#include "shmem.h"
 #include "waits.h"
 #include "wake.h"
 
@@ -97,6 +99,19 @@ typedef struct NamedGrant
 static List *grants = NIL;		/* of NamedGrant, in TopTransactionContext */
 static List *entries = NIL;		/* shared entries to free at the end */
 
+/* The entries, for dlsm_locks. */
+typedef struct DlsmNamedShared
+{
+	LWLock	   *lock;			/* guards named[] */
+	DlsmNamedEntry named[DLSM_MAX_NAMED];	/* in no order */
+} DlsmNamedShared;
+
+static DlsmNamedShared *shared = NULL;
+
+static int	named_enter(const char *name, bool lease);
+static void named_granted(int entry, int64 fence);
+static void named_leave(int entry);
+
 static void
 named_release_callback(ResourceReleasePhase phase, bool isCommit,
 					   bool isTopLevel, void *arg)
@@ -106,7 +121,7 @@ named_release_callback(ResourceReleasePhase phase, bool isCommit,
 	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel)
 		return;
 	foreach(lc, entries)
-		dlsm_shmem_named_leave(lfirst_int(lc));
+		named_leave(lfirst_int(lc));
 	/* both lists lived in TopTransactionContext, gone with it */
 	entries = NIL;
 	grants = NIL;
@@ -118,7 +133,7 @@ forget_entry(int entry)
 {
 	if (entry < 0)
 		return;
-	dlsm_shmem_named_leave(entry);
+	named_leave(entry);
 	entries = list_delete_int(entries, entry);
 }
 
@@ -252,7 +267,7 @@ wait_for_lease(const char *name, TimestampTz deadline)
 	Lease		lease;
 	bool		free = false;
 
-	dlsm_shmem_prepare_wait();
+	dlsm_wait_prepare();
 	for (;;)
 	{
 		TimestampTz now;
@@ -269,10 +284,10 @@ wait_for_lease(const char *name, TimestampTz deadline)
 		wake = (deadline == DT_NOEND || lease.until < deadline) ?
 			lease.until : deadline;
 		/* an expiry needs no wake-up: sleep until it, a release wakes us */
-		dlsm_shmem_wait(Max(TimestampDifferenceMilliseconds(now, wake), 1),
+		dlsm_wait_sleep(Max(TimestampDifferenceMilliseconds(now, wake), 1),
 						dlsm_wait_event(DLSM_WAIT_NAMED_LOCK));
 	}
-	dlsm_shmem_cancel_wait();
+	dlsm_wait_cancel();
 	return free;
 }
 
@@ -307,7 +322,7 @@ dlsm_named_try(const char *name, int64 wait_us, int64 lease_us, int64 *fence)
 	/* the wait counts from the call, before the line is joined */
 	if (wait_us >= 0)
 		deadline = GetCurrentTimestamp() + wait_us;
-	entry = dlsm_shmem_named_enter(name, lease_us > 0);
+	entry = named_enter(name, lease_us > 0);
 	remember_entry(entry);
 	dlsm_fence_prepare();
 	if (!dlsm_lock_named_acquire(name, wait_ms))
@@ -332,7 +347,7 @@ dlsm_named_try(const char *name, int64 wait_us, int64 lease_us, int64 *fence)
 		*fence = dlsm_fence_next(true);
 		remember_grant(name, *fence, entry);
 	}
-	dlsm_shmem_named_granted(entry, *fence);
+	named_granted(entry, *fence);
 	return true;
 }
 
@@ -434,4 +449,118 @@ dlsm_named_purge(void)
 {
 	dlsm_plan_run_catalog(DLSM_C_LEASE_PURGE, NULL, NULL, 0);
 	return (int64) SPI_processed;
+}
+
+/* Shared memory for the entries. */
+Size
+dlsm_named_shmem_size(void)
+{
+	return MAXALIGN(sizeof(DlsmNamedShared));
+}
+
+/* Create or attach to the entries, guarded by lock; AddinShmemInitLock held. */
+void
+dlsm_named_shmem_init(LWLock *lock)
+{
+	bool		found;
+
+	shared = ShmemInitStruct("dlsm named locks", sizeof(DlsmNamedShared),
+							 &found);
+	if (!found)
+	{
+		memset(shared, 0, sizeof(DlsmNamedShared));
+		shared->lock = lock;
+	}
+}
+
+/*
+ * Take the lock in mode, if there is shared state; false when there is
+ * none (the library was not preloaded).
+ */
+static bool
+lock_named(LWLockMode mode)
+{
+	if (shared == NULL)
+		return false;
+	LWLockAcquire(shared->lock, mode);
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * Named locks
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * A transaction starts waiting for the named lock name: take an entry.
+ * Returns its index, or -1 when there is no shared state or no free entry
+ * (the lock works as well; dlsm_locks does not show it).
+ */
+static int
+named_enter(const char *name, bool lease)
+{
+	int			found = -1;
+
+	if (!lock_named(LW_EXCLUSIVE))
+		return -1;
+	for (int i = 0; i < DLSM_MAX_NAMED && found < 0; i++)
+	{
+		DlsmNamedEntry *e = &shared->named[i];
+
+		if (e->pid != 0)
+			continue;
+		e->pid = MyProcPid;
+		e->dboid = MyDatabaseId;
+		e->waiting = true;
+		e->lease = lease;
+		e->fence = 0;
+		e->since = GetCurrentTimestamp();
+		dlsm_name_clip(name, e->name, DLSM_NAMED_LEN);
+		found = i;
+	}
+	LWLockRelease(shared->lock);
+	return found;
+}
+
+/* The waiting transaction of entry got its lock, with fence. */
+static void
+named_granted(int entry, int64 fence)
+{
+	if (entry < 0)
+		return;
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	shared->named[entry].waiting = false;
+	shared->named[entry].fence = fence;
+	shared->named[entry].since = GetCurrentTimestamp();
+	LWLockRelease(shared->lock);
+}
+
+/* Free an entry: the transaction stopped waiting, or ended. */
+static void
+named_leave(int entry)
+{
+	if (entry < 0)
+		return;
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	shared->named[entry].pid = 0;
+	LWLockRelease(shared->lock);
+}
+
+/*
+ * Copy this database's named-lock entries into out (DLSM_MAX_NAMED
+ * entries); returns how many.
+ */
+int
+dlsm_named_copy_entries(DlsmNamedEntry *out)
+{
+	DlsmNamedEntry *e = shared ? shared->named : NULL;
+	int			n = 0;
+
+	if (!lock_named(LW_SHARED))
+		return 0;
+	for (; e < shared->named + DLSM_MAX_NAMED; e++)
+		if (e->pid != 0 && e->dboid == MyDatabaseId)
+			out[n++] = *e;
+	LWLockRelease(shared->lock);
+	return n;
 }

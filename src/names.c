@@ -12,6 +12,9 @@
  * message falls back to the OID (dlsm_rel_label), so that reporting one
  * error never raises another.
  *
+ * dlsm_name_clip cuts a name or a message to fit a buffer in shared
+ * memory, at a character boundary.
+ *
  * Calls nothing of dlsm.
  *
  * Copyright (c) 2026, dlsm developers
@@ -23,6 +26,7 @@
  */
 #include "postgres.h"
 
+#include "mb/pg_wchar.h"
 #include "utils/lsyscache.h"
 
 #include "names.h"
@@ -73,4 +77,17 @@ dlsm_rel_label(Oid relid)
 	char	   *name = get_rel_name(relid);
 
 	return name != NULL ? name : psprintf("%u", relid);
+}
+
+/*
+ * Copy the string from into the buffer to, of size bytes: cut at a
+ * character boundary when it does not fit, and always terminated.
+ */
+void
+dlsm_name_clip(const char *from, char *to, int size)
+{
+	int			len = pg_mbcliplen(from, strlen(from), size - 1);
+
+	memcpy(to, from, len);
+	to[len] = '\0';
 }

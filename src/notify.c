@@ -6,7 +6,7 @@
  *
  * dlsm's workers do not listen: they are woken through shared memory, by
  * the commit of an enqueue into a handler queue, of a change of the
- * registry, or of NOTIFY dlsm, 'reap' (wake.c, shmem.c), as autoprewarm and
+ * registry, or of NOTIFY dlsm, 'reap' (wake.c, pool.c), as autoprewarm and
  * the logical replication launcher are.  NOTIFY dlsm, 'reap' is seen by
  * the utility hook (hooks.c), as the statement it is; it is a NOTIFY like
  * any other for the clients that listen.  (pg_notify('dlsm', 'reap'), a
@@ -15,11 +15,14 @@
  * dlsm's own NOTIFYs (a queue's channel, at the commit of an enqueue or a
  * reap, wake.c) take a cluster-wide lock at commit; they are sent only
  * while some client backend of the database listens.  Backends are counted
- * as listeners (shmem.c) as a LISTEN they ran commits, and uncounted when
+ * as listeners (in shared memory, below) as a LISTEN they ran commits, and uncounted when
  * an UNLISTEN * committed or they exit: a LISTEN or UNLISTEN rolled back
  * changes nothing.
  *
- * Calls shmem.c.
+ * Its shared state, the listener counts, is its own: created by shmem.c's
+ * hooks (dlsm_notify_shmem_init), under a lock shmem.c gives it.
+ *
+ * Calls nothing of dlsm.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -35,9 +38,10 @@
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
 
 #include "notify.h"
-#include "shmem.h"
 
 /* This backend's standing as a listener, and the change its transaction makes. */
 static bool counted_as_listener = false;
@@ -47,11 +51,31 @@ static enum
 	LISTEN_UNCHANGED, LISTEN_START, LISTEN_STOP
 }			pending = LISTEN_UNCHANGED;
 
+/*
+ * The most databases whose clients that LISTEN are counted; the databases
+ * the workers serve are dlsm.max_databases.
+ */
+#define DLSM_MAX_DATABASES 64
+
+/* The databases whose client backends LISTEN. */
+typedef struct DlsmListenShared
+{
+	LWLock	   *lock;			/* guards the fields below */
+	Oid			listen_db[DLSM_MAX_DATABASES];	/* databases with... */
+	int			listeners[DLSM_MAX_DATABASES];	/* ...clients that LISTEN */
+	bool		listeners_lost; /* a listener found no free entry */
+} DlsmListenShared;
+
+static DlsmListenShared *shared = NULL;
+
+static void count_listener(Oid dboid, int delta);
+static bool anyone_listens(Oid dboid);
+
 static void
 uncount_listener(int code, Datum arg)
 {
 	if (counted_as_listener)
-		dlsm_shmem_count_listener(MyDatabaseId, -1);
+		count_listener(MyDatabaseId, -1);
 	counted_as_listener = false;
 }
 
@@ -71,7 +95,7 @@ notify_xact_callback(XactEvent event, void *arg)
 			before_shmem_exit(uncount_listener, (Datum) 0);
 		exit_callback_registered = true;
 		counted_as_listener = true;
-		dlsm_shmem_count_listener(MyDatabaseId, 1);
+		count_listener(MyDatabaseId, 1);
 	}
 	else if (event == XACT_EVENT_COMMIT && pending == LISTEN_STOP)
 		uncount_listener(0, (Datum) 0);
@@ -107,6 +131,95 @@ dlsm_notify_client_listens(Node *stmt)
 void
 dlsm_notify_send(const char *channel)
 {
-	if (dlsm_shmem_anyone_listens(MyDatabaseId))
+	if (anyone_listens(MyDatabaseId))
 		Async_Notify(channel, "");
+}
+
+/* Shared memory for the listener counts. */
+Size
+dlsm_notify_shmem_size(void)
+{
+	return MAXALIGN(sizeof(DlsmListenShared));
+}
+
+/* Create or attach to the counts, guarded by lock; AddinShmemInitLock held. */
+void
+dlsm_notify_shmem_init(LWLock *lock)
+{
+	bool		found;
+
+	shared = ShmemInitStruct("dlsm listeners", sizeof(DlsmListenShared),
+							 &found);
+	if (!found)
+	{
+		memset(shared, 0, sizeof(DlsmListenShared));
+		shared->lock = lock;
+	}
+}
+
+/*
+ * Take the lock in mode, if there is shared state; false when there is
+ * none (the library was not preloaded).
+ */
+static bool
+lock_listeners(LWLockMode mode)
+{
+	if (shared == NULL)
+		return false;
+	LWLockAcquire(shared->lock, mode);
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * Listeners
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * A client backend of database dboid started (delta 1) or stopped (-1)
+ * listening.  The counts only let dlsm skip a NOTIFY nobody would read.
+ */
+static void
+count_listener(Oid dboid, int delta)
+{
+	int			entry = -1;
+
+	if (!lock_listeners(LW_EXCLUSIVE))
+		return;
+	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+	{
+		if (shared->listen_db[i] == dboid)
+		{
+			entry = i;
+			break;
+		}
+		if (entry < 0 && shared->listeners[i] == 0)
+			entry = i;			/* free: take it unless dboid has one */
+	}
+	if (entry < 0)
+		shared->listeners_lost = true;	/* full: from now on, unsure */
+	else
+	{
+		shared->listen_db[entry] = dboid;
+		shared->listeners[entry] = Max(shared->listeners[entry] + delta, 0);
+	}
+	LWLockRelease(shared->lock);
+}
+
+/*
+ * May a client backend of dboid be listening?  True when unsure (dlsm not
+ * preloaded, or a listener that found no free entry).
+ */
+static bool
+anyone_listens(Oid dboid)
+{
+	bool		listens;
+
+	if (!lock_listeners(LW_SHARED))
+		return true;
+	listens = shared->listeners_lost;
+	for (int i = 0; i < DLSM_MAX_DATABASES && !listens; i++)
+		listens = shared->listen_db[i] == dboid && shared->listeners[i] > 0;
+	LWLockRelease(shared->lock);
+	return listens;
 }

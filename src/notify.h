@@ -14,9 +14,14 @@
 #define DLSM_NOTIFY_H
 
 #include "nodes/nodes.h"
+#include "storage/lwlock.h"
 
 extern void dlsm_notify_init(void);
 extern void dlsm_notify_client_listens(Node *stmt);
 extern void dlsm_notify_send(const char *channel);
+
+/* client backends that LISTEN, counted in shared memory */
+extern Size dlsm_notify_shmem_size(void);
+extern void dlsm_notify_shmem_init(LWLock *lock);
 
 #endif							/* DLSM_NOTIFY_H */

@@ -35,13 +35,13 @@
  * TRANSACTION is refused while a claim is pending: the callback that
  * would write it does not run for a prepared transaction.
  *
- * The queue's floor (shmem.c) is told of each claimed row, so that the
+ * The queue's floor (floor.c) is told of each claimed row, so that the
  * walks of other claims pass over it while this transaction is in flight,
  * and told when the claim ends: a claim that rolls back (with its
  * subtransaction, or its transaction) leaves its row ready again, below
  * the floor those walks moved; the floor goes back below it.
  *
- * Calls plans.c, queue.c, wake.c, identity.c and shmem.c.
+ * Calls plans.c, queue.c, wake.c, identity.c and floor.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -63,10 +63,10 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "floor.h"
 #include "identity.h"
 #include "names.h"
 #include "pending.h"
-#include "shmem.h"
 #include "wake.h"
 
 /*
@@ -163,11 +163,11 @@ dlsm_pending_add(Oid relid, const DlsmClaimed *row, bool given_process_id)
 	GetUserIdAndSecContext(&c->userid, &c->sec_context);
 	c->made = GetCurrentSubTransactionId();
 	c->written = InvalidSubTransactionId;
-	c->in_floor = dlsm_shmem_floor_claimed(relid, row->id);
+	c->in_floor = dlsm_floor_claimed(relid, row->id);
 }
 
 /*
- * Does this transaction hold a row of entity (dlsm_shmem_entity_key) of
+ * Does this transaction hold a row of entity (dlsm_floor_entity_key) of
  * relid by a claim not yet written?  The entity is in progress to it.
  */
 bool
@@ -430,10 +430,10 @@ pending_xact_callback(XactEvent event, void *arg)
 			 */
 			for (int i = 0; i < nclaims; i++)
 				if (claims[i].in_floor)
-					dlsm_shmem_floor_unclaimed(claims[i].relid,
-											   claims[i].row.id,
-											   event != XACT_EVENT_COMMIT &&
-											   event != XACT_EVENT_PARALLEL_COMMIT);
+					dlsm_floor_unclaimed(claims[i].relid,
+										 claims[i].row.id,
+										 event != XACT_EVENT_COMMIT &&
+										 event != XACT_EVENT_PARALLEL_COMMIT);
 			claims = NULL;		/* lived in TopTransactionContext */
 			nclaims = 0;
 			maxclaims = 0;
@@ -472,8 +472,8 @@ pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			if (claims[i].made == mySubid)
 			{
 				if (claims[i].in_floor)
-					dlsm_shmem_floor_unclaimed(claims[i].relid,
-											   claims[i].row.id, true);
+					dlsm_floor_unclaimed(claims[i].relid,
+										 claims[i].row.id, true);
 				continue;
 			}
 			if (claims[i].written == mySubid)

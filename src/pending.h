@@ -22,7 +22,7 @@
 typedef struct DlsmClaimed
 {
 	int64		id;
-	uint64		entity;			/* dlsm_shmem_entity_key of its entity */
+	uint64		entity;			/* dlsm_floor_entity_key of its entity */
 	pg_uuid_t	process_id;
 	int64		fence;
 	TimestampTz claimed_at;

@@ -20,7 +20,7 @@
  * after the caller's right to the table has been checked here, so that
  * nobody needs privileges on dlsm's schema to use a queue.
  *
- * Calls plans.c (and so extension.c) and shmem.c, to ask the database's
+ * Calls plans.c (and so extension.c) and pool.c, to ask the database's
  * worker to read the registry again when a change of it commits.
  *
  * Copyright (c) 2026, dlsm developers
@@ -59,8 +59,8 @@
 #include "compat.h"
 #include "extension.h"
 #include "names.h"
+#include "pool.h"
 #include "queue.h"
-#include "shmem.h"
 
 /*
  * The parameters and result columns of the statements this file runs (their
@@ -272,7 +272,7 @@ registry_release(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel)
 		return;
 	if (registry_written && isCommit)
-		dlsm_shmem_worker_request(MyDatabaseId, DLSM_REQUEST_REGISTRY);
+		dlsm_pool_worker_request(MyDatabaseId, DLSM_REQUEST_REGISTRY);
 	registry_written = false;
 }
 

@@ -12,8 +12,8 @@
  * and expressions run as the owner only, and a queue that dlsm refuses
  * (row-level security) shows NULL counts instead of failing the view.
  *
- * Calls queue.c, state.c, plans.c, identity.c and shmem.c; nothing calls
- * it.
+ * Calls queue.c, state.c, plans.c, identity.c, names.c, namedlock.c and
+ * pool.c; nothing calls it.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -36,9 +36,11 @@
 #include "utils/tuplestore.h"
 
 #include "identity.h"
+#include "namedlock.h"
+#include "names.h"
 #include "plans.h"
+#include "pool.h"
 #include "queue.h"
-#include "shmem.h"
 #include "state.h"
 
 /*
@@ -167,11 +169,11 @@ Datum
 dlsm_worker_status(PG_FUNCTION_ARGS)
 {
 	DlsmWorkerInfo *workers;
-	int			n = dlsm_shmem_copy_workers(&workers);
+	int			n = dlsm_pool_copy_workers(&workers);
 	TimestampTz now = GetCurrentTimestamp();
 
 	(void) begin_view(fcinfo, WS_SKIPPED, WS_NCOLS);
-	if (!dlsm_shmem_available())
+	if (!dlsm_pool_available())
 	{
 		DlsmWorkerInfo none = {MyDatabaseId};
 
@@ -277,7 +279,7 @@ lease_row(uint64 r, DlsmNamedEntry *named, int n, TimestampTz now,
 	int			position;
 	bool		isnull;
 
-	dlsm_shmem_clip(name, clipped, DLSM_NAMED_LEN);
+	dlsm_name_clip(name, clipped, DLSM_NAMED_LEN);
 	values[LK_NAME] = CStringGetTextDatum(name);
 	values[LK_SCOPE] = CStringGetTextDatum("lease");
 	values[LK_FENCE] = dlsm_plan_value(r, A_LEASE_LIST_FENCE, &isnull);
@@ -323,7 +325,7 @@ Datum
 dlsm_locks(PG_FUNCTION_ARGS)
 {
 	DlsmNamedEntry *named = palloc(sizeof(DlsmNamedEntry) * DLSM_MAX_NAMED);
-	int			n = dlsm_shmem_copy_named(named);
+	int			n = dlsm_named_copy_entries(named);
 	TimestampTz now = GetCurrentTimestamp();
 
 	(void) begin_view(fcinfo, LK_NCOLS, LK_NCOLS);

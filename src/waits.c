@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * waits.c
- *	  The wait events dlsm's processes show while they sleep.
+ *	  How dlsm's processes sleep: the wait events they show, and the
+ *	  condition variable on which waiting claims sleep.
  *
  * From PostgreSQL 17 on an extension can name its wait events:
  * pg_stat_activity then shows wait_event_type 'Extension' with a name of
@@ -10,6 +11,12 @@
  * in shared memory at a process's first wait of its kind, and every
  * process gets the same number for it.  Before 17 every wait is
  * PG_WAIT_EXTENSION, shown as wait_event 'Extension'.
+ *
+ * A claim or a named lock waiting for work sleeps on one condition
+ * variable in shared memory (its own state, created by shmem.c's hooks),
+ * broadcast by the end of any transaction that made work claimable
+ * (wake.c).  Without preloading there is none: a waiting claim polls
+ * every POLL_MS instead.
  *
  * Calls nothing of dlsm.
  *
@@ -22,10 +29,25 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
+#include "storage/condition_variable.h"
+#include "storage/latch.h"
+#include "storage/shmem.h"
 #include "utils/wait_event.h"
 
 #include "compat.h"
 #include "waits.h"
+
+/* How often a waiting claim looks again when dlsm is not preloaded. */
+#define POLL_MS 50
+
+/* What waiting claims sleep on. */
+typedef struct DlsmWaitShared
+{
+	ConditionVariable work_cv;	/* broadcast when work became claimable */
+} DlsmWaitShared;
+
+static DlsmWaitShared *shared = NULL;
 
 static const char *const wait_names[DLSM_NUM_WAITS] = {
 	[DLSM_WAIT_CLAIM] = "DlsmClaimWait",
@@ -45,4 +67,75 @@ dlsm_wait_event(DlsmWait wait)
 	if (events[wait] == 0)
 		events[wait] = DLSM_WAIT_EVENT_NEW(wait_names[wait]);
 	return events[wait];
+}
+
+/* Shared memory for the waits. */
+Size
+dlsm_waits_shmem_size(void)
+{
+	return MAXALIGN(sizeof(DlsmWaitShared));
+}
+
+/* Create or attach to the waits' shared state; AddinShmemInitLock held. */
+void
+dlsm_waits_shmem_init(void)
+{
+	bool		found;
+
+	shared = ShmemInitStruct("dlsm waits", sizeof(DlsmWaitShared), &found);
+	if (!found)
+		ConditionVariableInit(&shared->work_cv);
+}
+
+/* ---------------------------------------------------------------------
+ * Waiting claims
+ * ---------------------------------------------------------------------
+ */
+
+/* Wake every waiting claim, in every database. */
+void
+dlsm_wait_wake_all(void)
+{
+	if (shared != NULL)
+		ConditionVariableBroadcast(&shared->work_cv);
+}
+
+/*
+ * Start listening for wake-ups; call before looking for work, so that a
+ * broadcast between the look and the sleep is not missed.
+ */
+void
+dlsm_wait_prepare(void)
+{
+	if (shared != NULL)
+		ConditionVariablePrepareToSleep(&shared->work_cv);
+}
+
+/*
+ * Sleep until woken or timeout_ms passed, shown as wait_event (waits.c);
+ * true when woken.  Interrupts (cancel, statement_timeout, termination) are
+ * served while asleep.
+ */
+bool
+dlsm_wait_sleep(long timeout_ms, uint32 wait_event)
+{
+	int			rc;
+
+	if (shared != NULL)
+		return !ConditionVariableTimedSleep(&shared->work_cv, timeout_ms,
+											wait_event);
+
+	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+				   Min(timeout_ms, POLL_MS), wait_event);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+	return (rc & WL_LATCH_SET) != 0;
+}
+
+/* Stop listening for wake-ups. */
+void
+dlsm_wait_cancel(void)
+{
+	if (shared != NULL)
+		ConditionVariableCancelSleep();
 }

@@ -25,4 +25,14 @@ typedef enum DlsmWait
 
 extern uint32 dlsm_wait_event(DlsmWait wait);
 
+/* shared memory (shmem.c) */
+extern Size dlsm_waits_shmem_size(void);
+extern void dlsm_waits_shmem_init(void);
+
+/* waiting claims */
+extern void dlsm_wait_wake_all(void);
+extern void dlsm_wait_prepare(void);
+extern bool dlsm_wait_sleep(long timeout_ms, uint32 wait_event);
+extern void dlsm_wait_cancel(void);
+
 #endif							/* DLSM_WAITS_H */

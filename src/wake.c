@@ -6,10 +6,10 @@
  * A transaction that enqueued, settled, reaped or released a lease makes
  * work claimable when it commits; one that claimed makes it claimable
  * again when it rolls back.  Rows that become ready again lower their
- * queue's floor (shmem.h) after the commit.  The changes are only noted
+ * queue's floor (floor.c) after the commit.  The changes are only noted
  * here; at the end of the transaction, after its locks are released (a
  * commit callback would run before the entity locks are gone, and a woken
- * claimer would find them busy), waiting claims are woken (shmem.c), the
+ * claimer would find them busy), waiting claims are woken (waits.c), the
  * database's worker when a handler queue got work (or the registry changed,
  * or NOTIFY dlsm, 'reap' was sent), the launcher after CREATE EXTENSION.
  *
@@ -19,7 +19,7 @@
  * notifications, so that a client that started listening while the
  * transaction ran gets them, as it would a plain NOTIFY.
  *
- * Calls notify.c and shmem.c.
+ * Calls notify.c, floor.c, pool.c, rate.c and waits.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -37,11 +37,14 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
+#include "floor.h"
 #include "notify.h"
-#include "shmem.h"
+#include "pool.h"
+#include "rate.h"
+#include "waits.h"
 #include "wake.h"
 
-/* What the transaction changed in a queue, for its floor (shmem.c). */
+/* What the transaction changed in a queue, for its floor (floor.c). */
 typedef struct QueueChanges
 {
 	Oid			relid;
@@ -51,10 +54,10 @@ typedef struct QueueChanges
 	bool		dropped;		/* it is a queue no more */
 	int			nentities;		/* entities whose rows it changed */
 	int			maxentities;
-	uint64	   *entities;		/* their keys (dlsm_shmem_entity_key) */
+	uint64	   *entities;		/* their keys (dlsm_floor_entity_key) */
 	int			ngroups;		/* groups that may have room when it ends */
 	int			maxgroups;
-	uint64	   *groups;			/* their keys (dlsm_shmem_group_key) */
+	uint64	   *groups;			/* their keys (dlsm_floor_group_key) */
 } QueueChanges;
 
 /* What the transaction did that may make work claimable when it ends. */
@@ -81,11 +84,11 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel)
 		return;
 	if (isCommit && wake_worker)
-		dlsm_shmem_wake_worker(MyDatabaseId);
+		dlsm_pool_wake_worker(MyDatabaseId);
 	if (isCommit && wake_launcher)
-		dlsm_shmem_wake_launcher();
+		dlsm_pool_wake_launcher();
 	if (isCommit && worker_requests != 0)
-		dlsm_shmem_worker_request(MyDatabaseId, worker_requests);
+		dlsm_pool_worker_request(MyDatabaseId, worker_requests);
 	{
 		ListCell   *lc;
 
@@ -94,21 +97,21 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 			QueueChanges *q = lfirst(lc);
 
 			/* a group's slots come free whichever way the transaction ends */
-			dlsm_shmem_floor_groups(q->relid, q->groups, q->ngroups);
+			dlsm_floor_groups(q->relid, q->groups, q->ngroups);
 			if (!isCommit)
 				continue;
 			if (q->reset)
-				dlsm_shmem_floor_reset(q->relid);
+				dlsm_floor_reset(q->relid);
 			if (q->dropped)
-				dlsm_shmem_rate_forget(q->relid);
+				dlsm_rate_forget(q->relid);
 			if (q->lowest != PG_INT64_MAX)
-				dlsm_shmem_floor_lower(q->relid, q->lowest);
-			dlsm_shmem_floor_entities(q->relid, q->entities, q->nentities);
+				dlsm_floor_lower(q->relid, q->lowest);
+			dlsm_floor_entities(q->relid, q->entities, q->nentities);
 		}
 	}
 	/* after the floors learnt of the changes: a woken claim sees them */
 	if (isCommit ? wake_at_commit : (wake_at_commit || wake_at_abort))
-		dlsm_shmem_wake_all();
+		dlsm_wait_wake_all();
 	changes = NIL;				/* lived in TopTransactionContext */
 	enqueue_relid = InvalidOid;
 	wake_at_commit = false;
@@ -289,14 +292,14 @@ dlsm_wake_entity_changed_at_commit(Oid relid, const char *entity)
 	QueueChanges *q = queue_changes(relid);
 
 	add_key(&q->entities, &q->nentities, &q->maxentities,
-			dlsm_shmem_entity_key(entity));
+			dlsm_floor_entity_key(entity));
 	MemoryContextSwitchTo(old);
 }
 
 /*
  * This transaction took a slot of group in queue relid, or changed a
  * unit of the group: when it ends, however it ends, the group may have
- * room, and claims passing over its rows (parked: shmem.c) look again.
+ * room, and claims passing over its rows (parked: floor.c) look again.
  */
 void
 dlsm_wake_group_freed_at_end(Oid relid, const char *group)
@@ -305,7 +308,7 @@ dlsm_wake_group_freed_at_end(Oid relid, const char *group)
 	QueueChanges *q = queue_changes(relid);
 
 	add_key(&q->groups, &q->ngroups, &q->maxgroups,
-			dlsm_shmem_group_key(group));
+			dlsm_floor_group_key(group));
 	MemoryContextSwitchTo(old);
 	wake_at_abort = true;
 }
@@ -318,10 +321,10 @@ dlsm_wake_group_freed_at_end(Oid relid, const char *group)
 void
 dlsm_wake_group_freed_now(Oid relid, const char *group)
 {
-	uint64		key = dlsm_shmem_group_key(group);
+	uint64		key = dlsm_floor_group_key(group);
 
-	dlsm_shmem_floor_groups(relid, &key, 1);
-	dlsm_shmem_wake_all();
+	dlsm_floor_groups(relid, &key, 1);
+	dlsm_wait_wake_all();
 }
 
 /*
@@ -341,7 +344,7 @@ dlsm_wake_queue_changed_at_commit(Oid relid)
 
 /*
  * Queue relid is dropped (unregistered) when this transaction commits: the
- * spacings of its groups' claims are forgotten then (shmem.c).
+ * spacings of its groups' claims are forgotten then (rate.c).
  */
 void
 dlsm_wake_queue_dropped_at_commit(Oid relid)

@@ -9,7 +9,7 @@
  * queues, sleep on its latch until the next deadline.  It does not listen:
  * the commit of an enqueue into a handler queue, of a change of the
  * registry or of NOTIFY dlsm, 'reap' sets its latch and says which
- * (shmem.c).  Each queue is reaped, purged and handled in transactions of
+ * (pool.c).  Each queue is reaped, purged and handled in transactions of
  * its own, as the queue's owner; an error is logged and counted, and the
  * worker goes on with the next queue.
  *
@@ -39,7 +39,7 @@
  * enqueue meanwhile, brings the next visit first.
  *
  * Calls handler.c, state.c, queue.c, namedlock.c, identity.c,
- * extension.c, bound.c and shmem.c.
+ * extension.c, bound.c and pool.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -75,8 +75,8 @@
 #include "identity.h"
 #include "namedlock.h"
 #include "names.h"
+#include "pool.h"
 #include "queue.h"
-#include "shmem.h"
 #include "state.h"
 #include "waits.h"
 #include "worker.h"
@@ -169,7 +169,7 @@ record_error(const char *queue, const char *step, ErrorData *edata)
 		delta.skipped = 1;
 	else
 		delta.errors = 1;
-	dlsm_shmem_worker_count(&delta, message);
+	dlsm_pool_worker_count(&delta, message);
 	pfree(message);
 	return delta.skipped ? STEP_SKIPPED : STEP_FAILED;
 }
@@ -282,8 +282,8 @@ read_registry(void *arg)
 		wq->deferred = INT_MAX;
 		wq->shun_cause = InvalidOid;
 		wq->refused = queue->row_security;
-		wq->shunned_until = dlsm_shmem_worker_shunned(queue->owner,
-													  &wq->shun_cause);
+		wq->shunned_until = dlsm_pool_worker_shunned(queue->owner,
+													 &wq->shun_cause);
 		wq->stalled = wq->shunned_until != 0;
 		wq->has_handler = queue->handler != NULL;
 		wq->has_retention = queue->has_retention;
@@ -371,21 +371,21 @@ static List *
 registry_pass(MemoryContext context)
 {
 	RegistryPass pass = {false, false, NIL, context};
-	uint64		pokes = dlsm_shmem_pokes();
+	uint64		pokes = dlsm_pool_pokes();
 
 	if (run_transaction(read_registry, &pass, NULL,
 						DLSM_STEP_READ_REGISTRY) != STEP_DONE)
 		return NIL;
 	if (!pass.extension)
 	{
-		dlsm_shmem_worker_idle(pokes);
+		dlsm_pool_worker_idle(pokes);
 		ereport(LOG,
 				(errmsg("dlsm worker for database \"%s\" stops: the extension is not installed there",
 						my_dbname)));
 		proc_exit(0);
 	}
 	/* said once per worker of its own, or per stretch of visits */
-	if (dlsm_shmem_worker_outdated(pass.outdated))
+	if (dlsm_pool_worker_outdated(pass.outdated))
 		ereport(LOG,
 				(errmsg("dlsm worker for database \"%s\" waits: the extension's SQL objects are not at the version of its library",
 						my_dbname),
@@ -407,7 +407,7 @@ skip_queue(List **reported, Oid relid, char *message)
 
 	*reported = list_append_unique_oid(*reported, relid);
 	MemoryContextSwitchTo(old);
-	dlsm_shmem_worker_count(&delta, said ? NULL : message);
+	dlsm_pool_worker_count(&delta, said ? NULL : message);
 }
 
 /*
@@ -540,7 +540,7 @@ end_turn(OwnerTurn *turn, List *queues)
 	{
 		DlsmWorkerCounts delta = {.skipped = turn->deferred};
 
-		dlsm_shmem_worker_count(&delta, NULL);
+		dlsm_pool_worker_count(&delta, NULL);
 		if (!list_member_oid(deferred_reported, turn->owner))
 		{
 			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
@@ -555,7 +555,7 @@ end_turn(OwnerTurn *turn, List *queues)
 		}
 	}
 	if (turn->spent_ms > dlsm_step_timeout / 2 &&
-		dlsm_shmem_worker_take_pending())
+		dlsm_pool_worker_take_pending())
 		(void) handler_pass(queues);	/* the main loop's pass runs too */
 }
 
@@ -646,8 +646,8 @@ reaping_pass(List *queues)
 	if (run_transaction(purge_leases, &leases, NULL,
 						DLSM_STEP_PURGE_LEASES) == STEP_DONE)
 		counts.deleted += leases;
-	dlsm_shmem_worker_count(&counts, NULL);
-	dlsm_shmem_worker_passed();
+	dlsm_pool_worker_count(&counts, NULL);
+	dlsm_pool_worker_passed();
 }
 
 /*
@@ -716,9 +716,9 @@ handle_queue(WorkerQueue *wq)
 		units++;
 		delta.handled = work.failure ? 0 : 1;
 		delta.errors = work.failure ? 1 : 0;
-		dlsm_shmem_worker_count(&delta, work.failure ?
-								psprintf("queue \"%s\": call a handler: %s",
-										 wq->name, work.failure) : NULL);
+		dlsm_pool_worker_count(&delta, work.failure ?
+							   psprintf("queue \"%s\": call a handler: %s",
+										wq->name, work.failure) : NULL);
 		if (work.failure != NULL)
 			pfree(work.failure);
 	}
@@ -732,8 +732,8 @@ handler_pass(List *queues)
 	bool		more = false;
 	ListCell   *lc;
 
-	(void) dlsm_shmem_worker_take_pending();	/* this pass serves it */
-	if (visit_end == 0 && dlsm_shmem_worker_visiting())
+	(void) dlsm_pool_worker_take_pending(); /* this pass serves it */
+	if (visit_end == 0 && dlsm_pool_worker_visiting())
 		visit_end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 												dlsm_reap_interval / 2);
 	foreach(lc, queues)
@@ -838,11 +838,11 @@ shun_abandoned(int code, Datum arg)
 		return;
 	foreach(lc, current_queues)
 		owned += ((WorkerQueue *) lfirst(lc))->owner == wq->owner;
-	count = dlsm_shmem_worker_shuns(wq->owner,
-									TimestampTzPlusMilliseconds(now, -first)) + 1;
+	count = dlsm_pool_worker_shuns(wq->owner,
+								   TimestampTzPlusMilliseconds(now, -first)) + 1;
 	ms = first << Min(count - 1, SHUN_DOUBLINGS);
-	dlsm_shmem_worker_shun(wq->owner, relid,
-						   TimestampTzPlusMilliseconds(now, ms), count);
+	dlsm_pool_worker_shun(wq->owner, relid,
+						  TimestampTzPlusMilliseconds(now, ms), count);
 	ereport(LOG,
 			(ended ?
 			 errmsg("dlsm worker leaves queue \"%s\" alone until %s: a step on it ended the worker with a FATAL error",
@@ -863,7 +863,7 @@ worker_start(Oid dboid)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
-	if (!dlsm_shmem_worker_attach(dboid))
+	if (!dlsm_pool_worker_attach(dboid))
 		proc_exit(0);			/* another worker, or the database goes */
 	before_shmem_exit(shun_abandoned, 0);	/* runs before the slot's detach */
 	pgstat_report_appname("dlsm worker");
@@ -886,10 +886,10 @@ worker_start(Oid dboid)
 static void
 leave_if_visit_over(bool passed, bool more)
 {
-	if (!passed || !dlsm_shmem_worker_visiting() ||
+	if (!passed || !dlsm_pool_worker_visiting() ||
 		(more && (visit_end == 0 || GetCurrentTimestamp() < visit_end)))
 		return;
-	dlsm_shmem_worker_leave(more);
+	dlsm_pool_worker_leave(more);
 	ereport(DEBUG1,
 			(errmsg_internal("dlsm worker leaves database \"%s\" after its visit",
 							 my_dbname)));
@@ -915,7 +915,7 @@ worker_sleep(TimestampTz next_reap, bool more)
 	{
 		DlsmWorkerCounts delta = {.wakeups = 1};
 
-		dlsm_shmem_worker_count(&delta, NULL);
+		dlsm_pool_worker_count(&delta, NULL);
 	}
 	return woken;				/* an enqueue into a handler queue, or a
 								 * request */
@@ -940,11 +940,11 @@ dlsm_worker_main(Datum main_arg)
 	queues = registry_pass(queues_context);
 	current_queues = queues;
 	/* a visit, when the workers take turns, is not worth a line each */
-	ereport(dlsm_shmem_worker_visiting() ? DEBUG1 : LOG,
+	ereport(dlsm_pool_worker_visiting() ? DEBUG1 : LOG,
 			(errmsg("dlsm worker started for database \"%s\"", my_dbname)));
 	for (;;)
 	{
-		int			requests = dlsm_shmem_worker_take_requests();
+		int			requests = dlsm_pool_worker_take_requests();
 		bool		reap_now;
 
 		reap_now = (requests & DLSM_REQUEST_REAP) != 0 ||

@@ -3,8 +3,8 @@
 #
 # test/arch.pl: the shape of src/ that the next engineer relies on, as TAP
 # lines.  Every include of a dlsm header goes down the layers listed in
-# src/dlsm.c; only shmem.c touches the shared struct; no function runs
-# past 100 lines; every .c opens with what it owns and what it calls; no
+# src/dlsm.c; only its owner touches a part of the shared state; no
+# function runs past 100 lines; every .c opens with what it owns and what it calls; no
 # statement parameter or result column is indexed by a bare number; no
 # comment sends the reader to a document outside the repository;
 # includes keep PostgreSQL's order (postgres.h first, each block sorted);
@@ -24,18 +24,31 @@ use warnings;
 
 my $src = ($0 =~ m{(.*)/test/arch\.pl$} ? $1 : '.') . '/src';
 # compat.h is under every layer: macros over PostgreSQL's own headers for
-# its majors, which the base layer needs as much as the rest (shmem.c
+# its majors, which the base layer needs as much as the rest (floor.c
 # names a backend's process number through it)
+# floor.c and rate.c call nothing of dlsm: base, under the claims, wake.c
+# and grouplimit.c that read and write them; pool.c calls names.c and is
+# called by wake.c and queue.c (layer 2) as well as by the launcher and the
+# workers: services; shmem.c calls every owner of shared state to size and
+# create its part, as PostgreSQL's ipci.c does, and only dlsm.c calls it:
+# top
 my %layer = (
 	compat => -1, cache => 0, guc => 0, subxact => 0, identity => 0,
-	shmem => 0, extension => 0, names => 0, waits => 0,
-	plans => 1, notify => 1, locks => 1, bound => 1,
+	extension => 0, names => 0, waits => 0, floor => 0, rate => 0,
+	plans => 1, notify => 1, locks => 1, bound => 1, pool => 1,
 	queue => 2, fence => 2, wake => 2,
 	pending => 3, grouplimit => 3,
 	claim => 4, state => 4, deadletter => 4, namedlock => 4, capture => 4,
 	handler => 5,
-	api => 6, views => 6, worker => 6, launcher => 6, hooks => 6,
+	api => 6, views => 6, worker => 6, launcher => 6, hooks => 6, shmem => 6,
 	dlsm => 7);
+# the modules that own a part of the shared state (shmem.c creates them)
+my %owner = map { $_ => 1 } qw(waits pool namedlock notify floor rate);
+# who may call the floors' group functions (park when full, parked?, a
+# probe, freed, the clock): grouplimit.c, and for now the two files that
+# still park and free groups themselves (issue 35 leaves grouplimit.c
+# alone)
+my %group_caller = map { $_ => 1 } qw(floor grouplimit claim wake);
 my $n = 0;
 my $failed = 0;
 
@@ -68,9 +81,12 @@ my %defined;	# function name -> files defining it
 my %handler;	# signal or timeout handler -> the file that installs it
 my %atomic;		# variables declared volatile sig_atomic_t
 my %body;		# function name -> its body
+my %private;	# typedef of a .c file -> that file
+my %text;		# file -> its text
 for my $file (@files)
 {
 	my $text = slurp("$src/$file");
+	$text{$file} = $text;
 
 	# a definition: the name at the start of a line, its body's { alone below
 	push @{ $defined{$1} }, $file while $text =~ /^(\w+)\([^;]*?\)\n\{/mg;
@@ -88,6 +104,11 @@ for my $file (@files)
 	$typedef{$1} = 1
 	  while $text =~ /\btypedef\s+(?:(?:struct|enum|union)\s+)?[\w \t*]+?\b(\w+)\s*;/g;
 	(my $module = $file) =~ s/\.[ch]$//;
+	if ($file =~ /\.c$/ && $owner{$module})
+	{
+		$private{$1} = $file
+		  while $text =~ /\btypedef\s+(?:struct|enum|union)\s*\w*\s*\{.*?\}\s*(Dlsm\w+)\s*;/gs;
+	}
 	if (!defined $layer{$module})
 	{
 		push @unknown, $file;
@@ -110,7 +131,7 @@ for my $file (@files)
 		  if join("\n", @names) ne join("\n", sort @names);
 	}
 	push @shared, $file
-	  if $module ne 'shmem' && $text =~ /\bDlsmShared\b|\bshared->/;
+	  if !$owner{$module} && $text =~ /\bshared->/;
 	push @bare, "$file: $1"
 	  while $text =~ /(?<![.>])\b((?:values|nulls|args)\[\d+\])/g;
 	push @outside, $file if $text =~ /DESIGN\.md|STYLE\.md|\.\.\/shared/;
@@ -167,9 +188,43 @@ for my $name (sort grep { defined $body{$_} } keys %handler)
 	}
 }
 
+# each part of the shared state is touched only by its owner: the types
+# an owner's .c file defines (its shared struct, its entries) appear in no
+# other file; only an owner creates shared memory and keeps a pointer
+# named shared; only shmem.c asks for shared memory and locks, and calls
+# the owners' dlsm_<module>_shmem_size and _shmem_init; a call (not a
+# definition, whose name starts its line) in a .c file
+my @foreign;
+for my $file (sort keys %text)
+{
+	(my $module = $file) =~ s/\.[ch]$//;
+	my $code = $text{$file} =~ s{/\*.*?\*/}{}gsr;
+	my $calls = $file =~ /\.c$/ ? $code : '';
+
+	for my $type (sort grep { $private{$_} ne $file } keys %private)
+	{
+		push @foreign, "$file names $type ($private{$type}'s)"
+		  if $text{$file} =~ /\b\Q$type\E\b/;
+	}
+	push @foreign, "$file touches shared state it does not own"
+	  if !$owner{$module} && $module ne 'compat' && $code =~ /\bshared->|\bShmemInit(?:Struct|Hash)\b|\bDLSM_SHMEM_INIT_HASH\b/;
+	push @foreign, "$file asks for shared memory or locks ($1)"
+	  while $module ne 'shmem'
+	  && $code =~ /\b(RequestAddinShmemSpace|RequestNamedLWLockTranche|GetNamedLWLockTranche|shmem_(?:request|startup)_hook)\b/g;
+	push @foreign, "$file calls $1"
+	  while $module ne 'shmem'
+	  && $calls =~ /[^\n]\b(dlsm_\w+_shmem_(?:size|init))\s*\(/g;
+	push @foreign, "$file calls $1, the floors' group function"
+	  while !$group_caller{$module}
+	  && $calls =~ /[^\n]\b(dlsm_floor_(?:group_park|group_parked|group_probed|groups|clock))\s*\(/g;
+}
+
 check(!@unknown, 'every file of src/ belongs to a layer', @unknown);
 check(!@up, 'every include of a dlsm header goes to a lower layer', @up);
-check(!@shared, 'only shmem.c touches the shared struct', @shared);
+check(!@shared, 'only the owners of shared state touch it', @shared);
+check(!@foreign,
+	'each part of the shared state is touched only by its owner, created by shmem.c alone, and the floors\' group functions are called only by grouplimit.c, claim.c and wake.c',
+	@foreign);
 check(!@include_order,
 	'includes: postgres.h first, then each block in alphabetical order',
 	@include_order);

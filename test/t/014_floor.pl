@@ -1,6 +1,6 @@
 # Copyright (c) 2026, dlsm developers
 #
-# The floor of a queue (shmem.c), where claims start their scan: a row set
+# The floor of a queue (floor.c), where claims start their scan: a row set
 # back to 'new' by hand, which no commit of dlsm's reports, is claimed
 # within the floor's check interval (a second); after a crash and restart
 # the floors are gone and claims find every ready row from the start;

@@ -1,6 +1,6 @@
 # Copyright (c) 2026, dlsm developers
 #
-# The shared table of rate limits (shmem.c) cannot be filled by one tenant
+# The shared table of rate limits (rate.c) cannot be filled by one tenant
 # (issue 32, finding 1).  mallory, a queue owner who is no superuser, asks
 # in database d1 for one claim per 99 years (refused: a non-superuser's
 # window is at most a day) and then per day, and claims 6,000 groups: she
