@@ -71,10 +71,13 @@
  * arrays, N_<STATEMENT>_PARAMS counts them; A_<STATEMENT>_<NAME> is a result
  * column's attribute number, from 1.
  */
-/* Dead letters: REQUEUE, CANCEL_LOCK and CANCEL take the ids, then a role. */
+/*
+ * Dead letters: REQUEUE, CANCEL_LOCK and CANCEL take the ids, then a role;
+ * REQUEUE_KEYED also the ids whose keys were checked.
+ */
 enum
 {
-	P_DEAD_IDS, P_DEAD_ROLE, N_DEAD_PARAMS
+	P_DEAD_IDS, P_DEAD_ROLE, P_DEAD_CHECKED, N_DEAD_PARAMS
 };
 enum
 {
@@ -196,37 +199,43 @@ keyed_rows(DlsmQueue *queue, ArrayType *ids, int *n)
  * transaction: the rows will hold them, uncommitted, as an enqueue's row
  * does), then look for a live request holding one of the keys, with the
  * latest snapshot, as dlsm_enqueue does.  Raises 55000 when there is one.
+ * Returns the ids of the rows whose keys were checked, an int8[]: the
+ * requeue moves no other keyed row (one that reached error meanwhile).
  */
-static void
+static Datum
 check_dedup_keys(DlsmQueue *queue, ArrayType *ids)
 {
 	Datum		values[N_REQUEUE_HOLDERS_PARAMS];
 	Datum	   *keys;
+	Datum	   *checked;
 	KeyedRow   *rows;
 	int			n;
 	int64		holder;
 	char	   *key;
 	bool		isnull;
 
-	if (queue->plans.names.dedup == NULL)
-		return;
 	rows = keyed_rows(queue, ids, &n);
-	if (n == 0)
-		return;
-	keys = palloc(sizeof(Datum) * n);
+	keys = palloc(sizeof(Datum) * Max(n, 1));
+	checked = palloc(sizeof(Datum) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
 		(void) dlsm_lock_dedup_key(queue->relid, rows[i].key);
 		keys[i] = CStringGetTextDatum(rows[i].key);
+		checked[i] = Int64GetDatum(rows[i].id);
 	}
 	values[P_REQUEUE_HOLDERS_KEYS] =
 		PointerGetDatum(construct_array(keys, n, TEXTOID, -1, false,
 										TYPALIGN_INT));
-	if (dlsm_plan_run_latest(&queue->plans, DLSM_Q_REQUEUE_HOLDERS, values,
+	if (n == 0 ||
+		dlsm_plan_run_latest(&queue->plans, DLSM_Q_REQUEUE_HOLDERS, values,
 							 NULL, 1) == 0)
 	{
-		SPI_freetuptable(SPI_tuptable);
-		return;
+		if (n > 0)
+			SPI_freetuptable(SPI_tuptable);
+		return PointerGetDatum(construct_array(checked, n, INT8OID,
+											   sizeof(int64),
+											   FLOAT8PASSBYVAL,
+											   TYPALIGN_DOUBLE));
 	}
 	holder = DatumGetInt64(dlsm_plan_value(0, A_REQUEUE_KEY_ID, &isnull));
 	key = dlsm_plan_text(0, A_REQUEUE_KEY_KEY);
@@ -248,7 +257,9 @@ check_dedup_keys(DlsmQueue *queue, ArrayType *ids)
  * dlsm_requeue: the rows of ids that are in error back to new, with their
  * attempts reset and their last detail kept behind a note of the requeue;
  * returns how many.  Raises 55000, requeuing nothing, when a row's dedup
- * key is held by a live request, or by another row requeued with it.
+ * key is held by a live request, or by another row requeued with it.  A
+ * keyed row that reached error only while the requeue ran (its key never
+ * checked) stays in error.
  */
 int64
 dlsm_deadletter_requeue(DlsmQueue *queue, ArrayType *ids)
@@ -256,10 +267,15 @@ dlsm_deadletter_requeue(DlsmQueue *queue, ArrayType *ids)
 	Datum		values[N_DEAD_PARAMS];
 	int64		n;
 
-	check_dedup_keys(queue, ids);
 	values[P_DEAD_IDS] = PointerGetDatum(ids);
 	values[P_DEAD_ROLE] = current_role_name();
-	dlsm_plan_run(&queue->plans, DLSM_Q_REQUEUE, values, NULL, 0);
+	if (queue->plans.names.dedup == NULL)
+		dlsm_plan_run(&queue->plans, DLSM_Q_REQUEUE, values, NULL, 0);
+	else
+	{
+		values[P_DEAD_CHECKED] = check_dedup_keys(queue, ids);
+		dlsm_plan_run(&queue->plans, DLSM_Q_REQUEUE_KEYED, values, NULL, 0);
+	}
 	n = note_moved(queue, true);
 	if (n > 0)
 		dlsm_wake_channel_at_commit(queue->channel);

@@ -166,6 +166,25 @@ typedef struct DlsmQueryDef
 	bool		no_jit;			/* planned with jit off */
 } DlsmQueryDef;
 
+/*
+ * A requeue: the error rows of $1 back to new as if just enqueued, their
+ * attempts reset and their detail kept behind a note naming $2; extra
+ * narrows which rows go.
+ */
+#define REQUEUE_TEXT(extra) \
+	"UPDATE {q} t SET {status} = 'new', attempts = 0," \
+	" run_at = pg_catalog.now(), {pid} = NULL, fence = NULL," \
+	" claimed_at = NULL, lease_until = NULL, settled_at = NULL," \
+	" detail = pg_catalog.format(CASE WHEN t.attempts {=} 1" \
+	"  THEN 'requeued by role \"%s\" after %s attempt%s'" \
+	"  ELSE 'requeued by role \"%s\" after %s attempts%s' END," \
+	"  $2, t.attempts, ': ' OPERATOR(pg_catalog.||) t.detail)" \
+	" WHERE t.{id} {=} ANY (ARRAY(SELECT {id} FROM {q}" \
+	"  WHERE {id} {=} ANY ($1) AND {status} {=} 'error'" \
+	"  ORDER BY {id} FOR UPDATE))" \
+	" AND t.{status} {=} 'error'" extra \
+	" RETURNING t.{id}, t.{entity}, t.{status}"
+
 static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	[DLSM_Q_SCAN] = {
 		/* delayed rows too: the floor of the queue stops at them */
@@ -521,18 +540,7 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	 */
 	[DLSM_Q_REQUEUE] = {
 		/* the error rows of $1 back to new as if just enqueued; $2: who */
-		"UPDATE {q} t SET {status} = 'new', attempts = 0,"
-		" run_at = pg_catalog.now(), {pid} = NULL, fence = NULL,"
-		" claimed_at = NULL, lease_until = NULL, settled_at = NULL,"
-		" detail = pg_catalog.format(CASE WHEN t.attempts {=} 1"
-		"  THEN 'requeued by role \"%s\" after %s attempt%s'"
-		"  ELSE 'requeued by role \"%s\" after %s attempts%s' END,"
-		"  $2, t.attempts, ': ' OPERATOR(pg_catalog.||) t.detail)"
-		" WHERE t.{id} {=} ANY (ARRAY(SELECT {id} FROM {q}"
-		"  WHERE {id} {=} ANY ($1) AND {status} {=} 'error'"
-		"  ORDER BY {id} FOR UPDATE))"
-		" AND t.{status} {=} 'error'"
-		" RETURNING t.{id}, t.{entity}, t.{status}",
+		REQUEUE_TEXT(""),
 		ARGS(INT8ARRAYOID, TEXTOID),
 		SPI_OK_UPDATE_RETURNING, 3, "a requeue"
 	},
@@ -582,6 +590,17 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 		" ORDER BY {id} LIMIT 1",
 		ARGS(TEXTARRAYOID),
 		SPI_OK_SELECT, 2, "a requeue's dedup key lookup", true
+	},
+	[DLSM_Q_REQUEUE_KEYED] = {
+		/*
+		 * REQUEUE, where a row holding a dedup key goes back to new only if it
+		 * is one of $3, the rows whose keys were checked (REQUEUE_KEYS read
+		 * them in error, under an older snapshot): one that reached error
+		 * since, its key unchecked, stays there
+		 */
+		REQUEUE_TEXT(" AND (t.{dedup} IS NULL OR t.{id} {=} ANY ($3))"),
+		ARGS(INT8ARRAYOID, TEXTOID, INT8ARRAYOID),
+		SPI_OK_UPDATE_RETURNING, 3, "a requeue"
 	},
 	[DLSM_Q_DEDUP_LOOKUP] = {
 		/*

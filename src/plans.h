@@ -56,6 +56,7 @@ typedef enum DlsmQueryId
 	DLSM_Q_CANCEL,				/* new rows to error */
 	DLSM_Q_REQUEUE_KEYS,		/* lock the keyed error rows of a requeue */
 	DLSM_Q_REQUEUE_HOLDERS,		/* live requests holding requeued keys */
+	DLSM_Q_REQUEUE_KEYED,		/* REQUEUE of a queue with dedup keys */
 	DLSM_Q_DEDUP_LOOKUP,		/* the request holding a dedup key */
 	DLSM_Q_ENQUEUE_DEDUP,		/* insert a request with a dedup key */
 	DLSM_NUM_QUERIES
