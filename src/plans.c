@@ -593,10 +593,10 @@ static const DlsmQueryDef queue_queries[DLSM_NUM_QUERIES] = {
 	},
 	[DLSM_Q_REQUEUE_KEYED] = {
 		/*
-		 * REQUEUE, where a row holding a dedup key goes back to new only if it
-		 * is one of $3, the rows whose keys were checked (REQUEUE_KEYS read
-		 * them in error, under an older snapshot): one that reached error
-		 * since, its key unchecked, stays there
+		 * REQUEUE, where a row holding a dedup key goes back to new only if
+		 * it is one of $3, the rows whose keys were checked (REQUEUE_KEYS
+		 * read them in error, under an older snapshot): one that reached
+		 * error since, its key unchecked, stays there
 		 */
 		REQUEUE_TEXT(" AND (t.{dedup} IS NULL OR t.{id} {=} ANY ($3))"),
 		ARGS(INT8ARRAYOID, TEXTOID, INT8ARRAYOID),
