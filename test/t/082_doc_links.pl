@@ -9,7 +9,9 @@
 #     GitHub makes anchors: lower case, punctuation dropped, blanks to -);
 #   - no page names ../shared or anything outside the repository;
 #   - each page of doc/ has unique headings and a table of contents (a
-#     "## Contents" section) and at most 600 lines; README at most 150.
+#     "## Contents" section that links each "## " section of the page; a
+#     page of at most 150 lines may be one section without one), and at
+#     most 600 lines; README at most 150.
 # No server: plain Perl.
 use strict;
 use warnings;
@@ -118,12 +120,27 @@ for my $page (@doc)
 	my %n;
 	$n{$_}++ for @{ $headings{$page} };
 	push @dups, map { "$page: \"$_\"" } grep { $n{$_} > 1 } sort keys %n;
-	push @notoc, $page unless slurp("$top/$page") =~ /^## Contents\n/m;
-	my $lines = () = slurp("$top/$page") =~ /\n/g;
+	my $text = slurp("$top/$page");
+	my $lines = () = $text =~ /\n/g;
+	my @sections = grep { $_ ne 'Contents' } $text =~ /^## (.+)$/mg;
+	if ($text !~ /^## Contents\n((?:(?!^## ).)*)/ms)
+	{
+		# a short page may be one section
+		push @notoc, "$page: none" if @sections || $lines > 150;
+	}
+	else
+	{
+		# every section of the page is in it
+		my $toc = $1;
+		push @notoc, "$page: empty" unless $toc =~ /\]\(#/;
+		push @notoc, map { "$page: \"$_\" not in it" }
+		  grep { index($toc, '(#' . slug($_) . ')') < 0 } @sections;
+	}
+	push @notoc, "$page: $lines lines in one section" if $lines > 150 && !@sections;
 	push @long, "$page: $lines lines" if $lines > 600;
 }
 is(join(', ', @dups), '', 'the headings of each page of doc/ are unique');
-is(join(', ', @notoc), '', 'each page of doc/ has a table of contents');
+is(join(', ', @notoc), '', 'each page of doc/ has a table of contents that links each of its sections');
 is(join(', ', @long), '', 'no page of doc/ has more than 600 lines');
 my $readme = () = slurp("$top/README.md") =~ /\n/g;
 cmp_ok($readme, '<=', 150, "README.md has at most 150 lines ($readme)");
