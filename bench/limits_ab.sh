@@ -13,11 +13,17 @@
 #            rate with the backlog against the rate without it): the
 #            held-back rows must not turn into a scan (the floor parks the
 #            group)
+#   rates    a queue of 10,000 groups, 20 ready requests each in id order
+#            across the groups, every group under a rate limit it never
+#            reaches (1,000 claims a second, dlsm_set_limit's default
+#            group): 10,000 entries of the shared rate table in use; against
+#            the same queue without limits (issue 32: the cost of the rate
+#            table's bounds)
 # Each side gets a fresh queue and a warm-up claim (rolled back) before it
 # is measured; rounds alternate the order of the sides.  Prints claims per
 # second per side (median of the rounds) and the ratio of the second side
-# to the first (goal: at least 0.9 for both).  VARIANTS="groups backlog"
-# picks the variants.
+# to the first (goal: at least 0.9 for each).  VARIANTS="groups backlog"
+# picks the variants (default: all three).
 #   bash bench/limits_ab.sh [CLIENTS] [ROUNDS] [SECONDS]
 #   BENCH_PGBIN=/path/to/bin bash bench/limits_ab.sh   # a private installation
 # Run as root (or postgres) with dlsm installed in that PostgreSQL.
@@ -52,6 +58,13 @@ make_queue() {
 			INSERT INTO bq (entity, kind, group_key)
 			SELECT 'r' || i, 'job', 'g' || (i % 10000)
 			  FROM generate_series(1, 200000) i;" >/dev/null ;;
+	rates)
+		cluster_psql -q -v ON_ERROR_STOP=1 -c "
+			INSERT INTO bq (entity, kind, group_key)
+			SELECT 'r' || i, 'job', 'g' || (i % 10000)
+			  FROM generate_series(1, 200000) i;" >/dev/null
+		[ "$limited" = 1 ] && cluster_psql -q -c \
+			"SELECT dlsm_set_limit('bq', rate => 1000, per => '1 s')" >/dev/null ;;
 	backlog)
 		if [ "$limited" = 1 ]; then
 			cluster_psql -q -v ON_ERROR_STOP=1 -c "
@@ -68,7 +81,7 @@ make_queue() {
 			SELECT 'o' || i, 'job', 'o' || i FROM generate_series(1, 20000) i;" >/dev/null ;;
 	esac
 	# the backlog variant's sides both have the limits
-	[ "$limited" = 1 ] || [ "$1" = backlog ] &&
+	{ [ "$limited" = 1 ] && [ "$1" = groups ]; } || [ "$1" = backlog ] &&
 		cluster_psql -q -c "SELECT dlsm_set_limit('bq', concurrency => 2)" >/dev/null
 	cluster_psql -q -c "VACUUM ANALYZE bq" -c "CHECKPOINT" >/dev/null
 	# the warm-up: one walk from the floor, rolled back
@@ -88,12 +101,13 @@ side() {
 	case $1.$2 in
 	groups.0) echo "no limits" ;; groups.1) echo "limits" ;;
 	backlog.0) echo "limits, no backlog" ;; backlog.1) echo "limits, backlog" ;;
+	rates.0) echo "no limits" ;; rates.1) echo "rates" ;;
 	esac
 }
 
 declare -A runs
 for r in $(seq 1 "$rounds"); do
-	for variant in ${VARIANTS:-groups backlog}; do
+	for variant in ${VARIANTS:-groups backlog rates}; do
 		order="0 1"; [ $((r % 2)) = 0 ] && order="1 0"
 		for limited in $order; do
 			make_queue "$variant" "$limited"
@@ -106,7 +120,7 @@ done
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 echo
 printf '%-8s %20s %20s %7s %6s\n' variant first second ratio goal
-for variant in ${VARIANTS:-groups backlog}; do
+for variant in ${VARIANTS:-groups backlog rates}; do
 	p=$(echo "${runs[$variant.0]}" | median); l=$(echo "${runs[$variant.1]}" | median)
 	printf '%-8s %20s %20s %7.3f %6s\n' "$variant" "$(side "$variant" 0) $p" "$(side "$variant" 1) $l" \
 		"$(awk -v l="$l" -v p="$p" 'BEGIN { print (p > 0 ? l / p : 0) }')" 0.9
