@@ -18,8 +18,8 @@
  * bounded by dlsm.step_timeout (bound.c), whatever the owner's triggers on
  * it do, except the handler call, which is bounded by its own timeout
  * (handler.c chooses it); every wait for a lock is bounded by
- * dlsm.lock_timeout; and a queue's handlers run for at most one
- * dlsm.reap_interval before the worker turns to its other duties.  A step
+ * dlsm.lock_timeout; and an owner's handlers run for at most one
+ * dlsm.reap_interval of a pass before the worker turns to another owner's.  A step
  * that fails or runs out of time is rolled back, logged with the step and
  * the queue as its context (autovacuum's error path), counted, and named
  * in dlsm_worker_status; the next pass does its work again.  A step that
@@ -29,7 +29,9 @@
  * stall the others: a reaping pass gives each owner one dlsm.step_timeout
  * of step time, and defers its other queues to the next pass, where they
  * go first; after a slow owner's turn, handlers with work run at once.
- * test/t/048_stall_matrix.pl holds every step of bound.h (DlsmWorkerStep).
+ * Likewise a handler pass gives each owner's handlers one dlsm.reap_interval
+ * (and the call under way when it runs out), and defers its other handler
+ * queues to the next pass.  test/t/048_stall_matrix.pl holds every step of bound.h (DlsmWorkerStep).
  *
  * When the workers take turns (fewer dlsm.max_workers than databases,
  * launcher.c), a worker visits: it makes the passes above once, runs the
@@ -102,11 +104,15 @@ static bool reloaded = false;
 static List *refused_reported = NIL;	/* queues, in TopMemoryContext */
 static List *shunned_reported = NIL;	/* queues, in TopMemoryContext */
 static List *deferred_reported = NIL;	/* owners, in TopMemoryContext */
+static List *handlers_deferred_reported = NIL;	/* owners, likewise */
 static List *slow_reported = NIL;	/* queues, in TopMemoryContext */
-static TimestampTz reported_since = 0;	/* the last two lists, since then */
+static TimestampTz reported_since = 0;	/* the last three lists, since then */
 
 /* Queues a reaping pass left for the next one, first there (TopMemoryContext) */
 static List *deferred_queues = NIL;
+
+/* Handler queues a handler pass left for the next one, first there */
+static List *handlers_deferred = NIL;
 
 /* The queues of the last look at the registry (for the exit's shun) */
 static List *current_queues = NIL;
@@ -422,8 +428,10 @@ forget_said(void)
 	if (TimestampDifferenceExceeds(reported_since, now, SAY_AGAIN_MS))
 	{
 		list_free(deferred_reported);
+		list_free(handlers_deferred_reported);
 		list_free(slow_reported);
 		deferred_reported = NIL;
+		handlers_deferred_reported = NIL;
 		slow_reported = NIL;
 		reported_since = now;
 	}
@@ -559,13 +567,13 @@ end_turn(OwnerTurn *turn, List *queues)
 		(void) handler_pass(queues);	/* the main loop's pass runs too */
 }
 
-/* The place of queue relid among those the last pass deferred, or INT_MAX. */
+/* The place of queue relid in deferred (a pass's deferred queues), or INT_MAX. */
 static int
-deferred_place(Oid relid)
+deferred_place(List *deferred, Oid relid)
 {
 	ListCell   *lc;
 
-	foreach(lc, deferred_queues)
+	foreach(lc, deferred)
 	{
 		if (lfirst_oid(lc) == relid)
 			return foreach_current_index(lc);
@@ -615,7 +623,7 @@ reaping_pass(List *queues)
 	{
 		WorkerQueue *wq = lfirst(lc);
 
-		wq->deferred = deferred_place(wq->relid);
+		wq->deferred = deferred_place(deferred_queues, wq->relid);
 	}
 	list_sort(order, compare_reap_order);
 	foreach(lc, order)
@@ -686,16 +694,15 @@ reload_if_pending(void)
 
 /*
  * Run one queue's handler until it finds no work, dlsm.handler_batch units
- * or one dlsm.reap_interval passed, or a step ran out of a bound (then the
- * queue is stalled until the next registry pass); true if it may have
- * more work.
+ * or budget_ms passed, or a step ran out of a bound (then the queue is
+ * stalled until the next registry pass); true if it may have more work.
  */
 static bool
-handle_queue(WorkerQueue *wq)
+handle_queue(WorkerQueue *wq, int64 budget_ms)
 {
 	QueueWork	work = {wq->relid, 0, false, NULL};
 	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													dlsm_reap_interval);
+													budget_ms);
 	int			units = 0;
 
 	if (visit_end != 0)
@@ -725,11 +732,45 @@ handle_queue(WorkerQueue *wq)
 	return true;
 }
 
-/* Run the handlers of queues not stalled; true if one may have more work. */
+/*
+ * Say once a minute per owner that a handler pass deferred turn->deferred
+ * of its handler queues.
+ */
+static void
+say_handlers_deferred(OwnerTurn *turn)
+{
+	MemoryContext old;
+
+	if (turn->deferred == 0 ||
+		list_member_oid(handlers_deferred_reported, turn->owner))
+		return;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	handlers_deferred_reported = lappend_oid(handlers_deferred_reported,
+											 turn->owner);
+	MemoryContextSwitchTo(old);
+	ereport(LOG,
+			(errmsg_plural("dlsm worker defers the handler of %d queue of role \"%s\" to its next pass: that role's handlers took %d ms of this pass, more than \"dlsm.reap_interval\" (%d ms)",
+						   "dlsm worker defers the handlers of %d queues of role \"%s\" to its next pass: that role's handlers took %d ms of this pass, more than \"dlsm.reap_interval\" (%d ms)",
+						   turn->deferred, turn->deferred, turn->name,
+						   (int) turn->spent_ms, dlsm_reap_interval)));
+}
+
+/*
+ * Run the handlers of queues not stalled; true if one may have more work.
+ * Each owner's handlers get one dlsm.reap_interval of the pass (a call that
+ * begins within it runs to its own bound): its other handler queues wait
+ * for the next pass, where they go first.  So another owner's handler waits
+ * for at most one dlsm.reap_interval and one call per owner ahead of it,
+ * however many handler queues those own.
+ */
 static bool
 handler_pass(List *queues)
 {
 	bool		more = false;
+	List	   *order = NIL;
+	List	   *deferred = NIL;
+	MemoryContext context = CurrentMemoryContext;
+	OwnerTurn	turn = {InvalidOid, NULL, 0, 0};
 	ListCell   *lc;
 
 	(void) dlsm_pool_worker_take_pending(); /* this pass serves it */
@@ -740,9 +781,43 @@ handler_pass(List *queues)
 	{
 		WorkerQueue *wq = lfirst(lc);
 
-		if (wq->has_handler && !wq->refused && !wq->stalled)
-			more |= handle_queue(wq);
+		if (!wq->has_handler || wq->refused || wq->stalled)
+			continue;
+		wq->deferred = deferred_place(handlers_deferred, wq->relid);
+		order = lappend(order, wq);
 	}
+	list_sort(order, compare_reap_order);
+	foreach(lc, order)
+	{
+		WorkerQueue *wq = lfirst(lc);
+		TimestampTz start;
+
+		if (wq->owner != turn.owner)
+		{
+			say_handlers_deferred(&turn);
+			turn.owner = wq->owner;
+			turn.name = wq->owner_name;
+			turn.spent_ms = 0;
+			turn.deferred = 0;
+		}
+		if (turn.spent_ms >= dlsm_reap_interval)
+		{
+			turn.deferred++;
+			deferred = lappend_oid(deferred, wq->relid);
+			more = true;
+			continue;
+		}
+		start = GetCurrentTimestamp();
+		more |= handle_queue(wq, dlsm_reap_interval - turn.spent_ms);
+		turn.spent_ms += TimestampDifferenceMilliseconds(start,
+														 GetCurrentTimestamp());
+	}
+	say_handlers_deferred(&turn);
+	list_free(handlers_deferred);
+	MemoryContextSwitchTo(TopMemoryContext);
+	handlers_deferred = list_copy(deferred);
+	MemoryContextSwitchTo(context);
+	list_free(order);
 	return more;
 }
 
