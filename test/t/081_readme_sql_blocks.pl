@@ -1,6 +1,11 @@
 # Copyright (c) 2026, dlsm developers
 #
-# The documentation's SQL runs as printed (issue 24, point 3; issue 33).
+# The documentation's SQL runs as printed (issue 24, point 3; issue 33):
+# every SQL block of README.md and doc/ is a signature or marked; the
+# marked ones run, in order, on one server or on three shards and a router,
+# and leave what they say; the reference's examples print what their pages
+# show.
+#
 # The files of @DOCS below are read in that order, as one text: README.md,
 # then the pages of doc/ (every doc/*.md and doc/design/*.md must be
 # listed).  Every ```sql block of them is either a function's signature (its

@@ -1,10 +1,13 @@
 # Copyright (c) 2026, dlsm developers
 #
 # The reference names everything the extension creates (issue 33), compared
-# with the catalog of a cluster with dlsm installed:
+# with the catalog of a cluster with dlsm installed, and its entries keep
+# their template, with errors tables that match the errors src/ raises.
+#
+# In detail:
 #   - every function of the extension is in doc/reference.md's summary
 #     (a table row naming it), and every function a user calls has an entry
-#     ("### name") in doc/reference-queues.md or doc/reference-locks.md;
+#     ("### name") in doc/reference-queues.md, -consuming.md or -locks.md;
 #   - every view of the extension is in doc/reference.md's summary;
 #   - every dlsm.* setting (GUC) has a row in doc/configuration.md's summary
 #     and an entry "## name" there;
