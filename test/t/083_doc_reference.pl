@@ -22,7 +22,8 @@
 #     unless marked "(PostgreSQL)", a message dlsm raises with that
 #     SQLSTATE: an ereport of src/*.c with that errcode whose errmsg format
 #     matches it (each %-conversion matching any text), an aclcheck_error
-#     call of src/*.c, or a RAISE of the install script.
+#     call of src/*.c, or a RAISE of the install script; and every SQLSTATE
+#     of an errors table is in doc/errors.md.
 use strict;
 use warnings;
 
@@ -257,6 +258,10 @@ for my $page (@entry_pages)
 		}
 	}
 }
+my %in_errors_page = map { $_ => 1 } slurp_file("$ENV{TESTDIR}/doc/errors.md") =~ /\b([0-9A-Z]{5})\b/g;
+my %used = map { $_ => 1 } $entries =~ /^\| ([0-9A-Z]{5}) \|/mg;
+is(join(', ', grep { !$in_errors_page{$_} } sort keys %used), '',
+	'every SQLSTATE of an errors table is in doc/errors.md');
 cmp_ok($n_entries, '>=', 22, "the entries are read ($n_entries)");
 cmp_ok($n_rows, '>=', 100, "and their errors tables ($n_rows rows)");
 is(join("\n", @shape), '', 'every entry has the parts of the template, in order');
