@@ -1,7 +1,7 @@
 # Copyright (c) 2026, dlsm developers
 #
-# Figures, printed with note() for the README, each with a loose bound so
-# that a regression shows:
+# Latency figures, printed with note() for bench/README.md, each with a
+# loose bound so that a regression shows:
 #   - lease expiry to reap, median over 20 leases (reap_interval 1 s);
 #   - enqueue commit to handler start, median and p99 over 200 enqueues;
 #   - enqueue commit to a waiting dlsm_claim(wait => '10 s') returning,

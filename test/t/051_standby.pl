@@ -1,6 +1,8 @@
 # Copyright (c) 2026, dlsm developers
 #
-# dlsm on a hot standby and across failovers (F2 and F3 below).
+# dlsm on a hot standby, where every function that writes fails with 25006
+# and no worker runs (F2), and across failovers, asynchronous and
+# synchronous (F3).
 #
 # F2: on a standby every dlsm function that would write fails with SQLSTATE
 # 25006 and a hint to call it on the primary, naming no address (the host

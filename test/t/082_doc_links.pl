@@ -1,10 +1,13 @@
 # Copyright (c) 2026, dlsm developers
 #
 # The documentation's links resolve and its pages keep their shape (issue
-# 33).  For README.md, CHANGELOG.md, CONTRIBUTING.md, bench/README.md,
+# 33): links and anchors resolve; each page of doc/ has a table of
+# contents, unique headings and at most 600 lines; README at most 150.
+#
+# For README.md, CHANGELOG.md, CONTRIBUTING.md, bench/README.md,
 # test/README.md and every page of doc/ and doc/design/:
-#   - every relative link [text](path) names a file or directory of the
-#     repository, and never leaves it;
+#   - every relative link (a Markdown link to a path) names a file or
+#     directory of the repository, and never leaves it;
 #   - every #anchor, on the same page or another, names a heading there (as
 #     GitHub makes anchors: lower case, punctuation dropped, blanks to -);
 #   - no page names ../shared or anything outside the repository;
