@@ -640,6 +640,32 @@ dlsm_floor_reset(Oid relid)
 }
 
 /*
+ * Queue relid is gone, or its rows are (dlsm_drop_queue, TRUNCATE), or
+ * the table is a new queue (its OID may be an old one's): forget its
+ * floor, its parked entities and groups and its rows in flight.  Its next
+ * claim makes a floor again, knowing nothing; no claim that read the
+ * floors' clock before publishes into it.  Call after the commit, or
+ * when the queue is made.
+ */
+void
+dlsm_floor_forget(Oid relid)
+{
+	DlsmFloor  *f;
+
+	if (shared == NULL)
+		return;
+	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+	f = find_floor(relid);
+	if (f != NULL)
+	{
+		drop_parked_groups(f);
+		memset(f, 0, sizeof(DlsmFloor));
+	}
+	shared->floor_clock++;
+	LWLockRelease(shared->floor_lock);
+}
+
+/*
  * This transaction changed rows of the given entities of relid (n keys):
  * unpark them.  Call after the commit.
  */

@@ -87,6 +87,7 @@ extern void dlsm_floor_publish(Oid relid, const DlsmFloorSeen *seen,
 							   int ngroups);
 extern void dlsm_floor_lower(Oid relid, int64 below);
 extern void dlsm_floor_reset(Oid relid);
+extern void dlsm_floor_forget(Oid relid);
 extern void dlsm_floor_entities(Oid relid, const uint64 *entities,
 								int n);
 extern bool dlsm_floor_group_parked(Oid relid, uint64 group);
