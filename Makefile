@@ -37,9 +37,9 @@ OBJS = \
 
 EXTENSION = dlsm
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" dlsm.control)
-DATA = sql/dlsm--1.0.sql sql/dlsm--1.1.sql sql/dlsm--1.2.sql sql/dlsm--1.3.sql sql/dlsm--1.4.sql \
+DATA = sql/dlsm--1.0.sql sql/dlsm--1.1.sql sql/dlsm--1.2.sql sql/dlsm--1.3.sql sql/dlsm--1.4.sql sql/dlsm--1.5.sql \
 	sql/dlsm--1.0--1.1.sql sql/dlsm--1.1--1.2.sql sql/dlsm--1.2--1.3.sql \
-	sql/dlsm--1.3--1.4.sql
+	sql/dlsm--1.3--1.4.sql sql/dlsm--1.4--1.5.sql
 PGFILEDESC = "dlsm - distributed lock state machine"
 # the manual: installed into share/doc/extension/dlsm/ (docmoduledir, set
 # below after PGXS, keeps its generic page names apart from other extensions')

@@ -16,6 +16,8 @@
 #include "datatype/timestamp.h"
 #include "storage/lwlock.h"
 
+#include "usage.h"
+
 /*
  * A queue's floor: an id below which no row of the queue is ready to be
  * claimed, so that claims start their walk there instead of at the oldest
@@ -99,6 +101,7 @@ extern uint64 dlsm_floor_clock(void);
 extern void dlsm_floor_prepared_ended(Oid dboid);
 extern bool dlsm_floor_in_flight(const DlsmFloorSeen *seen, int64 id);
 extern bool dlsm_floor_claimed(Oid relid, int64 id);
+extern int	dlsm_floor_usage(DlsmTableUsage *out);
 extern void dlsm_floor_unclaimed(Oid relid, int64 id, bool ready);
 
 #endif							/* DLSM_FLOOR_H */
