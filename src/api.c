@@ -348,6 +348,7 @@ dlsm_create_queue(PG_FUNCTION_ARGS)
 	}
 	dlsm_plan_connect();
 	relid = dlsm_queue_create(name, &opts);
+	dlsm_wake_queue_new(relid);
 	dlsm_plan_finish();
 	PG_RETURN_OID(relid);
 }
@@ -385,6 +386,7 @@ dlsm_register_queue(PG_FUNCTION_ARGS)
 	dlsm_plan_connect();
 	dlsm_queue_register(relid, columns, PG_ARGISNULL(ARG_DEDUP_KEY) ? NULL :
 						NameStr(*PG_GETARG_NAME(ARG_DEDUP_KEY)), &opts);
+	dlsm_wake_queue_new(relid);
 	dlsm_plan_finish();
 	PG_RETURN_OID(relid);
 }

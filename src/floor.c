@@ -160,6 +160,11 @@ typedef struct DlsmFloorShared
 	int			floor_victim;	/* the next slot to take when all are used */
 	DlsmFloor	floors[DLSM_MAX_FLOORS];
 	uint64		entity_seed;	/* random, set at creation: see above */
+	/* times each table had no room (dlsm_floor_usage) */
+	uint64		floors_taken;	/* a floor taken from another queue */
+	uint64		groups_left;	/* a group not parked: the table full */
+	uint64		in_flight_left; /* a claimed row the floor did not take */
+	uint64		entities_left;	/* parked entities a floor did not take */
 } DlsmFloorShared;
 
 static DlsmFloorShared *shared = NULL;
@@ -326,6 +331,7 @@ add_floor(Oid relid)
 	{
 		f = &shared->floors[shared->floor_victim];
 		shared->floor_victim = (shared->floor_victim + 1) % DLSM_MAX_FLOORS;
+		shared->floors_taken++;
 		drop_parked_groups(f);
 	}
 	memset(f, 0, sizeof(DlsmFloor));
@@ -460,7 +466,10 @@ park(DlsmFloor *f, const DlsmFloorSeen *seen, const DlsmParked *parked,
 		while (k < count && all[k].key != parked[i].key)
 			k++;
 		if (k == count && count == DLSM_MAX_PARKED)
+		{
+			shared->entities_left++;
 			return false;
+		}
 		if (k == count)
 			all[count++] = parked[i];
 		else
@@ -530,7 +539,10 @@ park_groups(DlsmFloor *f, const DlsmFloorSeen *seen, int64 line,
 		if (!found)
 			p = hash_search(parked_groups, &key, HASH_ENTER_NULL, &found);
 		if (p == NULL)
+		{
+			shared->groups_left++;
 			return groups[i].lowest - 1;
+		}
 		if (!found)
 		{
 			p->lowest = groups[i].lowest;
@@ -636,6 +648,32 @@ dlsm_floor_reset(Oid relid)
 	}
 	else
 		shared->floor_clock++;
+	LWLockRelease(shared->floor_lock);
+}
+
+/*
+ * Queue relid is gone, or its rows are (dlsm_drop_queue, TRUNCATE), or
+ * the table is a new queue (its OID may be an old one's): forget its
+ * floor, its parked entities and groups and its rows in flight.  Its next
+ * claim makes a floor again, knowing nothing; no claim that read the
+ * floors' clock before publishes into it.  Call after the commit, or
+ * when the queue is made.
+ */
+void
+dlsm_floor_forget(Oid relid)
+{
+	DlsmFloor  *f;
+
+	if (shared == NULL)
+		return;
+	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+	f = find_floor(relid);
+	if (f != NULL)
+	{
+		drop_parked_groups(f);
+		memset(f, 0, sizeof(DlsmFloor));
+	}
+	shared->floor_clock++;
 	LWLockRelease(shared->floor_lock);
 }
 
@@ -773,6 +811,9 @@ dlsm_floor_group_park(Oid relid, uint64 group, int64 lowest, uint64 since)
 		key = parked_group_key(f, group);
 		p = hash_search(parked_groups, &key, HASH_ENTER_NULL, &found);
 	}
+	if (p == NULL && f != NULL &&
+		f->group_freed[group % DLSM_GROUP_BUCKETS].ended <= since)
+		shared->groups_left++;
 	if (p != NULL && !found)
 	{
 		p->lowest = lowest;
@@ -865,6 +906,8 @@ dlsm_floor_claimed(Oid relid, int64 id)
 		f->in_flight[f->nin_flight++] = id;
 		taken = true;
 	}
+	else if (f != NULL)
+		shared->in_flight_left++;
 	LWLockRelease(shared->floor_lock);
 	return taken;
 }
@@ -894,4 +937,57 @@ dlsm_floor_unclaimed(Oid relid, int64 id, bool ready)
 		break;
 	}
 	LWLockRelease(shared->floor_lock);
+}
+
+/*
+ * How full the floors' tables are: out (DLSM_MAX_OWNER_TABLES entries)
+ * gets one entry for each; returns how many.  When a table is full, a
+ * claim falls back to the queue's truth, for its own queue only: a queue
+ * whose floor was taken for another's scans from its line in the sand, a
+ * group not parked is asked again by each walk that meets it, a row in
+ * flight not kept stops other claims' walks there, parked entities not
+ * kept leave the floor where it was.
+ */
+int
+dlsm_floor_usage(DlsmTableUsage *out)
+{
+	int64		floors = 0;
+	int64		in_flight = 0;
+	int64		entities = 0;
+
+	if (shared == NULL)
+		return 0;
+	LWLockAcquire(shared->floor_lock, LW_SHARED);
+	for (int i = 0; i < DLSM_MAX_FLOORS; i++)
+	{
+		DlsmFloor  *f = &shared->floors[i];
+
+		if (f->relid == InvalidOid)
+			continue;
+		floors++;
+		in_flight = Max(in_flight, f->nin_flight);
+		entities = Max(entities, f->nparked);
+	}
+	out[0] = (DlsmTableUsage)
+	{
+		"floors", DLSM_MAX_FLOORS, floors, (int64) shared->floors_taken
+	};
+	out[1] = (DlsmTableUsage)
+	{
+		"parked groups", DLSM_MAX_PARKED_GROUPS,
+			(int64) hash_get_num_entries(parked_groups),
+			(int64) shared->groups_left
+	};
+	out[2] = (DlsmTableUsage)
+	{
+		"rows in flight, per queue", DLSM_MAX_IN_FLIGHT, in_flight,
+			(int64) shared->in_flight_left
+	};
+	out[3] = (DlsmTableUsage)
+	{
+		"parked entities, per queue", DLSM_MAX_PARKED, entities,
+			(int64) shared->entities_left
+	};
+	LWLockRelease(shared->floor_lock);
+	return 4;
 }

@@ -16,6 +16,8 @@
 #include "datatype/timestamp.h"
 #include "storage/lwlock.h"
 
+#include "usage.h"
+
 /*
  * A queue's floor: an id below which no row of the queue is ready to be
  * claimed, so that claims start their walk there instead of at the oldest
@@ -87,6 +89,7 @@ extern void dlsm_floor_publish(Oid relid, const DlsmFloorSeen *seen,
 							   int ngroups);
 extern void dlsm_floor_lower(Oid relid, int64 below);
 extern void dlsm_floor_reset(Oid relid);
+extern void dlsm_floor_forget(Oid relid);
 extern void dlsm_floor_entities(Oid relid, const uint64 *entities,
 								int n);
 extern bool dlsm_floor_group_parked(Oid relid, uint64 group);
@@ -98,6 +101,7 @@ extern uint64 dlsm_floor_clock(void);
 extern void dlsm_floor_prepared_ended(Oid dboid);
 extern bool dlsm_floor_in_flight(const DlsmFloorSeen *seen, int64 id);
 extern bool dlsm_floor_claimed(Oid relid, int64 id);
+extern int	dlsm_floor_usage(DlsmTableUsage *out);
 extern void dlsm_floor_unclaimed(Oid relid, int64 id, bool ready);
 
 #endif							/* DLSM_FLOOR_H */

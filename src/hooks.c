@@ -13,7 +13,8 @@
  * notify.c, which counts the client backends that listen; NOTIFY dlsm,
  * 'reap' asks the database's worker to reap when it commits (wake.c);
  * COMMIT PREPARED and ROLLBACK PREPARED reset the floors of the
- * database's queues (floor.c).
+ * database's queues (floor.c); TRUNCATE has the floors of the tables it
+ * names forgotten at its commit (wake.c).
  *
  * Calls notify.c, wake.c, floor.c, pool.c and waits.c.
  *
@@ -28,6 +29,7 @@
 
 #include <signal.h>
 
+#include "catalog/namespace.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
@@ -134,6 +136,27 @@ is_reap_request(NotifyStmt *stmt)
 		strcmp(stmt->payload, "reap") == 0;
 }
 
+/*
+ * TRUNCATE ran (and locked the tables it names): each named table's floor,
+ * if it is a queue's, is forgotten at the commit.  Tables truncated by
+ * CASCADE or as a named one's partitions keep theirs until the floors'
+ * own check (floor.c).
+ */
+static void
+truncated(TruncateStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->relations)
+	{
+		Oid			relid = RangeVarGetRelid(lfirst_node(RangeVar, lc),
+											 NoLock, true);
+
+		if (OidIsValid(relid))
+			dlsm_wake_queue_truncated_at_commit(relid);
+	}
+}
+
 static void
 utility_hook(PlannedStmt *pstmt, const char *queryString,
 			 bool readOnlyTree, ProcessUtilityContext context,
@@ -171,6 +194,8 @@ utility_hook(PlannedStmt *pstmt, const char *queryString,
 	 * A prepared transaction ended: its group slots came free, and its
 	 * changes, told to the floors at PREPARE, are visible now or undone
 	 */
+	if (IsA(stmt, TruncateStmt))
+		truncated((TruncateStmt *) stmt);
 	if (prepared_end)
 	{
 		dlsm_floor_prepared_ended(MyDatabaseId);

@@ -104,6 +104,7 @@ typedef struct DlsmNamedShared
 {
 	LWLock	   *lock;			/* guards named[] */
 	DlsmNamedEntry named[DLSM_MAX_NAMED];	/* in no order */
+	uint64		unseen;			/* grants and waits given no entry */
 } DlsmNamedShared;
 
 static DlsmNamedShared *shared = NULL;
@@ -518,6 +519,8 @@ named_enter(const char *name, bool lease)
 		dlsm_name_clip(name, e->name, DLSM_NAMED_LEN);
 		found = i;
 	}
+	if (found < 0)
+		shared->unseen++;
 	LWLockRelease(shared->lock);
 	return found;
 }
@@ -563,4 +566,26 @@ dlsm_named_copy_entries(DlsmNamedEntry *out)
 			out[n++] = *e;
 	LWLockRelease(shared->lock);
 	return n;
+}
+
+/*
+ * How full the named-lock entries are: out (DLSM_MAX_OWNER_TABLES
+ * entries) gets one entry; returns how many.  When full, a lock is granted
+ * and waited for as well, and only dlsm_locks misses it.
+ */
+int
+dlsm_named_usage(DlsmTableUsage *out)
+{
+	int64		used = 0;
+
+	if (!lock_named(LW_SHARED))
+		return 0;
+	for (int i = 0; i < DLSM_MAX_NAMED; i++)
+		used += shared->named[i].pid != 0;
+	out[0] = (DlsmTableUsage)
+	{
+		"named-lock entries", DLSM_MAX_NAMED, used, (int64) shared->unseen
+	};
+	LWLockRelease(shared->lock);
+	return 1;
 }

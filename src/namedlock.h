@@ -17,6 +17,8 @@
 #include "datatype/timestamp.h"
 #include "storage/lwlock.h"
 
+#include "usage.h"
+
 /* The most transaction-scope holders and waiters of named locks shown. */
 #define DLSM_MAX_NAMED 256
 
@@ -47,5 +49,6 @@ extern int64 dlsm_named_purge(void);
 extern Size dlsm_named_shmem_size(void);
 extern void dlsm_named_shmem_init(LWLock *lock);
 extern int	dlsm_named_copy_entries(DlsmNamedEntry *out);
+extern int	dlsm_named_usage(DlsmTableUsage *out);
 
 #endif							/* DLSM_NAMEDLOCK_H */

@@ -223,3 +223,26 @@ anyone_listens(Oid dboid)
 	LWLockRelease(shared->lock);
 	return listens;
 }
+
+/*
+ * How full the listener counts are: out (DLSM_MAX_OWNER_TABLES entries)
+ * gets one entry; returns how many.  Once a listener found no room, every
+ * NOTIFY dlsm would skip is sent (full: 1).
+ */
+int
+dlsm_notify_usage(DlsmTableUsage *out)
+{
+	int64		used = 0;
+
+	if (!lock_listeners(LW_SHARED))
+		return 0;
+	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+		used += shared->listeners[i] > 0;
+	out[0] = (DlsmTableUsage)
+	{
+		"listening databases", DLSM_MAX_DATABASES, used,
+			shared->listeners_lost ? 1 : 0
+	};
+	LWLockRelease(shared->lock);
+	return 1;
+}

@@ -16,6 +16,8 @@
 #include "nodes/nodes.h"
 #include "storage/lwlock.h"
 
+#include "usage.h"
+
 extern void dlsm_notify_init(void);
 extern void dlsm_notify_client_listens(Node *stmt);
 extern void dlsm_notify_send(const char *channel);
@@ -23,5 +25,6 @@ extern void dlsm_notify_send(const char *channel);
 /* client backends that LISTEN, counted in shared memory */
 extern Size dlsm_notify_shmem_size(void);
 extern void dlsm_notify_shmem_init(LWLock *lock);
+extern int	dlsm_notify_usage(DlsmTableUsage *out);
 
 #endif							/* DLSM_NOTIFY_H */

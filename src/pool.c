@@ -115,6 +115,11 @@ typedef struct DlsmPoolShared
 	int			nslotless;		/* databases the launcher's last look left
 								 * without a slot, ... */
 	Oid			slotless[DLSM_MAX_SLOTLESS];	/* ... the first of them */
+	/* times each table had no room (dlsm_pool_usage) */
+	uint64		slots_refused;	/* a database a look left without a slot */
+	uint64		slotless_left;	/* ... and not shown */
+	uint64		without_left;	/* a database without dlsm kept its slot */
+	uint64		shuns_cut;		/* a shun ended early for another's */
 } DlsmPoolShared;
 
 static DlsmPoolShared *shared = NULL;
@@ -465,8 +470,11 @@ dlsm_pool_count_known(const Oid *dbs, int n, bool *no_slot)
 		DlsmSlot   *slot = slot_for(dbs[i], true);
 
 		no_slot[i] = slot == NULL && !without_dlsm_has(dbs[i]);
+		shared->slots_refused += no_slot[i];
 		if (no_slot[i] && shared->nslotless < DLSM_MAX_SLOTLESS)
 			shared->slotless[shared->nslotless++] = dbs[i];
+		else if (no_slot[i])
+			shared->slotless_left++;
 		if (slot != NULL && !slot->no_extension)
 			count++;
 	}
@@ -670,6 +678,8 @@ worker_detach(int code, Datum arg)
 		hash_search(without_dlsm, &my_slot->info.dboid, HASH_ENTER_NULL,
 					&found) != NULL)
 		memset(my_slot, 0, sizeof(DlsmSlot));
+	else if (my_slot->no_extension)
+		shared->without_left++;
 	LWLockRelease(shared->lock);
 }
 
@@ -773,6 +783,9 @@ dlsm_pool_worker_shun(Oid owner, Oid cause, TimestampTz until, int count)
 		if (my_slot->shunned_until[i] < my_slot->shunned_until[pick])
 			pick = i;
 	}
+	if (my_slot->shunned[pick] != owner &&
+		my_slot->shunned_until[pick] > GetCurrentTimestamp())
+		shared->shuns_cut++;
 	my_slot->shunned[pick] = owner;
 	my_slot->shunned_until[pick] = until;
 	my_slot->shun_count[pick] = count;
@@ -1017,4 +1030,56 @@ dlsm_pool_copy_workers(DlsmWorkerInfo **out)
 	}
 	LWLockRelease(shared->lock);
 	return n;
+}
+
+/*
+ * How full the pool's tables are: out (DLSM_MAX_OWNER_TABLES entries)
+ * gets one entry for each; returns how many.  Only the launcher and the
+ * workers add entries: a database is made by a role that may create
+ * databases, a shun by a worker.  When full: a database left without a
+ * slot waits for one to come free (dlsm_worker_status shows the first
+ * DLSM_MAX_SLOTLESS of them), a database without dlsm that finds no room
+ * keeps its slot, and the shun that ends first gives way to a new one.
+ */
+int
+dlsm_pool_usage(DlsmTableUsage *out)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int64		used = 0;
+	int64		shuns = 0;
+
+	if (shared == NULL)
+		return 0;
+	LWLockAcquire(shared->lock, LW_SHARED);
+	for (int i = 0; i < nslots; i++)
+	{
+		int64		n = 0;
+
+		used += OidIsValid(slots[i].info.dboid);
+		for (int k = 0; k < DLSM_MAX_SHUNNED; k++)
+			n += slots[i].shunned_until[k] > now;
+		shuns = Max(shuns, n);
+	}
+	out[0] = (DlsmTableUsage)
+	{
+		"worker slots", nslots, used, (int64) shared->slots_refused
+	};
+	out[1] = (DlsmTableUsage)
+	{
+		"databases without dlsm", DLSM_MAX_WITHOUT,
+			(int64) hash_get_num_entries(without_dlsm),
+			(int64) shared->without_left
+	};
+	out[2] = (DlsmTableUsage)
+	{
+		"databases shown without a slot", DLSM_MAX_SLOTLESS,
+			shared->nslotless, (int64) shared->slotless_left
+	};
+	out[3] = (DlsmTableUsage)
+	{
+		"shunned owners, per database", DLSM_MAX_SHUNNED, shuns,
+			(int64) shared->shuns_cut
+	};
+	LWLockRelease(shared->lock);
+	return 4;
 }

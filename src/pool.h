@@ -16,6 +16,8 @@
 #include "datatype/timestamp.h"
 #include "storage/lwlock.h"
 
+#include "usage.h"
+
 /* Bytes of a worker's last error kept in shared memory. */
 #define DLSM_ERROR_LEN 256
 
@@ -122,6 +124,7 @@ typedef enum DlsmNoWorker
 
 extern void dlsm_pool_warn_no_worker(DlsmNoWorker what, const char *queue);
 extern int	dlsm_pool_copy_workers(DlsmWorkerInfo **out);
+extern int	dlsm_pool_usage(DlsmTableUsage *out);
 
 
 #endif							/* DLSM_POOL_H */

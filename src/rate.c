@@ -38,12 +38,12 @@
 /*
  * How many entries of the rate table (DLSM_MAX_RATES, rate.h) a group's
  * key may be found in (from its hash on).  The owners and databases
- * holding entries are counted in DLSM_RATE_HOLDERS counters; one at its
+ * holding entries are counted in DLSM_MAX_RATE_HOLDERS counters; one at its
  * share looks for spent entries in the whole table, at most every
  * DLSM_RATE_SWEEP_US.
  */
 #define DLSM_RATE_PROBES 64
-#define DLSM_RATE_HOLDERS 128
+#define DLSM_MAX_RATE_HOLDERS 128
 #define DLSM_RATE_SWEEP_US USECS_PER_SEC
 
 /*
@@ -78,9 +78,10 @@ typedef struct DlsmRateShared
 {
 	LWLock	   *rate_lock;		/* guards the fields below */
 	DlsmRate	rates[DLSM_MAX_RATES];
-	DlsmRateHolder rate_holders[DLSM_RATE_HOLDERS]; /* in no order */
+	DlsmRateHolder rate_holders[DLSM_MAX_RATE_HOLDERS]; /* in no order */
 	TimestampTz rates_swept_at; /* spent entries last freed */
 	uint64		rates_not_kept; /* claims admitted without an entry */
+	uint64		holders_full;	/* of them, for want of a counter */
 } DlsmRateShared;
 
 static DlsmRateShared *shared = NULL;
@@ -129,7 +130,7 @@ rate_holder(Oid dboid, Oid owner, bool create)
 {
 	DlsmRateHolder *free_holder = NULL;
 
-	for (int i = 0; i < DLSM_RATE_HOLDERS; i++)
+	for (int i = 0; i < DLSM_MAX_RATE_HOLDERS; i++)
 	{
 		DlsmRateHolder *h = &shared->rate_holders[i];
 
@@ -138,6 +139,8 @@ rate_holder(Oid dboid, Oid owner, bool create)
 		if (h->held == 0 && free_holder == NULL)
 			free_holder = h;
 	}
+	if (free_holder == NULL && create)
+		shared->holders_full++;
 	if (free_holder == NULL || !create)
 		return NULL;
 	free_holder->dboid = dboid;
@@ -354,4 +357,40 @@ dlsm_rate_forget(Oid relid)
 			rate_free(r);
 	}
 	LWLockRelease(shared->rate_lock);
+}
+
+/*
+ * How full the rates' tables are: out (DLSM_MAX_OWNER_TABLES entries) gets
+ * one entry for each; returns how many.  A claim of a group that finds no
+ * entry it may take is admitted (rates_not_kept, and a WARNING by
+ * grouplimit.c): a full table never holds a group back.
+ */
+int
+dlsm_rate_usage(DlsmTableUsage *out)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int64		rates = 0;
+	int64		holders = 0;
+
+	if (shared == NULL)
+		return 0;
+	LWLockAcquire(shared->rate_lock, LW_SHARED);
+	for (int i = 0; i < DLSM_MAX_RATES; i++)
+		if (OidIsValid(shared->rates[i].dboid) &&
+			shared->rates[i].next_at > now)
+			rates++;
+	for (int i = 0; i < DLSM_MAX_RATE_HOLDERS; i++)
+		if (shared->rate_holders[i].held > 0)
+			holders++;
+	out[0] = (DlsmTableUsage)
+	{
+		"rates", DLSM_MAX_RATES, rates, (int64) shared->rates_not_kept
+	};
+	out[1] = (DlsmTableUsage)
+	{
+		"rate holders", DLSM_MAX_RATE_HOLDERS, holders,
+			(int64) shared->holders_full
+	};
+	LWLockRelease(shared->rate_lock);
+	return 2;
 }

@@ -16,6 +16,8 @@
 #include "datatype/timestamp.h"
 #include "storage/lwlock.h"
 
+#include "usage.h"
+
 /*
  * The most groups whose rate limit holds back their next claim at once,
  * in all, of the queues of one owner and of one database, so that no
@@ -55,5 +57,6 @@ extern void dlsm_rate_give_back(Oid relid, uint64 group,
 								const DlsmRateTaken *taken);
 extern TimestampTz dlsm_rate_next(Oid relid, uint64 group);
 extern void dlsm_rate_forget(Oid relid);
+extern int	dlsm_rate_usage(DlsmTableUsage *out);
 
 #endif							/* DLSM_RATE_H */

@@ -12,8 +12,8 @@
  * and expressions run as the owner only, and a queue that dlsm refuses
  * (row-level security) shows NULL counts instead of failing the view.
  *
- * Calls queue.c, state.c, plans.c, identity.c, names.c, namedlock.c and
- * pool.c; nothing calls it.
+ * Calls queue.c, state.c, plans.c, identity.c, names.c, namedlock.c,
+ * floor.c, rate.c, notify.c and pool.c; nothing calls it.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -35,12 +35,15 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "floor.h"
 #include "identity.h"
 #include "namedlock.h"
 #include "names.h"
+#include "notify.h"
 #include "plans.h"
 #include "pool.h"
 #include "queue.h"
+#include "rate.h"
 #include "state.h"
 
 /*
@@ -66,6 +69,7 @@ enum
 PG_FUNCTION_INFO_V1(dlsm_worker_status);
 PG_FUNCTION_INFO_V1(dlsm_queue_stats);
 PG_FUNCTION_INFO_V1(dlsm_locks);
+PG_FUNCTION_INFO_V1(dlsm_shared_tables);
 
 /* The columns of dlsm_worker_status. */
 enum
@@ -96,6 +100,12 @@ enum
 {
 	LK_NAME, LK_SCOPE, LK_FENCE, LK_HOLDER, LK_ACQUIRED_AT, LK_LEASE_UNTIL,
 	LK_WAITERS, LK_POSITION, LK_AGE, LK_NCOLS
+};
+
+/* The columns of dlsm_shared_tables. */
+enum
+{
+	ST_NAME, ST_CAPACITY, ST_USED, ST_FULL, ST_NCOLS
 };
 
 /*
@@ -350,5 +360,38 @@ dlsm_locks(PG_FUNCTION_ARGS)
 		put_row(fcinfo, values, nulls);
 	}
 	dlsm_plan_finish();
+	return (Datum) 0;
+}
+
+/*
+ * dlsm_shared_tables(): one row per fixed-size table of dlsm's shared
+ * memory (none without preloading): its capacity, the entries in use, and
+ * how many times since the server started an entry found no room.  Each
+ * owner (floor.c, rate.c, pool.c, namedlock.c, notify.c) says what it does
+ * then.
+ */
+Datum
+dlsm_shared_tables(PG_FUNCTION_ARGS)
+{
+	DlsmTableUsage tables[5 * DLSM_MAX_OWNER_TABLES];
+	int			n = 0;
+
+	(void) begin_view(fcinfo, ST_NCOLS, ST_NCOLS);
+	n += dlsm_floor_usage(tables + n);
+	n += dlsm_rate_usage(tables + n);
+	n += dlsm_pool_usage(tables + n);
+	n += dlsm_named_usage(tables + n);
+	n += dlsm_notify_usage(tables + n);
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[ST_NCOLS];
+		bool		nulls[ST_NCOLS] = {false};
+
+		values[ST_NAME] = CStringGetTextDatum(tables[i].name);
+		values[ST_CAPACITY] = Int64GetDatum(tables[i].capacity);
+		values[ST_USED] = Int64GetDatum(tables[i].used);
+		values[ST_FULL] = Int64GetDatum(tables[i].full);
+		put_row(fcinfo, values, nulls);
+	}
 	return (Datum) 0;
 }

@@ -52,6 +52,7 @@ typedef struct QueueChanges
 								 * PG_INT64_MIN: any, PG_INT64_MAX: none */
 	bool		reset;			/* its rules changed: any row, any entity */
 	bool		dropped;		/* it is a queue no more */
+	bool		truncated;		/* its rows are gone */
 	int			nentities;		/* entities whose rows it changed */
 	int			maxentities;
 	uint64	   *entities;		/* their keys (dlsm_floor_entity_key) */
@@ -102,6 +103,8 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 				continue;
 			if (q->reset)
 				dlsm_floor_reset(q->relid);
+			if (q->dropped || q->truncated)
+				dlsm_floor_forget(q->relid);
 			if (q->dropped)
 				dlsm_rate_forget(q->relid);
 			if (q->lowest != PG_INT64_MAX)
@@ -343,8 +346,9 @@ dlsm_wake_queue_changed_at_commit(Oid relid)
 }
 
 /*
- * Queue relid is dropped (unregistered) when this transaction commits: the
- * spacings of its groups' claims are forgotten then (rate.c).
+ * Queue relid is dropped (unregistered) when this transaction commits: its
+ * floor (floor.c) and the spacings of its groups' claims (rate.c) are
+ * forgotten then.
  */
 void
 dlsm_wake_queue_dropped_at_commit(Oid relid)
@@ -354,4 +358,32 @@ dlsm_wake_queue_dropped_at_commit(Oid relid)
 
 	q->dropped = true;
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Table relid was truncated (hooks.c): when this transaction commits, its
+ * floor is forgotten (floor.c), with the groups parked there for units
+ * that are gone.  Its rate spacings stay: they count time, not rows.
+ */
+void
+dlsm_wake_queue_truncated_at_commit(Oid relid)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	QueueChanges *q = queue_changes(relid);
+
+	q->truncated = true;
+	MemoryContextSwitchTo(old);
+	wake_at_commit = true;
+}
+
+/*
+ * Table relid becomes a queue (dlsm_create_queue, dlsm_register_queue):
+ * whatever the floors and rates kept for its OID belonged to a table gone
+ * before, or to its time as a queue before, and is forgotten now.
+ */
+void
+dlsm_wake_queue_new(Oid relid)
+{
+	dlsm_floor_forget(relid);
+	dlsm_rate_forget(relid);
 }

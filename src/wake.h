@@ -25,6 +25,8 @@ extern void dlsm_wake_enqueue_inserting(Oid relid, bool own);
 extern bool dlsm_wake_is_enqueue_insert(Oid relid);
 extern void dlsm_wake_queue_changed_at_commit(Oid relid);
 extern void dlsm_wake_queue_dropped_at_commit(Oid relid);
+extern void dlsm_wake_queue_truncated_at_commit(Oid relid);
+extern void dlsm_wake_queue_new(Oid relid);
 extern void dlsm_wake_entity_changed_at_commit(Oid relid, const char *entity);
 extern void dlsm_wake_group_freed_now(Oid relid, const char *group);
 extern void dlsm_wake_group_freed_at_end(Oid relid, const char *group);

@@ -23,7 +23,7 @@ use strict;
 use warnings;
 
 my $src = ($0 =~ m{(.*)/test/arch\.pl$} ? $1 : '.') . '/src';
-# compat.h is under every layer: macros over PostgreSQL's own headers for
+# compat.h and usage.h are under every layer: compat.h's macros over PostgreSQL's own headers for
 # its majors, which the base layer needs as much as the rest (floor.c
 # names a backend's process number through it)
 # floor.c and rate.c call nothing of dlsm: base, under the claims, wake.c
@@ -33,7 +33,7 @@ my $src = ($0 =~ m{(.*)/test/arch\.pl$} ? $1 : '.') . '/src';
 # create its part, as PostgreSQL's ipci.c does, and only dlsm.c calls it:
 # top
 my %layer = (
-	compat => -1, cache => 0, guc => 0, subxact => 0, identity => 0,
+	compat => -1, cache => 0, usage => -1, guc => 0, subxact => 0, identity => 0,
 	extension => 0, names => 0, waits => 0, floor => 0, rate => 0,
 	plans => 1, notify => 1, locks => 1, bound => 1, pool => 1,
 	queue => 2, fence => 2, wake => 2,

@@ -13,7 +13,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE SCHEMA dlsm_ext;
 CREATE EXTENSION dlsm WITH SCHEMA dlsm_ext;
 
-SELECT plan(30);
+SELECT plan(32);
 
 -- The extension's members (pg_depend deptype 'e'), as pg_describe_object
 -- prints them.
@@ -129,6 +129,13 @@ SELECT results_eq($$
 	  FROM pg_event_trigger WHERE evtname = 'dlsm_forget_dropped' $$,
 	$$ VALUES ('sql_drop', 'dlsm_ext.dlsm_forget_dropped()', true, true) $$,
 	'event trigger dlsm_forget_dropped fires on every sql_drop and calls the extension''s function');
+
+-- The shared tables (1.5): one row per fixed-size table, for pg_monitor
+SELECT columns_are('dlsm_ext', 'dlsm_shared_tables', ARRAY[
+	'name', 'capacity', 'used', 'times_full']);
+SELECT ok(NOT has_table_privilege('public', 'dlsm_ext.dlsm_shared_tables', 'SELECT')
+		  AND has_table_privilege('pg_monitor', 'dlsm_ext.dlsm_shared_tables', 'SELECT'),
+		  'dlsm_shared_tables is for pg_monitor, not PUBLIC');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -891,6 +891,8 @@ note "identity matrix: $checked cells checked";
 my %exempt = (
 	# reads the worker's shared memory
 	dlsm_worker_status => 1,
+	# reads the counters of dlsm's shared tables
+	dlsm_shared_tables => 1,
 	# reads dlsm_leases and the lock manager: a read runs no hook
 	# (dlsm's tables have no row-level security), and only the
 	# extension's owner could add one

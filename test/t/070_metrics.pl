@@ -252,6 +252,14 @@ is(value($m, 'dlsm_locks_waiters', %db), '1', 'dlsm_locks_waiters: 1');
 my $wait = value($m, 'dlsm_locks_longest_wait_seconds', %db);
 ok(defined $wait && $wait > 0 && $wait < 600, "dlsm_locks_longest_wait_seconds ($wait s)");
 
+# the shared tables (dlsm_shared_tables): the server's, in each database
+is(value($m, 'dlsm_shared_table_capacity', %db, table_name => 'rates'), '16384',
+	'dlsm_shared_table_capacity: 16384 rates');
+my $named = value($m, 'dlsm_shared_table_used', %db, table_name => 'named-lock entries');
+ok(defined $named && $named >= 1, "dlsm_shared_table_used: the lock's entries ($named)");
+is(value($m, 'dlsm_shared_table_full_total', %db, table_name => 'parked groups'), '0',
+	'dlsm_shared_table_full_total: no parked group left out');
+
 # ---------------------------------------------------------------------
 # After a reaping pass and the lock's release: the values follow
 # ---------------------------------------------------------------------

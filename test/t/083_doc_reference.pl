@@ -77,7 +77,8 @@ sub in_table
 }
 
 my @internal = qw(dlsm_wake dlsm_capture_trigger dlsm_forget_dropped dlsm_launcher_wake
-  dlsm_fence_start dlsm_queue_stats dlsm_worker_status dlsm_locks dlsm_group_state);
+  dlsm_fence_start dlsm_queue_stats dlsm_worker_status dlsm_locks dlsm_group_state
+  dlsm_shared_tables);
 my %internal = map { $_ => 1 } @internal;
 is(join(', ', grep { !in_table($summary, $_) } @functions), '',
 	'every function is in the summary of doc/reference.md');
