@@ -148,7 +148,7 @@ one() {
 			fi
 			echo "round $r $build $s $who $v/s${lat:+, latency $(cat "$base/lat.out") (ms, samples)}"
 		done
-		[ -z "$listener" ] || { kill "$listener" 2>/dev/null; wait "$listener" 2>/dev/null || true; }
+		[ -z "$listener" ] || { kill "$listener" 2>/dev/null || true; wait "$listener" 2>/dev/null || true; }
 	done
 	cluster_stop >/dev/null
 }
