@@ -102,12 +102,12 @@ my $quiet_since;
 while (1)
 {
 	my @got = notified($listener);
-	if (@got)
+	while (@got)
 	{
+		# psql prints what came during the look after it: a wake-up too
 		$wakeups++;
-		$listener->query_safe($consume);
+		@got = ($listener->query($consume) =~ /Asynchronous notification "rq"/g);
 		$quiet_since = undef;
-		next;
 	}
 	if ($pgbench->pumpable)
 	{
