@@ -65,7 +65,7 @@ int			dlsm_max_databases = 128;
 bool		dlsm_log_statements = false;
 
 /* Leave the NOTIFYs of queue channels to the database's relay (notify.c). */
-bool		dlsm_notify_relay = true;
+bool		dlsm_notify_relay = false;
 
 static bool
 check_databases(char **newval, void **extra, GucSource source)
@@ -237,7 +237,7 @@ dlsm_guc_init(void)
 							 "Leaves the NOTIFY of a queue's channel to the database's relay, after the commit.",
 							 "Off: a transaction that enqueues notifies in its own commit, holding the notify lock across its WAL flush.",
 							 &dlsm_notify_relay,
-							 true,
+							 false,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

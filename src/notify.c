@@ -170,7 +170,8 @@ notify_xact_callback(XactEvent event, void *arg)
 		exit_callback_registered = true;
 		counted_as_listener = true;
 		count_listener(MyDatabaseId, 1);
-		start_relay(MyDatabaseId);
+		if (dlsm_notify_relay)
+			start_relay(MyDatabaseId);
 	}
 	else if (event == XACT_EVENT_COMMIT && pending == LISTEN_STOP)
 		uncount_listener(0, (Datum) 0);
@@ -225,7 +226,7 @@ dlsm_notify_send(const char *channel)
 		return;
 	}
 	Async_Notify(channel, "");
-	if (relay == DLSM_RELAY_NONE)
+	if (relay == DLSM_RELAY_NONE && dlsm_notify_relay)
 		start_relay(MyDatabaseId);
 }
 

@@ -1,6 +1,7 @@
 # Copyright (c) 2026, dlsm developers
 #
-# The relay (issue 34): while dlsm is preloaded, a producer's commit only
+# The relay (issue 34): while dlsm is preloaded and dlsm.notify_relay is
+# on, a producer's commit only
 # marks the queue's channel in shared memory, and the database's relay
 # (backend_type 'dlsm relay') sends the NOTIFY:
 #   - the first LISTEN starts it, and the notifications come from it;
@@ -13,6 +14,8 @@
 #   - a handler that sleeps 5 s does not hold notifications back;
 #   - a relay terminated is restarted, and notifications keep coming;
 #   - DROP DATABASE stops the relay of the database;
+#   - with dlsm.notify_relay off (the default; the test turns it on), a
+#     LISTEN starts no relay and the producer notifies, as before;
 #   - without preloading, the producer's transaction notifies, as before.
 use strict;
 use warnings;
@@ -27,6 +30,7 @@ use lib "$ENV{TESTDIR}/test/perl";
 use DlsmTest;
 
 my $node = dlsm_node('relay', qq{
+dlsm.notify_relay = on
 track_commit_timestamp = on
 max_connections = 50
 });
@@ -210,6 +214,25 @@ is($ret, 0, "DROP DATABASE of a database with a relay works $err");
 sleep 2;
 is(sql(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'dlsm relay'}),
 	'1', 'its relay is not restarted');
+
+# ---------------------------------------------------------------------
+# dlsm.notify_relay off (the default): a LISTEN in a new database starts
+# no relay, and the producer notifies in its own commit.
+# ---------------------------------------------------------------------
+sql(q{ALTER SYSTEM SET dlsm.notify_relay = off; SELECT pg_reload_conf()});
+sql(q{CREATE DATABASE third});
+$node->safe_psql('third', q{SET client_min_messages = error; CREATE EXTENSION dlsm; SELECT dlsm_create_queue('rq')});
+my $off_listener = $node->background_psql('third');
+$off_listener->query_safe('LISTEN rq');
+my $off_producer = $node->background_psql('third');
+my $off_pid = $off_producer->query_safe('SELECT pg_backend_pid()');
+$off_producer->query_safe(q{SELECT dlsm_enqueue('rq', 'off')});
+@pids = wait_notified($off_listener, 10);
+is_deeply(\@pids, [$off_pid], 'dlsm.notify_relay off: the producer notifies');
+is(sql(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'dlsm relay' AND datname = 'third'}),
+	'0', '... and no relay starts');
+$off_listener->quit;
+$off_producer->quit;
 $listener->quit;
 $producer->quit;
 
