@@ -27,6 +27,7 @@ OBJS = \
 	src/pool.o \
 	src/queue.o \
 	src/rate.o \
+	src/relay.o \
 	src/shmem.o \
 	src/state.o \
 	src/subxact.o \

@@ -64,6 +64,9 @@ int			dlsm_max_databases = 128;
 /* Log each statement dlsm prepares, expanded, at LOG. */
 bool		dlsm_log_statements = false;
 
+/* Leave the NOTIFYs of queue channels to the database's relay (notify.c). */
+bool		dlsm_notify_relay = false;
+
 static bool
 check_databases(char **newval, void **extra, GucSource source)
 {
@@ -227,6 +230,15 @@ dlsm_guc_init(void)
 							 &dlsm_log_statements,
 							 false,
 							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("dlsm.notify_relay",
+							 "Leaves the NOTIFY of a queue's channel to the database's relay, after the commit.",
+							 "Off: a transaction that enqueues notifies in its own commit, holding the notify lock across its WAL flush.",
+							 &dlsm_notify_relay,
+							 false,
+							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
 

@@ -26,6 +26,7 @@ extern int	dlsm_node_id;
 extern int	dlsm_max_workers;
 extern int	dlsm_max_databases;
 extern bool dlsm_log_statements;
+extern bool dlsm_notify_relay;
 
 extern void dlsm_guc_init(void);
 

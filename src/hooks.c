@@ -7,8 +7,8 @@
  *
  * DROP DATABASE, ALTER DATABASE ... RENAME or SET TABLESPACE and CREATE
  * DATABASE ... TEMPLATE wait for no other session in the database: before
- * them, the database's worker is asked to stop and kept from starting
- * again for STOP_PAUSE_MS (for the database's owner only: others are
+ * them, the database's worker and relay (notify.c) are asked to stop and
+ * kept from starting again for STOP_PAUSE_MS (for the database's owner only: others are
  * refused by the command anyway).  LISTEN and UNLISTEN are passed to
  * notify.c, which counts the client backends that listen; NOTIFY dlsm,
  * 'reap' asks the database's worker to reap when it commits (wake.c);
@@ -78,14 +78,41 @@ stop_worker(Oid dboid)
 	}
 }
 
-/* Stop the worker of dbname, if the caller may drop or change it. */
+/*
+ * Stop the relay of database dboid (notify.c) and keep another from
+ * starting for a while; returns once it is gone or STOP_WAIT_MS passed.
+ */
+static void
+stop_relay(Oid dboid)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   STOP_WAIT_MS);
+	pid_t		pid = dlsm_notify_relay_pause(dboid, STOP_PAUSE_MS);
+
+	if (pid == 0)
+		return;
+	kill(pid, SIGTERM);
+	while (GetCurrentTimestamp() < deadline &&
+		   !dlsm_notify_relay_gone(dboid, pid))
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, dlsm_wait_event(DLSM_WAIT_WORKER_STOP));
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* Stop the worker and relay of dbname, if the caller may drop or change it. */
 static void
 stop_worker_of(const char *dbname)
 {
 	Oid			dboid = get_database_oid(dbname, true);
 
 	if (OidIsValid(dboid) && DLSM_DATABASE_OWNERCHECK(dboid, GetUserId()))
+	{
 		stop_worker(dboid);
+		stop_relay(dboid);
+	}
 }
 
 /* Does the option list have an option named name (with a value)? */

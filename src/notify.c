@@ -13,16 +13,35 @@
  * function call, is not seen.)
  *
  * dlsm's own NOTIFYs (a queue's channel, at the commit of an enqueue or a
- * reap, wake.c) take a cluster-wide lock at commit; they are sent only
- * while some client backend of the database listens.  Backends are counted
- * as listeners (in shared memory, below) as a LISTEN they ran commits, and uncounted when
- * an UNLISTEN * committed or they exit: a LISTEN or UNLISTEN rolled back
- * changes nothing.
+ * reap, wake.c) are sent only while some client backend of the database
+ * listens.  Backends are counted as listeners (in shared memory, below) as
+ * a LISTEN they ran commits, and uncounted when an UNLISTEN * committed or
+ * they exit: a LISTEN or UNLISTEN rolled back changes nothing.
  *
- * Its shared state, the listener counts, is its own: created by shmem.c's
- * hooks (dlsm_notify_shmem_init), under a lock shmem.c gives it.
+ * A NOTIFY holds PostgreSQL's notify lock, one for the whole cluster,
+ * across its transaction's commit and WAL flush: many producers that
+ * notified would commit one at a time.  So, while preloaded, they do not
+ * notify: the database's relay (relay.c, a background worker of its own,
+ * started by the first LISTEN or producer that finds none) does, for them.
+ * A producer that would notify a channel marks it in shared memory once
+ * its commit is visible to all (dlsm_notify_committed), and sets the
+ * relay's latch; the relay takes the marks (clearing them) and sends one
+ * NOTIFY per marked channel in a transaction of its own.  No wake-up is
+ * lost: the relay clears a mark before it sends, and a producer marks after
+ * its commit, so the relay's NOTIFY commits after every commit whose mark
+ * it took, and a mark set after the relay took it is taken again.  A
+ * listener that LISTENed, then looked at the queue, either saw the row or
+ * listened before it committed, and so before the NOTIFY that follows.  A
+ * producer that finds no running relay, or no room for its channel,
+ * notifies in its own transaction, as without preloading.  Marks are kept
+ * while no relay runs: the next one to start sends them.
  *
- * Calls nothing of dlsm.
+ * Its shared state, the listener counts, the relays and the marks, is its
+ * own: created by shmem.c's hooks (dlsm_notify_shmem_init), under a lock
+ * shmem.c gives it.  The lock guards every field but the marks, which are
+ * atomics, set by producers without it and taken by the relay.
+ *
+ * Calls nothing of dlsm; reads dlsm.notify_relay (guc.c).
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -35,12 +54,18 @@
 
 #include "access/xact.h"
 #include "commands/async.h"
+#include "commands/dbcommands.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "port/atomics.h"
+#include "postmaster/bgworker.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "utils/timestamp.h"
 
+#include "guc.h"
 #include "notify.h"
 
 /* This backend's standing as a listener, and the change its transaction makes. */
@@ -57,19 +82,69 @@ static enum
  */
 #define DLSM_MAX_DATABASES 64
 
-/* The databases whose client backends LISTEN. */
+/* The most channels that can be marked for the relays, over all databases. */
+#define DLSM_MAX_CHANNELS 512
+
+/* The channels a transaction may leave to the relay; more are notified. */
+#define MAX_MARKS_PER_XACT 16
+
+/* How long a relay that was asked to start may take to run. */
+#define RELAY_START_MS 10000
+
+/* Where a database's relay stands. */
+typedef enum DlsmRelayState
+{
+	DLSM_RELAY_NONE,			/* none runs: producers notify */
+	DLSM_RELAY_STARTING,		/* asked for: producers notify meanwhile */
+	DLSM_RELAY_RUNNING			/* producers mark, it notifies */
+} DlsmRelayState;
+
+/* A database's relay. */
+typedef struct DlsmRelay
+{
+	Oid			dboid;			/* its database; InvalidOid: free */
+	DlsmRelayState state;
+	pid_t		pid;			/* while running */
+	Latch	   *latch;			/* while running: set by a first mark */
+	TimestampTz since;			/* asked for at (STARTING) */
+	TimestampTz stopped_until;	/* none starts before (DROP DATABASE) */
+} DlsmRelay;
+
+/* A channel of a database, marked for its relay. */
+typedef struct DlsmMark
+{
+	Oid			dboid;			/* set once, under the lock */
+	char		channel[NAMEDATALEN];	/* set once, under the lock */
+	pg_atomic_uint32 marked;	/* 1: a commit wants it notified */
+} DlsmMark;
+
+/* The databases whose client backends LISTEN, their relays, the marks. */
 typedef struct DlsmListenShared
 {
-	LWLock	   *lock;			/* guards the fields below */
+	LWLock	   *lock;			/* guards the fields below, not marked */
 	Oid			listen_db[DLSM_MAX_DATABASES];	/* databases with... */
 	int			listeners[DLSM_MAX_DATABASES];	/* ...clients that LISTEN */
 	bool		listeners_lost; /* a listener found no free entry */
+	DlsmRelay	relays[DLSM_MAX_DATABASES]; /* never freed */
+	int			nmarks;			/* entries of marks in use, never freed */
+	int64		marks_full;		/* channels that found no entry */
+	DlsmMark	marks[DLSM_MAX_CHANNELS];
 } DlsmListenShared;
 
 static DlsmListenShared *shared = NULL;
 
+/* The marks this transaction sets once it committed (dlsm_notify_committed). */
+static int	xact_marks[MAX_MARKS_PER_XACT];
+static int	nxact_marks = 0;
+
+/* This backend's relay, when it is one (dlsm_notify_relay_attach). */
+static DlsmRelay *my_relay = NULL;
+
 static void count_listener(Oid dboid, int delta);
-static bool anyone_listens(Oid dboid);
+static bool anyone_listens(Oid dboid, DlsmRelayState *relay);
+static int	channel_mark(Oid dboid, const char *channel);
+static void start_relay(Oid dboid);
+static bool relay_start_failed(Oid dboid);
 
 static void
 uncount_listener(int code, Datum arg)
@@ -96,12 +171,16 @@ notify_xact_callback(XactEvent event, void *arg)
 		exit_callback_registered = true;
 		counted_as_listener = true;
 		count_listener(MyDatabaseId, 1);
+		if (dlsm_notify_relay)
+			start_relay(MyDatabaseId);
 	}
 	else if (event == XACT_EVENT_COMMIT && pending == LISTEN_STOP)
 		uncount_listener(0, (Datum) 0);
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE)
 		pending = LISTEN_UNCHANGED;
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE)
+		nxact_marks = 0;
 }
 
 /* Register the transaction-end hook; called once from _PG_init. */
@@ -127,12 +206,60 @@ dlsm_notify_client_listens(Node *stmt)
 		pending = LISTEN_STOP;
 }
 
-/* NOTIFY channel when the transaction commits, if anyone may listen. */
+/*
+ * NOTIFY channel when the transaction commits, if anyone may listen: let
+ * the database's relay send it, when one runs, or else send it in this
+ * transaction.  Called as the transaction commits (XACT_EVENT_PRE_COMMIT).
+ */
 void
 dlsm_notify_send(const char *channel)
 {
-	if (anyone_listens(MyDatabaseId))
-		Async_Notify(channel, "");
+	DlsmRelayState relay;
+	int			mark;
+
+	if (!anyone_listens(MyDatabaseId, &relay))
+		return;
+	if (relay == DLSM_RELAY_RUNNING && dlsm_notify_relay &&
+		nxact_marks < MAX_MARKS_PER_XACT &&
+		(mark = channel_mark(MyDatabaseId, channel)) >= 0)
+	{
+		xact_marks[nxact_marks++] = mark;
+		return;
+	}
+	Async_Notify(channel, "");
+	if (relay == DLSM_RELAY_NONE && dlsm_notify_relay)
+		start_relay(MyDatabaseId);
+}
+
+/*
+ * The transaction ended (committed: its changes are visible to all, and
+ * its locks released): mark the channels dlsm_notify_send left to the
+ * relay, and wake it when a mark is new.
+ */
+void
+dlsm_notify_committed(bool committed)
+{
+	for (int i = 0; i < nxact_marks && committed; i++)
+	{
+		DlsmMark   *mark = &shared->marks[xact_marks[i]];
+
+		/* read after the commit: a mark seen set is taken after it */
+		pg_memory_barrier();
+		if (pg_atomic_read_u32(&mark->marked) == 0 &&
+			pg_atomic_exchange_u32(&mark->marked, 1) == 0)
+		{
+			Latch	   *latch = NULL;
+
+			LWLockAcquire(shared->lock, LW_SHARED);
+			for (int r = 0; r < DLSM_MAX_DATABASES && latch == NULL; r++)
+				if (shared->relays[r].dboid == mark->dboid)
+					latch = shared->relays[r].latch;
+			LWLockRelease(shared->lock);
+			if (latch != NULL)
+				SetLatch(latch);
+		}
+	}
+	nxact_marks = 0;
 }
 
 /* Shared memory for the listener counts. */
@@ -208,26 +335,34 @@ count_listener(Oid dboid, int delta)
 
 /*
  * May a client backend of dboid be listening?  True when unsure (dlsm not
- * preloaded, or a listener that found no free entry).
+ * preloaded, or a listener that found no free entry).  *relay: where the
+ * database's relay stands (none without preloading).
  */
 static bool
-anyone_listens(Oid dboid)
+anyone_listens(Oid dboid, DlsmRelayState *relay)
 {
 	bool		listens;
 
+	*relay = DLSM_RELAY_NONE;
 	if (!lock_listeners(LW_SHARED))
 		return true;
 	listens = shared->listeners_lost;
 	for (int i = 0; i < DLSM_MAX_DATABASES && !listens; i++)
 		listens = shared->listen_db[i] == dboid && shared->listeners[i] > 0;
+	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+		if (shared->relays[i].dboid == dboid)
+			*relay = shared->relays[i].state;
+	if (*relay == DLSM_RELAY_STARTING && relay_start_failed(dboid))
+		*relay = DLSM_RELAY_NONE;	/* ask again */
 	LWLockRelease(shared->lock);
 	return listens;
 }
 
 /*
- * How full the listener counts are: out (DLSM_MAX_OWNER_TABLES entries)
- * gets one entry; returns how many.  Once a listener found no room, every
- * NOTIFY dlsm would skip is sent (full: 1).
+ * How full the listener counts and the relay's channel marks are: out
+ * (DLSM_MAX_OWNER_TABLES entries) gets two entries; returns how many.  Once
+ * a listener found no room, every NOTIFY dlsm would skip is sent (full: 1);
+ * a channel that finds no mark is notified by its producers.
  */
 int
 dlsm_notify_usage(DlsmTableUsage *out)
@@ -243,6 +378,257 @@ dlsm_notify_usage(DlsmTableUsage *out)
 		"listening databases", DLSM_MAX_DATABASES, used,
 			shared->listeners_lost ? 1 : 0
 	};
+	out[1] = (DlsmTableUsage)
+	{
+		"channel marks", DLSM_MAX_CHANNELS, shared->nmarks,
+			shared->marks_full
+	};
 	LWLockRelease(shared->lock);
-	return 1;
+	return 2;
+}
+
+/* ---------------------------------------------------------------------
+ * Relays and marks
+ * ---------------------------------------------------------------------
+ */
+
+/* The relay entry of dboid, taken when add and free; the lock held. */
+static DlsmRelay *
+relay_of(Oid dboid, bool add)
+{
+	DlsmRelay  *free_entry = NULL;
+
+	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+	{
+		if (shared->relays[i].dboid == dboid)
+			return &shared->relays[i];
+		if (free_entry == NULL && !OidIsValid(shared->relays[i].dboid))
+			free_entry = &shared->relays[i];
+	}
+	if (!add || free_entry == NULL)
+		return NULL;
+	free_entry->dboid = dboid;
+	return free_entry;
+}
+
+/* Was dboid's relay asked for longer ago than it may take to start? */
+static bool
+relay_start_failed(Oid dboid)
+{
+	DlsmRelay  *relay = relay_of(dboid, false);
+
+	return relay != NULL && relay->state == DLSM_RELAY_STARTING &&
+		TimestampDifferenceExceeds(relay->since, GetCurrentTimestamp(),
+								   RELAY_START_MS);
+}
+
+/*
+ * Start a relay for dboid, unless one runs or starts, or a DROP DATABASE
+ * keeps it away.  Without a free background worker, producers notify in
+ * their transactions, as before; the next LISTEN or notifying commit asks
+ * again, once RELAY_START_MS passed.  A relay that stops on an error is
+ * restarted by the postmaster.
+ */
+static void
+start_relay(Oid dboid)
+{
+	BackgroundWorker bgw;
+	DlsmRelay  *relay;
+	char	   *dbname;
+
+	if (!lock_listeners(LW_EXCLUSIVE))
+		return;
+	relay = relay_of(dboid, true);
+	if (relay == NULL || relay->state == DLSM_RELAY_RUNNING ||
+		(relay->state == DLSM_RELAY_STARTING && !relay_start_failed(dboid)) ||
+		GetCurrentTimestamp() < relay->stopped_until)
+	{
+		LWLockRelease(shared->lock);
+		return;
+	}
+	relay->state = DLSM_RELAY_STARTING;
+	relay->since = GetCurrentTimestamp();
+	LWLockRelease(shared->lock);
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS |
+		BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = 1;
+	strlcpy(bgw.bgw_library_name, "dlsm", BGW_MAXLEN);
+	strlcpy(bgw.bgw_function_name, "dlsm_relay_main", BGW_MAXLEN);
+	strlcpy(bgw.bgw_type, "dlsm relay", BGW_MAXLEN);
+	dbname = get_database_name(dboid);
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "dlsm relay for database %s",
+			 dbname ? dbname : "?");
+	bgw.bgw_main_arg = ObjectIdGetDatum(dboid);
+	if (!RegisterDynamicBackgroundWorker(&bgw, NULL))
+		ereport(LOG,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not start the dlsm relay for database \"%s\"",
+						dbname ? dbname : "?"),
+				 errdetail("Producers send the notifications of queue channels in their own transactions until it starts."),
+				 errhint("You may need to increase \"max_worker_processes\".")));
+}
+
+/*
+ * The mark of channel in dboid, added if new; -1 when every entry is
+ * taken (XXX: entries are never freed: a cluster whose databases notified
+ * more than DLSM_MAX_CHANNELS channels notifies the others in producers'
+ * transactions).  A backend keeps the ones it found, as entries never
+ * move.
+ */
+static int
+channel_mark(Oid dboid, const char *channel)
+{
+	static int	known[MAX_MARKS_PER_XACT];
+	static int	nknown = 0;
+	int			found = -1;
+
+	for (int i = 0; i < nknown; i++)
+		if (shared->marks[known[i]].dboid == dboid &&
+			strcmp(shared->marks[known[i]].channel, channel) == 0)
+			return known[i];
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < shared->nmarks && found < 0; i++)
+		if (shared->marks[i].dboid == dboid &&
+			strcmp(shared->marks[i].channel, channel) == 0)
+			found = i;
+	if (found < 0 && shared->nmarks < DLSM_MAX_CHANNELS)
+	{
+		found = shared->nmarks++;
+		shared->marks[found].dboid = dboid;
+		strlcpy(shared->marks[found].channel, channel, NAMEDATALEN);
+		pg_atomic_init_u32(&shared->marks[found].marked, 0);
+	}
+	else if (found < 0)
+		shared->marks_full++;	/* its producers notify themselves */
+	LWLockRelease(shared->lock);
+	if (found >= 0)
+	{
+		/* the oldest known one makes room */
+		if (nknown == MAX_MARKS_PER_XACT)
+			memmove(known, known + 1, sizeof(int) * --nknown);
+		known[nknown++] = found;
+	}
+	return found;
+}
+
+/* The relay of this backend's database stopped. */
+static void
+relay_detach(int code, Datum arg)
+{
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	if (my_relay->pid == MyProcPid)
+	{
+		my_relay->state = DLSM_RELAY_NONE;
+		my_relay->pid = 0;
+		my_relay->latch = NULL;
+	}
+	LWLockRelease(shared->lock);
+	my_relay = NULL;
+}
+
+/*
+ * This background worker becomes the relay of database dboid; false when
+ * it may not (another runs, a DROP DATABASE keeps it away, no entry, no
+ * shared state).  Called before it connects to the database.
+ */
+bool
+dlsm_notify_relay_attach(Oid dboid)
+{
+	DlsmRelay  *relay;
+	bool		ok;
+
+	if (!lock_listeners(LW_EXCLUSIVE))
+		return false;
+	relay = relay_of(dboid, true);
+	ok = relay != NULL && relay->state != DLSM_RELAY_RUNNING &&
+		GetCurrentTimestamp() >= relay->stopped_until;
+	if (ok)
+	{
+		relay->state = DLSM_RELAY_RUNNING;
+		relay->pid = MyProcPid;
+		relay->latch = MyLatch;
+		my_relay = relay;
+	}
+	LWLockRelease(shared->lock);
+	if (ok)
+		before_shmem_exit(relay_detach, (Datum) 0);
+	return ok;
+}
+
+/*
+ * The relay takes the marks of its database, clearing them: up to max of
+ * them, their entries in marks and channels in channels.  Returns how many.
+ */
+int
+dlsm_notify_relay_take(int *marks, char (*channels)[NAMEDATALEN], int max)
+{
+	int			n = 0;
+	int			nmarks;
+
+	LWLockAcquire(shared->lock, LW_SHARED);
+	nmarks = shared->nmarks;
+	LWLockRelease(shared->lock);
+	for (int i = 0; i < nmarks && n < max; i++)
+	{
+		DlsmMark   *mark = &shared->marks[i];
+
+		/* dboid and channel were set before nmarks counted them */
+		if (mark->dboid != my_relay->dboid ||
+			pg_atomic_read_u32(&mark->marked) == 0 ||
+			pg_atomic_exchange_u32(&mark->marked, 0) == 0)
+			continue;
+		marks[n] = i;
+		strlcpy(channels[n], mark->channel, NAMEDATALEN);
+		n++;
+	}
+	return n;
+}
+
+/* The relay could not notify these n marks: they wait for its next pass. */
+void
+dlsm_notify_relay_untake(const int *marks, int n)
+{
+	for (int i = 0; i < n; i++)
+		pg_atomic_write_u32(&shared->marks[marks[i]].marked, 1);
+}
+
+/*
+ * Stop the relay of dboid and keep another from starting for pause_ms
+ * (DROP DATABASE); returns the pid to signal, or 0 when none runs.
+ */
+pid_t
+dlsm_notify_relay_pause(Oid dboid, int pause_ms)
+{
+	DlsmRelay  *relay;
+	pid_t		pid = 0;
+
+	if (!lock_listeners(LW_EXCLUSIVE))
+		return 0;
+	relay = relay_of(dboid, false);
+	if (relay != NULL)
+	{
+		relay->stopped_until =
+			TimestampTzPlusMilliseconds(GetCurrentTimestamp(), pause_ms);
+		pid = relay->state == DLSM_RELAY_RUNNING ? relay->pid : 0;
+	}
+	LWLockRelease(shared->lock);
+	return pid;
+}
+
+/* Is the relay pid of dboid gone? */
+bool
+dlsm_notify_relay_gone(Oid dboid, pid_t pid)
+{
+	DlsmRelay  *relay;
+	bool		gone;
+
+	if (!lock_listeners(LW_SHARED))
+		return true;
+	relay = relay_of(dboid, false);
+	gone = relay == NULL || relay->pid != pid;
+	LWLockRelease(shared->lock);
+	return gone;
 }

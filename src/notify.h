@@ -21,6 +21,15 @@
 extern void dlsm_notify_init(void);
 extern void dlsm_notify_client_listens(Node *stmt);
 extern void dlsm_notify_send(const char *channel);
+extern void dlsm_notify_committed(bool committed);
+
+/* the relay of a database's notifications (relay.c), and DROP DATABASE */
+extern bool dlsm_notify_relay_attach(Oid dboid);
+extern int	dlsm_notify_relay_take(int *marks, char (*channels)[NAMEDATALEN],
+								   int max);
+extern void dlsm_notify_relay_untake(const int *marks, int n);
+extern pid_t dlsm_notify_relay_pause(Oid dboid, int pause_ms);
+extern bool dlsm_notify_relay_gone(Oid dboid, pid_t pid);
 
 /* client backends that LISTEN, counted in shared memory */
 extern Size dlsm_notify_shmem_size(void);

@@ -55,6 +55,7 @@ static const char *const wait_names[DLSM_NUM_WAITS] = {
 	[DLSM_WAIT_WORKER] = "DlsmWorkerMain",
 	[DLSM_WAIT_LAUNCHER] = "DlsmLauncherMain",
 	[DLSM_WAIT_WORKER_STOP] = "DlsmWorkerStop",
+	[DLSM_WAIT_RELAY] = "DlsmRelayMain",
 };
 
 /* The wait event of wait, registered at its first use in this process. */

@@ -20,6 +20,7 @@ typedef enum DlsmWait
 	DLSM_WAIT_WORKER,			/* a worker between its passes */
 	DLSM_WAIT_LAUNCHER,			/* the launcher between its looks */
 	DLSM_WAIT_WORKER_STOP,		/* a DROP DATABASE waiting for the worker */
+	DLSM_WAIT_RELAY,			/* a relay waiting for channels to notify */
 	DLSM_NUM_WAITS
 } DlsmWait;
 

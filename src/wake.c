@@ -17,7 +17,9 @@
  * that LISTEN: which channels is noted during the transaction, and whether
  * to send is decided at its commit, just before PostgreSQL queues the
  * notifications, so that a client that started listening while the
- * transaction ran gets them, as it would a plain NOTIFY.
+ * transaction ran gets them, as it would a plain NOTIFY.  When the
+ * database's relay sends them (notify.c), they are marked for it once the
+ * transaction's commit is visible and its locks released.
  *
  * Calls notify.c, floor.c, pool.c, rate.c and waits.c.
  *
@@ -84,6 +86,8 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 {
 	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel)
 		return;
+	/* visible to all and unlocked: the relay may notify the channels */
+	dlsm_notify_committed(isCommit);
 	if (isCommit && wake_worker)
 		dlsm_pool_wake_worker(MyDatabaseId);
 	if (isCommit && wake_launcher)

@@ -40,7 +40,7 @@ my %layer = (
 	pending => 3, grouplimit => 3,
 	claim => 4, state => 4, deadletter => 4, namedlock => 4, capture => 4,
 	handler => 5,
-	api => 6, views => 6, worker => 6, launcher => 6, hooks => 6, shmem => 6,
+	api => 6, views => 6, worker => 6, launcher => 6, relay => 6, hooks => 6, shmem => 6,
 	dlsm => 7);
 # the modules that own a part of the shared state (shmem.c creates them)
 my %owner = map { $_ => 1 } qw(waits pool namedlock notify floor rate);

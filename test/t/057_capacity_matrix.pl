@@ -73,6 +73,11 @@ my %matrix = (
 		tenant => 'one per database: making databases needs CREATEDB',
 		full => 'every NOTIFY dlsm would skip is sent'
 	},
+	DLSM_MAX_CHANNELS => {
+		view => 'channel marks', capacity => 512,
+		tenant => 'one per queue channel notified through the relay (dlsm.notify_relay on)',
+		full => 'a channel without a mark is notified by its producers, as with the relay off'
+	},
 	'dlsm.max_databases' => {
 		view => 'worker slots', capacity => 8,
 		tenant => 'one per database: making databases needs CREATEDB',
@@ -101,7 +106,7 @@ my %structures = (
 	'dlsm parked groups' => ['DLSM_MAX_PARKED_GROUPS'],
 	'dlsm rates' => [qw(DLSM_MAX_RATES DLSM_MAX_RATE_HOLDERS)],
 	'dlsm named locks' => ['DLSM_MAX_NAMED'],
-	'dlsm listeners' => ['DLSM_MAX_DATABASES'],
+	'dlsm listeners' => [qw(DLSM_MAX_DATABASES DLSM_MAX_CHANNELS)],
 	'dlsm' => [qw(DLSM_MAX_SLOTLESS)],
 	'dlsm slots' => [ 'dlsm.max_databases', 'DLSM_MAX_SHUNNED' ],
 	'dlsm databases without dlsm' => ['DLSM_MAX_WITHOUT'],
