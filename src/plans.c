@@ -10,6 +10,18 @@
  * freed with it (queue.c frees a set only when nothing runs its plans).
  * Between those, the plan cache revalidates the kept plans by itself.
  *
+ * Except in a queue's first minute: a table never analysed (or analysed
+ * empty) has no statistics, and a plan made then is made for the ten pages
+ * the planner assumes of it.  Such a plan stays until the first ANALYZE,
+ * and it can be a bad one: for a one-row look-up by id it may read the
+ * whole `open` index (id is its second column): 85 buffers a statement
+ * where the same statement planned with statistics reads 7.  So a plan
+ * made without statistics records the table's size, reads it again every
+ * few runs, and once the table has grown to four times that, it is set
+ * aside and prepared again, for the size the table has then: a handful of
+ * times in a queue's first minute, and never once the queue has
+ * statistics (the plan cache replans after an ANALYZE by itself).
+ *
  * Statements on dlsm's own tables are kept here, and prepared again only
  * when the extension's schema or objects changed (extension.c's
  * generation); the replaced plans are freed when the transaction ends, as
@@ -46,14 +58,17 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 #include "extension.h"
@@ -64,6 +79,19 @@
 
 /* The most parameters of one statement. */
 #define MAX_PARAMS 16
+
+/*
+ * The size the planner assumes of a table never analysed, in pages, and
+ * the growth past the size a plan was made for at which it is made again.
+ */
+#define UNANALYSED_MIN_BLOCKS 10
+#define REPLAN_GROWTH 4
+
+/*
+ * Such a plan reads the table's size (a system call) at one run in this
+ * many: a bad plan outlives the growth that condemns it by as many runs.
+ */
+#define SIZE_READ_EVERY 16
 
 /*
  * Request o of candidate c's entity keeps c waiting: it is in progress, or
@@ -1054,6 +1082,44 @@ execute_utility(const char *template, const Subst *subst, int n)
 }
 
 /* ---------------------------------------------------------------------
+ * Plans set aside
+ * ---------------------------------------------------------------------
+ */
+
+static List *retired_plans = NIL;	/* replaced, freed at transaction end */
+static bool callback_registered = false;
+
+static void
+free_retired_plans(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PREPARE)
+		return;
+	foreach(lc, retired_plans)
+		SPI_freeplan((SPIPlanPtr) lfirst(lc));
+	list_free(retired_plans);
+	retired_plans = NIL;
+}
+
+/*
+ * Set a kept plan aside, replaced: it may be running in an outer call
+ * until the transaction ends, when it is freed.
+ */
+static void
+retire_plan(SPIPlanPtr plan)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	if (!callback_registered)
+		RegisterXactCallback(free_retired_plans, NULL);
+	callback_registered = true;
+	retired_plans = lappend(retired_plans, plan);
+	MemoryContextSwitchTo(old);
+}
+
+/* ---------------------------------------------------------------------
  * A queue's statements
  * ---------------------------------------------------------------------
  */
@@ -1085,9 +1151,46 @@ name_substs(const DlsmQueueNames *names, Subst *subst)
 	memcpy(subst, fill, sizeof(fill));
 }
 
+/*
+ * The size, in pages, the planner assumes of the queue table relid when it
+ * has no statistics: never analysed, or analysed empty (relpages 0); 0 when
+ * it has statistics, or no storage of its own.  Takes the lock the
+ * statement about to run takes anyway.
+ */
+static BlockNumber
+size_without_statistics(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	BlockNumber blocks = 0;
+
+	if (RELKIND_HAS_STORAGE(rel->rd_rel->relkind) &&
+		(rel->rd_rel->reltuples < 0 || rel->rd_rel->relpages == 0))
+		blocks = Max(RelationGetNumberOfBlocks(rel), UNANALYSED_MIN_BLOCKS);
+	table_close(rel, NoLock);
+	return blocks;
+}
+
 static SPIPlanPtr
 queue_plan(DlsmPlanSet *set, DlsmQueryId query)
 {
+	/* a plan made without statistics, for a table since grown */
+	if (set->plans[query] != NULL && set->planned_for[query] != 0 &&
+		++set->runs[query] % SIZE_READ_EVERY == 0)
+	{
+		BlockNumber now = size_without_statistics(set->relid);
+
+		if (now == 0)
+		{
+			/* analysed: the plan cache makes every plan again by itself */
+			memset(set->planned_for, 0, sizeof(set->planned_for));
+		}
+		else if (now / REPLAN_GROWTH >= set->planned_for[query])
+		{
+			/* it may run in an outer call: freed when the transaction ends */
+			retire_plan(set->plans[query]);
+			set->plans[query] = NULL;
+		}
+	}
 	if (set->plans[query] == NULL)
 	{
 		Subst		subst[NUM_NAME_SUBSTS];
@@ -1097,6 +1200,7 @@ queue_plan(DlsmPlanSet *set, DlsmQueryId query)
 		text = expand(queue_queries[query].text, subst, lengthof(subst));
 
 		set->plans[query] = prepare_kept(text, &queue_queries[query]);
+		set->planned_for[query] = size_without_statistics(set->relid);
 		pfree(text);
 	}
 	return set->plans[query];
@@ -1187,39 +1291,17 @@ dlsm_plan_free(DlsmPlanSet *set)
 
 static SPIPlanPtr catalog_plans[DLSM_NUM_CATALOG_QUERIES];
 static uint64 catalog_generation = 0;	/* dlsm_extension_generation() seen */
-static List *retired_plans = NIL;	/* replaced, freed at transaction end */
-static bool callback_registered = false;
-
-static void
-free_retired_plans(XactEvent event, void *arg)
-{
-	ListCell   *lc;
-
-	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
-		event != XACT_EVENT_PREPARE)
-		return;
-	foreach(lc, retired_plans)
-		SPI_freeplan((SPIPlanPtr) lfirst(lc));
-	list_free(retired_plans);
-	retired_plans = NIL;
-}
 
 /* The extension was created again: set the old plans aside. */
 static void
 retire_catalog_plans(void)
 {
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-	if (!callback_registered)
-		RegisterXactCallback(free_retired_plans, NULL);
-	callback_registered = true;
 	for (int i = 0; i < DLSM_NUM_CATALOG_QUERIES; i++)
 	{
 		if (catalog_plans[i] != NULL)
-			retired_plans = lappend(retired_plans, catalog_plans[i]);
+			retire_plan(catalog_plans[i]);
 		catalog_plans[i] = NULL;
 	}
-	MemoryContextSwitchTo(old);
 }
 
 static SPIPlanPtr

@@ -21,6 +21,7 @@
 #define DLSM_PLANS_H
 
 #include "executor/spi.h"
+#include "storage/block.h"
 
 /* ---- statements on a queue ---- */
 typedef enum DlsmQueryId
@@ -82,11 +83,21 @@ typedef struct DlsmQueueNames
 	char	   *dedup;			/* the dedup key column, or NULL: none */
 } DlsmQueueNames;
 
-/* A queue's statements, prepared on first use and kept. */
+/*
+ * A queue's statements, prepared on first use and kept.  A plan made while
+ * the table had no statistics is made again once the table has outgrown
+ * the size the planner assumed (plans.c).
+ */
 typedef struct DlsmPlanSet
 {
 	DlsmQueueNames names;
+	Oid			relid;			/* the queue table */
 	SPIPlanPtr	plans[DLSM_NUM_QUERIES];
+	BlockNumber planned_for[DLSM_NUM_QUERIES];	/* the table's size a plan
+												 * made without statistics
+												 * assumed; 0: made with them */
+	uint32		runs[DLSM_NUM_QUERIES]; /* such a plan's runs, to space the
+										 * reads of the table's size */
 } DlsmPlanSet;
 
 extern uint64 dlsm_plan_run(DlsmPlanSet *set, DlsmQueryId query,

@@ -447,6 +447,7 @@ fill_from_row(DlsmQueue *queue, Form_pg_class form)
 	bool		isnull;
 	Datum		d;
 
+	queue->plans.relid = queue->relid;
 	names->relname = quote_qualified_identifier(dlsm_schema_name(form->relnamespace),
 												NameStr(form->relname));
 	names->id = column_name(A_LOOKUP_ID_COLUMN);
