@@ -756,6 +756,41 @@ say_handlers_deferred(OwnerTurn *turn)
 }
 
 /*
+ * The order of a handler pass: the queues the last pass deferred first, in
+ * the order it met them, then the others in the registry's order.
+ */
+static int
+compare_handler_order(const ListCell *a, const ListCell *b)
+{
+	WorkerQueue *qa = lfirst(a);
+	WorkerQueue *qb = lfirst(b);
+
+	if (qa->deferred != qb->deferred)
+		return qa->deferred < qb->deferred ? -1 : 1;
+	return qa->order - qb->order;
+}
+
+/* The turn of wq's owner in this handler pass, among turns. */
+static OwnerTurn *
+turn_of(List **turns, WorkerQueue *wq)
+{
+	ListCell   *lc;
+	OwnerTurn  *turn;
+
+	foreach(lc, *turns)
+	{
+		turn = lfirst(lc);
+		if (turn->owner == wq->owner)
+			return turn;
+	}
+	turn = palloc0(sizeof(OwnerTurn));
+	turn->owner = wq->owner;
+	turn->name = wq->owner_name;
+	*turns = lappend(*turns, turn);
+	return turn;
+}
+
+/*
  * Run the handlers of queues not stalled; true if one may have more work.
  * Each owner's handlers get one dlsm.reap_interval of the pass (a call that
  * begins within it runs to its own bound): its other handler queues wait
@@ -769,8 +804,8 @@ handler_pass(List *queues)
 	bool		more = false;
 	List	   *order = NIL;
 	List	   *deferred = NIL;
+	List	   *turns = NIL;
 	MemoryContext context = CurrentMemoryContext;
-	OwnerTurn	turn = {InvalidOid, NULL, 0, 0};
 	ListCell   *lc;
 
 	(void) dlsm_pool_worker_take_pending(); /* this pass serves it */
@@ -786,38 +821,33 @@ handler_pass(List *queues)
 		wq->deferred = deferred_place(handlers_deferred, wq->relid);
 		order = lappend(order, wq);
 	}
-	list_sort(order, compare_reap_order);
+	list_sort(order, compare_handler_order);
 	foreach(lc, order)
 	{
 		WorkerQueue *wq = lfirst(lc);
+		OwnerTurn  *turn = turn_of(&turns, wq);
 		TimestampTz start;
 
-		if (wq->owner != turn.owner)
+		if (turn->spent_ms >= dlsm_reap_interval)
 		{
-			say_handlers_deferred(&turn);
-			turn.owner = wq->owner;
-			turn.name = wq->owner_name;
-			turn.spent_ms = 0;
-			turn.deferred = 0;
-		}
-		if (turn.spent_ms >= dlsm_reap_interval)
-		{
-			turn.deferred++;
+			turn->deferred++;
 			deferred = lappend_oid(deferred, wq->relid);
 			more = true;
 			continue;
 		}
 		start = GetCurrentTimestamp();
-		more |= handle_queue(wq, dlsm_reap_interval - turn.spent_ms);
-		turn.spent_ms += TimestampDifferenceMilliseconds(start,
-														 GetCurrentTimestamp());
+		more |= handle_queue(wq, dlsm_reap_interval - turn->spent_ms);
+		turn->spent_ms += TimestampDifferenceMilliseconds(start,
+														  GetCurrentTimestamp());
 	}
-	say_handlers_deferred(&turn);
+	foreach(lc, turns)
+		say_handlers_deferred(lfirst(lc));
 	list_free(handlers_deferred);
 	MemoryContextSwitchTo(TopMemoryContext);
 	handlers_deferred = list_copy(deferred);
 	MemoryContextSwitchTo(context);
 	list_free(order);
+	list_free_deep(turns);
 	return more;
 }
 

@@ -123,8 +123,8 @@ while ($yaml =~ /^(\w+):\n  query: \|\n((?:(?:    .*)?\n)+)/mg)
 	$query{$name} = $body;
 }
 is(join(' ', sort keys %query),
-	'dlsm_locks dlsm_queue dlsm_queue_groups dlsm_queue_requests dlsm_worker',
-	'five queries in dlsm-queries.yaml');
+	'dlsm_locks dlsm_queue dlsm_queue_groups dlsm_queue_requests dlsm_shared_table dlsm_worker',
+	'six queries in dlsm-queries.yaml');
 for my $name (sort keys %query)
 {
 	($ret, $out, $err) = run_as('dlsm_exporter', $query{$name});
