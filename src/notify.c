@@ -473,10 +473,11 @@ start_relay(Oid dboid)
 
 /*
  * The mark of channel in dboid, added if new; -1 when every entry is
- * taken (XXX: entries are never freed: a cluster whose databases notified
- * more than DLSM_MAX_CHANNELS channels notifies the others in producers'
- * transactions).  A backend keeps the ones it found, as entries never
- * move.
+ * taken.  Entries are never freed, so that a backend may keep the ones it
+ * found (they never move): once a cluster's databases notified
+ * DLSM_MAX_CHANNELS channels through their relays, the channels after them
+ * are notified in their producers' transactions, as with the relay off,
+ * and counted in dlsm_shared_tables ('channel marks').
  */
 static int
 channel_mark(Oid dboid, const char *channel)
