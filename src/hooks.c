@@ -55,45 +55,23 @@
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /*
- * Stop the worker of database dboid and keep another from starting for a
- * while; returns once it is gone or STOP_WAIT_MS passed.
+ * Stop a process of database dboid, its worker (pool.c) or its relay
+ * (notify.c), and keep another from starting for a while: pause says so
+ * and returns its pid (0: none runs), gone whether it exited.  Returns once
+ * it is gone or STOP_WAIT_MS passed.
  */
 static void
-stop_worker(Oid dboid)
+stop_process(Oid dboid, pid_t (*pause) (Oid dboid, int pause_ms),
+			 bool (*gone) (Oid dboid, pid_t pid))
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   STOP_WAIT_MS);
-	pid_t		pid = dlsm_pool_worker_pause(dboid, STOP_PAUSE_MS);
+	pid_t		pid = pause(dboid, STOP_PAUSE_MS);
 
 	if (pid == 0)
 		return;
 	kill(pid, SIGTERM);
-	while (GetCurrentTimestamp() < deadline &&
-		   !dlsm_pool_worker_gone(dboid, pid))
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10, dlsm_wait_event(DLSM_WAIT_WORKER_STOP));
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
-}
-
-/*
- * Stop the relay of database dboid (notify.c) and keep another from
- * starting for a while; returns once it is gone or STOP_WAIT_MS passed.
- */
-static void
-stop_relay(Oid dboid)
-{
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													   STOP_WAIT_MS);
-	pid_t		pid = dlsm_notify_relay_pause(dboid, STOP_PAUSE_MS);
-
-	if (pid == 0)
-		return;
-	kill(pid, SIGTERM);
-	while (GetCurrentTimestamp() < deadline &&
-		   !dlsm_notify_relay_gone(dboid, pid))
+	while (GetCurrentTimestamp() < deadline && !gone(dboid, pid))
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 10, dlsm_wait_event(DLSM_WAIT_WORKER_STOP));
@@ -110,8 +88,8 @@ stop_worker_of(const char *dbname)
 
 	if (OidIsValid(dboid) && DLSM_DATABASE_OWNERCHECK(dboid, GetUserId()))
 	{
-		stop_worker(dboid);
-		stop_relay(dboid);
+		stop_process(dboid, dlsm_pool_worker_pause, dlsm_pool_worker_gone);
+		stop_process(dboid, dlsm_notify_relay_pause, dlsm_notify_relay_gone);
 	}
 }
 

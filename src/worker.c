@@ -400,6 +400,34 @@ registry_pass(MemoryContext context)
 }
 
 /*
+ * Is this the first time oid (a queue or an owner) is said about, since
+ * *said was last forgotten?  Notes it in *said (TopMemoryContext).
+ */
+static bool
+first_said(List **said, Oid oid)
+{
+	MemoryContext old;
+
+	if (list_member_oid(*said, oid))
+		return false;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	*said = lappend_oid(*said, oid);
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+/* Replace *kept (TopMemoryContext) with a copy of list. */
+static void
+keep_list(List **kept, List *list)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	list_free(*kept);
+	*kept = list_copy(list);
+	MemoryContextSwitchTo(old);
+}
+
+/*
  * Count a pass skipped on queue relid; message is said once per queue (in
  * *reported) and worker, not at every pass, so that other errors stay
  * visible.
@@ -408,12 +436,8 @@ static void
 skip_queue(List **reported, Oid relid, char *message)
 {
 	DlsmWorkerCounts delta = {.skipped = 1};
-	bool		said = list_member_oid(*reported, relid);
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
-	*reported = list_append_unique_oid(*reported, relid);
-	MemoryContextSwitchTo(old);
-	dlsm_pool_worker_count(&delta, said ? NULL : message);
+	dlsm_pool_worker_count(&delta, first_said(reported, relid) ? message : NULL);
 }
 
 /*
@@ -451,15 +475,11 @@ timed_step(WorkFn fn, QueueWork *work, WorkerQueue *wq, DlsmWorkerStep step,
 	StepResult	result = run_transaction(fn, work, wq, step);
 	long		took = TimestampDifferenceMilliseconds(start,
 													   GetCurrentTimestamp());
-	MemoryContext old;
 
 	*spent_ms += took;
 	if (result != STEP_DONE || took <= dlsm_step_timeout / 2 ||
-		list_member_oid(slow_reported, wq->relid))
+		!first_said(&slow_reported, wq->relid))
 		return result;
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	slow_reported = lappend_oid(slow_reported, wq->relid);
-	MemoryContextSwitchTo(old);
 	ereport(LOG,
 			(errmsg("dlsm worker: step \"%s\" on queue \"%s\" took %ld ms, more than half of \"dlsm.step_timeout\" (%d ms)",
 					dlsm_bound_step_name(step), wq->name, took,
@@ -549,18 +569,12 @@ end_turn(OwnerTurn *turn, List *queues)
 		DlsmWorkerCounts delta = {.skipped = turn->deferred};
 
 		dlsm_pool_worker_count(&delta, NULL);
-		if (!list_member_oid(deferred_reported, turn->owner))
-		{
-			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-			deferred_reported = lappend_oid(deferred_reported, turn->owner);
-			MemoryContextSwitchTo(old);
+		if (first_said(&deferred_reported, turn->owner))
 			ereport(LOG,
 					(errmsg_plural("dlsm worker defers %d queue of role \"%s\" to its next pass: that role's steps took %d ms of this pass, more than \"dlsm.step_timeout\" (%d ms)",
 								   "dlsm worker defers %d queues of role \"%s\" to its next pass: that role's steps took %d ms of this pass, more than \"dlsm.step_timeout\" (%d ms)",
 								   turn->deferred, turn->deferred, turn->name,
 								   (int) turn->spent_ms, dlsm_step_timeout)));
-		}
 	}
 	if (turn->spent_ms > dlsm_step_timeout / 2 &&
 		dlsm_pool_worker_take_pending())
@@ -613,7 +627,6 @@ reaping_pass(List *queues)
 	DlsmWorkerCounts counts = {0};
 	List	   *order = list_copy(queues);
 	List	   *deferred = NIL;
-	MemoryContext context = CurrentMemoryContext;
 	OwnerTurn	turn = {InvalidOid, NULL, 0, 0};
 	ListCell   *lc;
 	int64		leases = 0;
@@ -647,10 +660,7 @@ reaping_pass(List *queues)
 		}
 	}
 	end_turn(&turn, queues);
-	list_free(deferred_queues);
-	MemoryContextSwitchTo(TopMemoryContext);
-	deferred_queues = list_copy(deferred);
-	MemoryContextSwitchTo(context);
+	keep_list(&deferred_queues, deferred);
 	if (run_transaction(purge_leases, &leases, NULL,
 						DLSM_STEP_PURGE_LEASES) == STEP_DONE)
 		counts.deleted += leases;
@@ -739,15 +749,9 @@ handle_queue(WorkerQueue *wq, int64 budget_ms)
 static void
 say_handlers_deferred(OwnerTurn *turn)
 {
-	MemoryContext old;
-
 	if (turn->deferred == 0 ||
-		list_member_oid(handlers_deferred_reported, turn->owner))
+		!first_said(&handlers_deferred_reported, turn->owner))
 		return;
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	handlers_deferred_reported = lappend_oid(handlers_deferred_reported,
-											 turn->owner);
-	MemoryContextSwitchTo(old);
 	ereport(LOG,
 			(errmsg_plural("dlsm worker defers the handler of %d queue of role \"%s\" to its next pass: that role's handlers took %d ms of this pass, more than \"dlsm.reap_interval\" (%d ms)",
 						   "dlsm worker defers the handlers of %d queues of role \"%s\" to its next pass: that role's handlers took %d ms of this pass, more than \"dlsm.reap_interval\" (%d ms)",
@@ -805,7 +809,6 @@ handler_pass(List *queues)
 	List	   *order = NIL;
 	List	   *deferred = NIL;
 	List	   *turns = NIL;
-	MemoryContext context = CurrentMemoryContext;
 	ListCell   *lc;
 
 	(void) dlsm_pool_worker_take_pending(); /* this pass serves it */
@@ -842,10 +845,7 @@ handler_pass(List *queues)
 	}
 	foreach(lc, turns)
 		say_handlers_deferred(lfirst(lc));
-	list_free(handlers_deferred);
-	MemoryContextSwitchTo(TopMemoryContext);
-	handlers_deferred = list_copy(deferred);
-	MemoryContextSwitchTo(context);
+	keep_list(&handlers_deferred, deferred);
 	list_free(order);
 	list_free_deep(turns);
 	return more;
