@@ -25,6 +25,7 @@ OBJS = \
 	src/pending.o \
 	src/plans.o \
 	src/pool.o \
+	src/querytext.o \
 	src/queue.o \
 	src/rate.o \
 	src/relay.o \
