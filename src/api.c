@@ -28,7 +28,6 @@
 #include "access/htup_details.h"
 #include "access/xlog.h"
 #include "commands/trigger.h"
-#include "common/int.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -42,6 +41,7 @@
 #include "claim.h"
 #include "compat.h"
 #include "deadletter.h"
+#include "duration.h"
 #include "extension.h"
 #include "fence.h"
 #include "grouplimit.h"
@@ -54,9 +54,6 @@
 #include "rate.h"
 #include "state.h"
 #include "wake.h"
-
-/* A wait or lease at least this long is without end (100 years). */
-#define FOREVER_US (INT64CONST(100) * 365 * USECS_PER_DAY)
 
 /*
  * Did this session's last dlsm_enqueue return an existing request (its
@@ -129,23 +126,6 @@ text_arg_or_null(FunctionCallInfo fcinfo, int argno)
 		text_to_cstring(PG_GETARG_TEXT_PP(argno));
 }
 
-/* An interval as microseconds; false if it does not fit or is infinite. */
-static bool
-interval_usecs(Interval *iv, int64 *result)
-{
-	int64		days;
-	int64		us;
-
-	if (DLSM_INTERVAL_IS_INFINITE(iv))
-		return false;
-	days = (int64) iv->month * DAYS_PER_MONTH + iv->day;
-	if (pg_mul_s64_overflow(days, USECS_PER_DAY, &us) ||
-		pg_add_s64_overflow(us, iv->time, &us))
-		return false;
-	*result = us;
-	return true;
-}
-
 /*
  * Interval argument argno (named name) in microseconds: greater than zero
  * (or not negative, when zero_ok) and shorter than 100 years.
@@ -154,13 +134,8 @@ static int64
 duration_arg(FunctionCallInfo fcinfo, int argno, const char *name,
 			 bool zero_ok)
 {
-	int64		us;
+	int64		us = dlsm_duration_usecs(PG_GETARG_INTERVAL_P(argno), name);
 
-	if (!interval_usecs(PG_GETARG_INTERVAL_P(argno), &us) || us >= FOREVER_US)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s is out of range", name),
-				 errdetail("It must be shorter than 100 years.")));
 	if (us < 0 || (us == 0 && !zero_ok))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -186,7 +161,9 @@ wait_arg(FunctionCallInfo fcinfo, int argno)
 	int64		us;
 
 	require_arg(fcinfo, argno, "wait");
-	if (!interval_usecs(PG_GETARG_INTERVAL_P(argno), &us) || us >= FOREVER_US)
+	/* a wait of 100 years or more is without end */
+	if (!dlsm_interval_usecs(PG_GETARG_INTERVAL_P(argno), &us) ||
+		us >= DLSM_FOREVER_US)
 		return -1;
 	if (us < 0)
 		ereport(ERROR,
@@ -498,8 +475,8 @@ check_dedup(DlsmQueue *queue, DlsmRequest *request)
 						dlsm_rel_label(queue->relid)),
 				 errhint("A queue made by dlsm_create_queue() since dlsm 1.3 has one; an adopted table names its column with dlsm_register_queue(..., dedup_key => ...).")));
 	if (!request->has_dedup_window || !queue->has_retention ||
-		!interval_usecs(DatumGetIntervalP(request->dedup_window), &window) ||
-		!interval_usecs(&queue->retention, &retention) || window <= retention)
+		!dlsm_interval_usecs(DatumGetIntervalP(request->dedup_window), &window) ||
+		!dlsm_interval_usecs(&queue->retention, &retention) || window <= retention)
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

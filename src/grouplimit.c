@@ -58,6 +58,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "duration.h"
 #include "floor.h"
 #include "grouplimit.h"
 #include "locks.h"
@@ -150,12 +151,7 @@ limit_from_row(uint64 i, DlsmLimit *limit)
 	d = dlsm_plan_value(i, A_LIMITS_PER, &isnull);
 	limit->per_us = 0;
 	if (!isnull)
-	{
-		Interval   *iv = DatumGetIntervalP(d);
-
-		limit->per_us = iv->time + (int64) iv->day * USECS_PER_DAY +
-			(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
-	}
+		limit->per_us = dlsm_duration_usecs(DatumGetIntervalP(d), "per");
 }
 
 /*

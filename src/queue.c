@@ -57,6 +57,7 @@
 
 #include "cache.h"
 #include "compat.h"
+#include "duration.h"
 #include "extension.h"
 #include "names.h"
 #include "pool.h"
@@ -365,19 +366,19 @@ column_is_uuid(Oid relid, int attno)
 	return att != InvalidAttrNumber && get_atttype(relid, att) == UUIDOID;
 }
 
-/* An interval of the registry row in milliseconds, 0 when NULL. */
+/*
+ * An interval of the registry row (its column name) in milliseconds, 0
+ * when NULL; one of 100 years or more is an error.
+ */
 static int64
-interval_ms(int attno)
+interval_ms(int attno, const char *name)
 {
 	bool		isnull;
 	Datum		d = dlsm_plan_value(0, attno, &isnull);
-	Interval   *iv;
 
 	if (isnull)
 		return 0;
-	iv = DatumGetIntervalP(d);
-	return (iv->time + (int64) iv->day * USECS_PER_DAY +
-			(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY) / 1000;
+	return dlsm_duration_usecs(DatumGetIntervalP(d), name) / 1000;
 }
 
 /* Fill queue from the registry row just read, in its own memory context. */
@@ -472,7 +473,8 @@ fill_from_row(DlsmQueue *queue, Form_pg_class form)
 	if (!isnull)
 		queue->retention = *DatumGetIntervalP(d);
 	queue->handler = dlsm_plan_text(0, A_LOOKUP_HANDLER);
-	queue->handler_timeout_ms = (int) Min(interval_ms(A_LOOKUP_HANDLER_TIMEOUT),
+	queue->handler_timeout_ms = (int) Min(interval_ms(A_LOOKUP_HANDLER_TIMEOUT,
+													  "handler_timeout"),
 										  INT_MAX);
 	queue->row_security = form->relrowsecurity;
 	queue->updates_wait_for_create =

@@ -32,11 +32,12 @@ my $src = ($0 =~ m{(.*)/test/arch\.pl$} ? $1 : '.') . '/src';
 # workers: services; shmem.c calls every owner of shared state to size and
 # create its part, as PostgreSQL's ipci.c does, and only dlsm.c calls it:
 # top; querytext.c holds the text of every statement and calls nothing:
-# base, under plans.c that prepares and runs them
+# base, under plans.c that prepares and runs them; duration.c turns
+# intervals into microseconds for every layer and calls nothing: base
 my %layer = (
 	compat => -1, cache => 0, usage => -1, guc => 0, subxact => 0, identity => 0,
 	extension => 0, names => 0, waits => 0, floor => 0, rate => 0,
-	querytext => 0,
+	querytext => 0, duration => 0,
 	plans => 1, notify => 1, locks => 1, bound => 1, pool => 1,
 	queue => 2, fence => 2, wake => 2,
 	pending => 3, grouplimit => 3,
