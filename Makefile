@@ -4,6 +4,7 @@ MODULE_big = dlsm
 OBJS = \
 	$(WIN32RES) \
 	src/api.o \
+	src/args.o \
 	src/bound.o \
 	src/capture.o \
 	src/claim.o \
@@ -28,6 +29,7 @@ OBJS = \
 	src/pool.o \
 	src/querytext.o \
 	src/queue.o \
+	src/queuehandler.o \
 	src/rate.o \
 	src/relay.o \
 	src/shmem.o \

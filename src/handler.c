@@ -64,6 +64,7 @@
 #include "identity.h"
 #include "names.h"
 #include "pending.h"
+#include "queuehandler.h"
 #include "state.h"
 #include "subxact.h"
 

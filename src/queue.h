@@ -97,12 +97,12 @@ extern void dlsm_queue_register(Oid relid, const char *const *columns,
 								const char *dedup, DlsmQueueOptions *opts);
 extern void dlsm_queue_alter(Oid relid, DlsmQueueOptions *opts);
 extern void dlsm_queue_drop(Oid relid, bool drop_table);
-extern void dlsm_queue_set_handler(Oid relid, Oid handler);
 extern List *dlsm_queue_list(void);
 extern void dlsm_queue_check_owner(Oid relid);
 extern void dlsm_queue_check_privileges(Oid relid, AclMode modes);
 
-extern void dlsm_queue_trust_handler(Oid relid, Oid owner, Oid handler);
+extern void dlsm_queue_write_registry(DlsmCatalogQueryId query, Oid relid,
+									  Datum *values, const char *nulls);
 
 extern const char *dlsm_queue_creates_index(DlsmQueue *queue);
 
