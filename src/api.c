@@ -4,17 +4,18 @@
  *	  The SQL-callable functions of dlsm that act on queues and locks.
  *
  * Each function checks its arguments (bad input raises an error before
- * anything is changed), refuses to write on a hot standby (25006), checks
- * the caller's privilege on the queue table, opens the SPI connection and
- * the queue's descriptor, and calls into claim.c, state.c, queue.c,
+ * anything is changed; args.c reads the arguments several functions
+ * take), refuses to write on a hot standby (25006), checks the caller's
+ * privilege on the queue table, opens the SPI connection and the queue's
+ * descriptor, and calls into claim.c, state.c, queue.c, queuehandler.c,
  * capture.c or namedlock.c.  Nothing here is SECURITY DEFINER: every
  * statement on a queue runs as the caller, who chose to act on it, so the
  * caller's privileges apply.  The monitoring functions are in views.c.
  *
- * Calls claim.c, state.c, deadletter.c, queue.c, capture.c, namedlock.c,
- * fence.c, wake.c, pool.c and rate.c (not preloaded: a warning, an
- * error) and guc.c's
- * settings; nothing calls it.
+ * Calls args.c, duration.c, claim.c, state.c, deadletter.c, queue.c,
+ * queuehandler.c, capture.c, namedlock.c, fence.c, wake.c, pool.c and
+ * rate.c (not preloaded: a warning, an error) and guc.c's settings;
+ * nothing calls it.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -126,7 +127,7 @@ begin_queue_call(FunctionCallInfo fcinfo, const char *function, AclMode modes,
 	Oid			relid;
 
 	require_primary(function);
-	require_arg(fcinfo, 0, "queue");
+	dlsm_arg_require(fcinfo, 0, "queue");
 	relid = PG_GETARG_OID(0);
 	dlsm_queue_check_privileges(relid, modes);
 	dlsm_plan_connect();
@@ -176,13 +177,13 @@ dlsm_create_queue(PG_FUNCTION_ARGS)
 	Oid			relid;
 
 	require_primary("dlsm_create_queue()");
-	require_arg(fcinfo, ARG_QUEUE, "queue");
+	dlsm_arg_require(fcinfo, ARG_QUEUE, "queue");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(ARG_QUEUE));
-	queue_options_args(fcinfo, ARG_OPTIONS, false, &opts);
+	dlsm_arg_queue_options(fcinfo, ARG_OPTIONS, false, &opts);
 	/* the 1.2 declaration has no such argument */
 	if (PG_NARGS() > ARG_WAIT_FOR_CREATE)
 	{
-		require_arg(fcinfo, ARG_WAIT_FOR_CREATE, "updates_wait_for_create");
+		dlsm_arg_require(fcinfo, ARG_WAIT_FOR_CREATE, "updates_wait_for_create");
 		opts.updates_wait_for_create = PG_GETARG_BOOL(ARG_WAIT_FOR_CREATE);
 	}
 	dlsm_plan_connect();
@@ -212,14 +213,14 @@ dlsm_register_queue(PG_FUNCTION_ARGS)
 	Oid			relid;
 
 	require_primary("dlsm_register_queue()");
-	require_arg(fcinfo, ARG_QUEUE, "queue");
+	dlsm_arg_require(fcinfo, ARG_QUEUE, "queue");
 	relid = PG_GETARG_OID(ARG_QUEUE);
 	for (int i = 0; i < DLSM_NUM_COLUMNS; i++)
 	{
-		require_arg(fcinfo, ARG_COLUMNS + i, dlsm_queue_columns[i]);
+		dlsm_arg_require(fcinfo, ARG_COLUMNS + i, dlsm_queue_columns[i]);
 		columns[i] = NameStr(*PG_GETARG_NAME(ARG_COLUMNS + i));
 	}
-	queue_options_args(fcinfo, ARG_OPTIONS, false, &opts);
+	dlsm_arg_queue_options(fcinfo, ARG_OPTIONS, false, &opts);
 	if (!PG_ARGISNULL(ARG_GROUP_KEY))
 		opts.group_column = NameStr(*PG_GETARG_NAME(ARG_GROUP_KEY));
 	dlsm_plan_connect();
@@ -246,12 +247,12 @@ dlsm_alter_queue(PG_FUNCTION_ARGS)
 	DlsmQueueOptions opts;
 	DlsmQueue  *queue;
 
-	queue_options_args(fcinfo, ARG_OPTIONS, true, &opts);
+	dlsm_arg_queue_options(fcinfo, ARG_OPTIONS, true, &opts);
 	if (!PG_ARGISNULL(ARG_HANDLER_TIMEOUT))
 	{
 		/* a zero timeout clears it: dlsm.handler_timeout applies again */
-		if (duration_arg(fcinfo, ARG_HANDLER_TIMEOUT, "handler_timeout",
-						 true) / 1000 >= INT_MAX)
+		if (dlsm_arg_duration(fcinfo, ARG_HANDLER_TIMEOUT, "handler_timeout",
+							  true) / 1000 >= INT_MAX)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("handler_timeout is out of range"),
@@ -283,7 +284,7 @@ dlsm_drop_queue(PG_FUNCTION_ARGS)
 	DlsmQueue  *queue;
 	Oid			relid;
 
-	require_arg(fcinfo, ARG_DROP_TABLE, "drop_table");
+	dlsm_arg_require(fcinfo, ARG_DROP_TABLE, "drop_table");
 	queue = begin_queue_call(fcinfo, "dlsm_drop_queue()", ACL_SELECT,
 							 DLSM_QUEUE_ANY_SECURITY);
 	relid = queue->relid;
@@ -368,8 +369,8 @@ dlsm_enqueue(PG_FUNCTION_ARGS)
 	int64		id;
 	bool		deduplicated;
 
-	require_arg(fcinfo, ARG_ENTITY, "entity");
-	require_arg(fcinfo, ARG_KIND, "kind");
+	dlsm_arg_require(fcinfo, ARG_ENTITY, "entity");
+	dlsm_arg_require(fcinfo, ARG_KIND, "kind");
 	request.entity = PG_GETARG_DATUM(ARG_ENTITY);
 	request.kind = PG_GETARG_DATUM(ARG_KIND);
 	request.has_payload = !PG_ARGISNULL(ARG_PAYLOAD);
@@ -390,7 +391,7 @@ dlsm_enqueue(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("dedup_window applies only with a dedup_key")));
 	if (request.has_dedup_window)
-		(void) duration_arg(fcinfo, ARG_DEDUP_WINDOW, "dedup_window", true);
+		(void) dlsm_arg_duration(fcinfo, ARG_DEDUP_WINDOW, "dedup_window", true);
 	queue = begin_queue_call(fcinfo, "dlsm_enqueue()",
 							 ACL_SELECT | ACL_INSERT, 0);
 	if (request.has_group_key)
@@ -455,13 +456,13 @@ dlsm_claim(PG_FUNCTION_ARGS)
 	};
 	DlsmClaimArgs args;
 
-	require_arg(fcinfo, ARG_AFTER, "after");
-	require_arg(fcinfo, ARG_UNITS, "units");
-	args.lease_us = lease_arg(fcinfo, ARG_LEASE);
+	dlsm_arg_require(fcinfo, ARG_AFTER, "after");
+	dlsm_arg_require(fcinfo, ARG_UNITS, "units");
+	args.lease_us = dlsm_arg_lease(fcinfo, ARG_LEASE);
 	args.process_id = PG_ARGISNULL(ARG_PROCESS_ID) ? NULL :
 		PG_GETARG_UUID_P(ARG_PROCESS_ID);
 	args.after = PG_GETARG_INT64(ARG_AFTER);
-	args.wait_us = wait_arg(fcinfo, ARG_WAIT);
+	args.wait_us = dlsm_arg_wait(fcinfo, ARG_WAIT);
 	args.units = PG_GETARG_INT32(ARG_UNITS);
 	if (args.units < 1)
 		ereport(ERROR,
@@ -494,8 +495,8 @@ dlsm_group_updates(PG_FUNCTION_ARGS)
 	DlsmQueue  *queue;
 	int64		n;
 
-	require_arg(fcinfo, ARG_ENTITY, "entity");
-	require_arg(fcinfo, ARG_PROCESS_ID, "process_id");
+	dlsm_arg_require(fcinfo, ARG_ENTITY, "entity");
+	dlsm_arg_require(fcinfo, ARG_PROCESS_ID, "process_id");
 	require_read_committed("dlsm_group_updates");
 	queue = begin_queue_call(fcinfo, "dlsm_group_updates()",
 							 ACL_SELECT | ACL_UPDATE, 0);
@@ -521,8 +522,8 @@ dlsm_settle(PG_FUNCTION_ARGS)
 	DlsmQueue  *queue;
 	int64		n;
 
-	require_process_id(fcinfo, ARG_PROCESS_ID);
-	settle_args(fcinfo, ARG_OUTCOME, &settle);
+	dlsm_arg_require_process_id(fcinfo, ARG_PROCESS_ID);
+	dlsm_arg_settle(fcinfo, ARG_OUTCOME, &settle);
 	queue = begin_queue_call(fcinfo, "dlsm_settle()",
 							 ACL_SELECT | ACL_UPDATE, 0);
 	n = dlsm_state_settle(queue, PG_GETARG_UUID_P(ARG_PROCESS_ID), &settle);
@@ -564,7 +565,7 @@ dlsm_settle_many(PG_FUNCTION_ARGS)
 	DlsmQueue  *queue;
 	ArrayType  *process_ids;
 
-	require_arg(fcinfo, ARG_PROCESS_IDS, "process_ids");
+	dlsm_arg_require(fcinfo, ARG_PROCESS_IDS, "process_ids");
 	process_ids = PG_GETARG_ARRAYTYPE_P(ARG_PROCESS_IDS);
 	if (ARR_NDIM(process_ids) > 1)
 		ereport(ERROR,
@@ -574,7 +575,7 @@ dlsm_settle_many(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("process_ids must not contain nulls")));
-	settle_args(fcinfo, ARG_OUTCOME, &settle);
+	dlsm_arg_settle(fcinfo, ARG_OUTCOME, &settle);
 
 	InitMaterializedSRF(fcinfo, 0);
 	queue = begin_queue_call(fcinfo, "dlsm_settle_many()",
@@ -600,8 +601,8 @@ dlsm_heartbeat(PG_FUNCTION_ARGS)
 	int64		lease_us;
 	TimestampTz until;
 
-	require_process_id(fcinfo, ARG_PROCESS_ID);
-	lease_us = lease_arg(fcinfo, ARG_LEASE);
+	dlsm_arg_require_process_id(fcinfo, ARG_PROCESS_ID);
+	lease_us = dlsm_arg_lease(fcinfo, ARG_LEASE);
 	queue = begin_queue_call(fcinfo, "dlsm_heartbeat()",
 							 ACL_SELECT | ACL_UPDATE, 0);
 	until = dlsm_state_heartbeat(queue, PG_GETARG_UUID_P(ARG_PROCESS_ID),
@@ -680,9 +681,9 @@ dlsm_capture(PG_FUNCTION_ARGS)
 	const char *group_column = NULL;
 
 	require_primary("dlsm_capture()");
-	require_arg(fcinfo, ARG_SOURCE, "source");
-	require_arg(fcinfo, ARG_QUEUE, "queue");
-	require_arg(fcinfo, ARG_KIND, "kind");
+	dlsm_arg_require(fcinfo, ARG_SOURCE, "source");
+	dlsm_arg_require(fcinfo, ARG_QUEUE, "queue");
+	dlsm_arg_require(fcinfo, ARG_KIND, "kind");
 	relid = PG_GETARG_OID(ARG_QUEUE);
 	if (!PG_ARGISNULL(ARG_GROUP_COLUMN))
 		group_column = NameStr(*PG_GETARG_NAME(ARG_GROUP_COLUMN));
@@ -717,8 +718,8 @@ dlsm_uncapture(PG_FUNCTION_ARGS)
 	};
 
 	require_primary("dlsm_uncapture()");
-	require_arg(fcinfo, ARG_SOURCE, "source");
-	require_arg(fcinfo, ARG_QUEUE, "queue");
+	dlsm_arg_require(fcinfo, ARG_SOURCE, "source");
+	dlsm_arg_require(fcinfo, ARG_QUEUE, "queue");
 	dlsm_plan_connect();
 	dlsm_capture_detach(PG_GETARG_OID(ARG_SOURCE), PG_GETARG_OID(ARG_QUEUE));
 	dlsm_plan_finish();
@@ -754,7 +755,7 @@ lock_name_arg(FunctionCallInfo fcinfo, int argno)
 {
 	char	   *name;
 
-	require_arg(fcinfo, argno, "name");
+	dlsm_arg_require(fcinfo, argno, "name");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(argno));
 	if (name[0] == '\0')
 		ereport(ERROR,
@@ -775,13 +776,13 @@ dlsm_try_lock(PG_FUNCTION_ARGS)
 		ARG_NAME, ARG_WAIT, ARG_LEASE
 	};
 	char	   *name = lock_name_arg(fcinfo, ARG_NAME);
-	int64		wait_us = wait_arg(fcinfo, ARG_WAIT);
+	int64		wait_us = dlsm_arg_wait(fcinfo, ARG_WAIT);
 	int64		lease_us = 0;
 	int64		fence;
 	bool		granted;
 
 	if (!PG_ARGISNULL(ARG_LEASE))
-		lease_us = lease_arg(fcinfo, ARG_LEASE);
+		lease_us = dlsm_arg_lease(fcinfo, ARG_LEASE);
 	require_primary("dlsm_try_lock()");
 	dlsm_plan_connect();
 	granted = dlsm_named_try(name, wait_us, lease_us, &fence);
@@ -802,7 +803,7 @@ dlsm_unlock(PG_FUNCTION_ARGS)
 	char	   *name = lock_name_arg(fcinfo, ARG_NAME);
 	bool		released;
 
-	require_arg(fcinfo, ARG_FENCE, "fence");
+	dlsm_arg_require(fcinfo, ARG_FENCE, "fence");
 	require_primary("dlsm_unlock()");
 	dlsm_plan_connect();
 	released = dlsm_named_unlock(name, PG_GETARG_INT64(ARG_FENCE));
@@ -822,9 +823,9 @@ dlsm_refresh_lock(PG_FUNCTION_ARGS)
 	int64		lease_us;
 	TimestampTz until;
 
-	require_arg(fcinfo, ARG_FENCE, "fence");
-	require_arg(fcinfo, ARG_LEASE, "lease");
-	lease_us = lease_arg(fcinfo, ARG_LEASE);
+	dlsm_arg_require(fcinfo, ARG_FENCE, "fence");
+	dlsm_arg_require(fcinfo, ARG_LEASE, "lease");
+	lease_us = dlsm_arg_lease(fcinfo, ARG_LEASE);
 	require_primary("dlsm_refresh_lock()");
 	dlsm_plan_connect();
 	until = dlsm_named_refresh(name, PG_GETARG_INT64(ARG_FENCE), lease_us);
@@ -842,7 +843,7 @@ dlsm_raise_fence(PG_FUNCTION_ARGS)
 	};
 	int64		value;
 
-	require_arg(fcinfo, ARG_AT_LEAST, "at_least");
+	dlsm_arg_require(fcinfo, ARG_AT_LEAST, "at_least");
 	require_primary("dlsm_raise_fence()");
 	dlsm_plan_connect();
 	value = dlsm_fence_raise(PG_GETARG_INT64(ARG_AT_LEAST));
@@ -906,7 +907,7 @@ dlsm_set_limit(PG_FUNCTION_ARGS)
 	};
 	DlsmLimit	limit;
 	DlsmQueue  *queue;
-	char	   *group = text_arg_or_null(fcinfo, ARG_GROUP_KEY);
+	char	   *group = dlsm_arg_text_or_null(fcinfo, ARG_GROUP_KEY);
 
 	limit.concurrency = limit_arg(fcinfo, ARG_CONCURRENCY, "concurrency",
 								  DLSM_MAX_SLOTS);
@@ -914,8 +915,8 @@ dlsm_set_limit(PG_FUNCTION_ARGS)
 	limit.per_us = 0;
 	if (limit.rate > 0)
 	{
-		require_arg(fcinfo, ARG_PER, "per");
-		limit.per_us = duration_arg(fcinfo, ARG_PER, "per", false);
+		dlsm_arg_require(fcinfo, ARG_PER, "per");
+		limit.per_us = dlsm_arg_duration(fcinfo, ARG_PER, "per", false);
 		/* a group's entry in shared memory lives up to per (rate.c) */
 		if (limit.per_us > USECS_PER_DAY && !superuser())
 			ereport(ERROR,
@@ -960,7 +961,7 @@ dlsm_group_state(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Datum		values[N_OUT] = {0};
 	bool		nulls[N_OUT] = {true, true};
-	char	   *group = text_arg_or_null(fcinfo, ARG_GROUP_KEY);
+	char	   *group = dlsm_arg_text_or_null(fcinfo, ARG_GROUP_KEY);
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -1001,7 +1002,7 @@ request_ids_arg(FunctionCallInfo fcinfo, int argno)
 {
 	ArrayType  *ids;
 
-	require_arg(fcinfo, argno, "ids");
+	dlsm_arg_require(fcinfo, argno, "ids");
 	ids = PG_GETARG_ARRAYTYPE_P(argno);
 	if (ARR_NDIM(ids) > 1)
 		ereport(ERROR,

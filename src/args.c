@@ -33,7 +33,7 @@
 
 /* Raise 22004 unless argument argno (named name) is given. */
 void
-require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+dlsm_arg_require(FunctionCallInfo fcinfo, int argno, const char *name)
 {
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
@@ -47,7 +47,7 @@ require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
  * transaction, where the claim is not written yet.
  */
 void
-require_process_id(FunctionCallInfo fcinfo, int argno)
+dlsm_arg_require_process_id(FunctionCallInfo fcinfo, int argno)
 {
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
@@ -56,8 +56,9 @@ require_process_id(FunctionCallInfo fcinfo, int argno)
 				 errhint("A claim is written when its transaction commits: until then the queue shows its rows as new, with no process id. Use the process_id that dlsm_claim() returned.")));
 }
 
+/* Text argument argno as a C string, or NULL when it is null. */
 char *
-text_arg_or_null(FunctionCallInfo fcinfo, int argno)
+dlsm_arg_text_or_null(FunctionCallInfo fcinfo, int argno)
 {
 	return PG_ARGISNULL(argno) ? NULL :
 		text_to_cstring(PG_GETARG_TEXT_PP(argno));
@@ -68,8 +69,8 @@ text_arg_or_null(FunctionCallInfo fcinfo, int argno)
  * (or not negative, when zero_ok) and shorter than 100 years.
  */
 int64
-duration_arg(FunctionCallInfo fcinfo, int argno, const char *name,
-			 bool zero_ok)
+dlsm_arg_duration(FunctionCallInfo fcinfo, int argno, const char *name,
+				  bool zero_ok)
 {
 	int64		us = dlsm_duration_usecs(PG_GETARG_INTERVAL_P(argno), name);
 
@@ -84,20 +85,20 @@ duration_arg(FunctionCallInfo fcinfo, int argno, const char *name,
 
 /* The lease argument argno in microseconds: NULL means dlsm.default_lease. */
 int64
-lease_arg(FunctionCallInfo fcinfo, int argno)
+dlsm_arg_lease(FunctionCallInfo fcinfo, int argno)
 {
 	if (PG_ARGISNULL(argno))
 		return (int64) dlsm_default_lease * USECS_PER_SEC;
-	return duration_arg(fcinfo, argno, "lease", false);
+	return dlsm_arg_duration(fcinfo, argno, "lease", false);
 }
 
 /* A wait argument in microseconds: -1 for a wait without end. */
 int64
-wait_arg(FunctionCallInfo fcinfo, int argno)
+dlsm_arg_wait(FunctionCallInfo fcinfo, int argno)
 {
 	int64		us;
 
-	require_arg(fcinfo, argno, "wait");
+	dlsm_arg_require(fcinfo, argno, "wait");
 	/* a wait of 100 years or more is without end */
 	if (!dlsm_interval_usecs(PG_GETARG_INTERVAL_P(argno), &us) ||
 		us >= DLSM_FOREVER_US)
@@ -111,18 +112,18 @@ wait_arg(FunctionCallInfo fcinfo, int argno)
 
 /* The outcome, detail and retry_after arguments of a settle. */
 void
-settle_args(FunctionCallInfo fcinfo, int argno, DlsmSettle *settle)
+dlsm_arg_settle(FunctionCallInfo fcinfo, int argno, DlsmSettle *settle)
 {
 	char	   *outcome;
 
-	require_arg(fcinfo, argno, "outcome");
+	dlsm_arg_require(fcinfo, argno, "outcome");
 	outcome = text_to_cstring(PG_GETARG_TEXT_PP(argno));
 	if (!dlsm_outcome_parse(outcome, &settle->outcome))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unrecognized outcome \"%s\"", outcome),
 				 errhint("Valid outcomes are \"complete\", \"error\" and \"retry\".")));
-	settle->detail = text_arg_or_null(fcinfo, argno + 1);
+	settle->detail = dlsm_arg_text_or_null(fcinfo, argno + 1);
 	settle->retry_after = NULL;
 	if (PG_ARGISNULL(argno + 2))
 		return;
@@ -130,23 +131,23 @@ settle_args(FunctionCallInfo fcinfo, int argno, DlsmSettle *settle)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("retry_after applies only to the outcome \"retry\"")));
-	(void) duration_arg(fcinfo, argno + 2, "retry_after", true);
+	(void) dlsm_arg_duration(fcinfo, argno + 2, "retry_after", true);
 	settle->retry_after = PG_GETARG_INTERVAL_P(argno + 2);
 }
 
 /* The channel, max_attempts and retention arguments, from argno on. */
 void
-queue_options_args(FunctionCallInfo fcinfo, int argno, bool altering,
-				   DlsmQueueOptions *opts)
+dlsm_arg_queue_options(FunctionCallInfo fcinfo, int argno, bool altering,
+					   DlsmQueueOptions *opts)
 {
-	opts->channel = text_arg_or_null(fcinfo, argno);
+	opts->channel = dlsm_arg_text_or_null(fcinfo, argno);
 	opts->max_attempts = PG_ARGISNULL(argno + 1) ? 0 : PG_GETARG_INT32(argno + 1);
 	opts->retention = NULL;
 	opts->handler_timeout = NULL;
 	opts->group_column = NULL;
 	opts->updates_wait_for_create = -1;
 	if (!altering)
-		require_arg(fcinfo, argno + 1, "max_attempts");
+		dlsm_arg_require(fcinfo, argno + 1, "max_attempts");
 	if (!PG_ARGISNULL(argno + 1) && opts->max_attempts < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -161,7 +162,7 @@ queue_options_args(FunctionCallInfo fcinfo, int argno, bool altering,
 	if (!PG_ARGISNULL(argno + 2))
 	{
 		/* when altering, a zero retention clears it */
-		(void) duration_arg(fcinfo, argno + 2, "retention", altering);
+		(void) dlsm_arg_duration(fcinfo, argno + 2, "retention", altering);
 		opts->retention = PG_GETARG_INTERVAL_P(argno + 2);
 	}
 }

@@ -19,16 +19,17 @@
 #include "queue.h"
 #include "state.h"
 
-extern void require_arg(FunctionCallInfo fcinfo, int argno, const char *name);
-extern void require_process_id(FunctionCallInfo fcinfo, int argno);
-extern char *text_arg_or_null(FunctionCallInfo fcinfo, int argno);
-extern int64 duration_arg(FunctionCallInfo fcinfo, int argno, const char *name,
-						  bool zero_ok);
-extern int64 lease_arg(FunctionCallInfo fcinfo, int argno);
-extern int64 wait_arg(FunctionCallInfo fcinfo, int argno);
-extern void settle_args(FunctionCallInfo fcinfo, int argno,
-						DlsmSettle *settle);
-extern void queue_options_args(FunctionCallInfo fcinfo, int argno,
-							   bool altering, DlsmQueueOptions *opts);
+extern void dlsm_arg_require(FunctionCallInfo fcinfo, int argno,
+							 const char *name);
+extern void dlsm_arg_require_process_id(FunctionCallInfo fcinfo, int argno);
+extern char *dlsm_arg_text_or_null(FunctionCallInfo fcinfo, int argno);
+extern int64 dlsm_arg_duration(FunctionCallInfo fcinfo, int argno,
+							   const char *name, bool zero_ok);
+extern int64 dlsm_arg_lease(FunctionCallInfo fcinfo, int argno);
+extern int64 dlsm_arg_wait(FunctionCallInfo fcinfo, int argno);
+extern void dlsm_arg_settle(FunctionCallInfo fcinfo, int argno,
+							DlsmSettle *settle);
+extern void dlsm_arg_queue_options(FunctionCallInfo fcinfo, int argno,
+								   bool altering, DlsmQueueOptions *opts);
 
 #endif							/* DLSM_ARGS_H */

@@ -22,7 +22,7 @@ extern int64 dlsm_fence_raise(int64 at_least);
 extern int64 dlsm_fence_initial(void);
 
 /*
- * The result column of the statements in plans.c that hand out a fence
+ * The result column of the statements in querytext.c that hand out a fence
  * (FENCE_FLOOR, run here, and LEASE_TAKE, run by namedlock.c).
  */
 enum

@@ -29,8 +29,8 @@
  * saw it: a unit enqueued after dlsm_set_handler committed runs under the
  * new handler, even when the queue was opened before that commit.
  *
- * Calls claim.c, state.c, pending.c, queue.c, subxact.c, bound.c and
- * identity.c.
+ * Calls claim.c, state.c, pending.c, queue.c, queuehandler.c, subxact.c,
+ * bound.c and identity.c.
  *
  * Copyright (c) 2026, dlsm developers
  *

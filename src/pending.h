@@ -60,7 +60,7 @@ extern void dlsm_pending_write(DlsmQueue *queue, const pg_uuid_t *process_ids,
 extern void dlsm_pending_write_own(DlsmQueue *queue);
 
 /*
- * The parameters of the statements in plans.c that write pending claims
+ * The parameters of the statements in querytext.c that write pending claims
  * (WRITE_CLAIMS, run here, and SETTLE_CLAIMED_*, run by state.c): the rows
  * and what their claim gave them, as arrays of one length (SETTLE_ONE_FINAL:
  * one row, as scalars); the settles take the parameters of SETTLE_FINAL or

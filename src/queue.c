@@ -18,7 +18,9 @@
  *
  * The registry is read and written as the extension's owner (plans.c),
  * after the caller's right to the table has been checked here, so that
- * nobody needs privileges on dlsm's schema to use a queue.
+ * nobody needs privileges on dlsm's schema to use a queue.  A queue's
+ * handler is checked and written by queuehandler.c, through
+ * dlsm_queue_write_registry.
  *
  * Calls plans.c (and so extension.c) and pool.c, to ask the database's
  * worker to read the registry again when a change of it commits.
@@ -65,7 +67,7 @@
 
 /*
  * The parameters and result columns of the statements this file runs (their
- * text is in plans.c): P_<STATEMENT>_<NAME> indexes the values and nulls
+ * text is in querytext.c): P_<STATEMENT>_<NAME> indexes the values and nulls
  * arrays, N_<STATEMENT>_PARAMS counts them; A_<STATEMENT>_<NAME> is a result
  * column's attribute number, from 1.
  */

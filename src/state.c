@@ -5,7 +5,7 @@
  *	  settle, heartbeat, reap; and enqueue, retention and statistics.
  *
  * States and the moves allowed out of each (every move is one
- * compare-and-set statement in plans.c naming the rows and the state it
+ * compare-and-set statement in querytext.c naming the rows and the state it
  * expects them in):
  *
  *	new			-> in-progress	claim (dlsm_claim, dlsm_group_updates);
@@ -72,7 +72,7 @@
 
 /*
  * The parameters and result columns of the statements this file runs (their
- * text is in plans.c): P_<STATEMENT>_<NAME> indexes the values and nulls
+ * text is in querytext.c): P_<STATEMENT>_<NAME> indexes the values and nulls
  * arrays, N_<STATEMENT>_PARAMS counts them; A_<STATEMENT>_<NAME> is a result
  * column's attribute number, from 1.
  */

@@ -11,6 +11,8 @@
 # src/typedefs.list (what pgindent reads) lists exactly the typedefs of
 # src/; no two files define a function of the same name (static ones
 # included: a backtrace or a profile names them without their file);
+# all SQL text is in querytext.c (no string literal elsewhere begins a
+# statement) and only plans.c prepares or runs it with SPI;
 # every message is whole for its translator: no INT64_FORMAT in a message
 # (%lld with a (long long) cast), no format or %s argument chosen by a
 # ternary of string literals, no verb put in by %s (nor a step's or an
@@ -222,6 +224,30 @@ for my $file (sort keys %text)
 	  && $calls =~ /[^\n]\b(dlsm_floor_(?:group_park|group_parked|group_probed|groups|clock))\s*\(/g;
 }
 
+# all SQL text dlsm runs lives in querytext.c: no other file has a string
+# literal that begins a statement, and only plans.c hands one to SPI to
+# prepare or run (comments and character literals set aside)
+my @sql;
+for my $file (sort keys %text)
+{
+	(my $module = $file) =~ s/\.[ch]$//;
+	my $code = $text{$file} =~ s{/\*.*?\*/}{"\n" x ($& =~ tr/\n//)}gser;
+
+	while ($module ne 'querytext'
+		   && $code =~ /'(?:[^'\\\n]|\\.)*'|"((?:[^"\\\n]|\\.)*)"/g)
+	{
+		next unless defined $1;
+		my $literal = $1;
+		my $line = 1 + (substr($code, 0, $-[0]) =~ tr/\n//);
+
+		push @sql, "$file:$line: \"$literal\""
+		  if $literal =~ /^\s*(?:SELECT|INSERT|UPDATE|DELETE|MERGE|WITH|VALUES|TABLE|CREATE|ALTER|DROP|TRUNCATE|GRANT|REVOKE|COMMENT|COPY|LOCK|SET|RESET|DO|CALL|VACUUM|ANALYZE|REFRESH|NOTIFY|LISTEN)\s+\S/;
+	}
+	push @sql, "$file calls $1"
+	  while $module ne 'plans'
+	  && $code =~ /\b(SPI_(?:execute\w*|exec|prepare\w*|cursor_open\w*|keepplan))\s*\(/g;
+}
+
 check(!@unknown, 'every file of src/ belongs to a layer', @unknown);
 check(!@up, 'every include of a dlsm header goes to a lower layer', @up);
 check(!@shared, 'only the owners of shared state touch it', @shared);
@@ -231,6 +257,8 @@ check(!@foreign,
 check(!@include_order,
 	'includes: postgres.h first, then each block in alphabetical order',
 	@include_order);
+check(!@sql, 'all SQL text is in querytext.c, and only plans.c prepares and runs it',
+	@sql);
 check(!@long, 'no function runs past 100 lines', @long);
 check(!@headerless,
 	'every .c opens with its banner, what it owns and what it calls',

@@ -102,7 +102,7 @@ AMBIGUITIES resolved here (README/DESIGN do not say):
   update enqueued before its create and followed by another kind would
   wait forever, or until its run_at.  A create behind an older request of
   another kind (a delete not yet due) waits for it like any request (as
-  src/plans.c BLOCKS has it).
+  src/querytext.c BLOCKS has it).
 - A group of updates ends at the entity's next *new* request that is not a
   due update: another kind, or an update not yet due (later updates never
   overtake it); settled ones (e.g. the create it waited for) do not split
