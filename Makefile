@@ -42,15 +42,15 @@ OBJS = \
 
 EXTENSION = dlsm
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" dlsm.control)
-DATA = sql/dlsm--1.0.sql sql/dlsm--1.1.sql sql/dlsm--1.2.sql sql/dlsm--1.3.sql sql/dlsm--1.4.sql sql/dlsm--1.5.sql \
+DATA = sql/dlsm--1.0.sql sql/dlsm--1.1.sql sql/dlsm--1.2.sql sql/dlsm--1.3.sql sql/dlsm--1.4.sql sql/dlsm--1.5.sql sql/dlsm--1.6.sql \
 	sql/dlsm--1.0--1.1.sql sql/dlsm--1.1--1.2.sql sql/dlsm--1.2--1.3.sql \
-	sql/dlsm--1.3--1.4.sql sql/dlsm--1.4--1.5.sql
+	sql/dlsm--1.3--1.4.sql sql/dlsm--1.4--1.5.sql sql/dlsm--1.5--1.6.sql
 PGFILEDESC = "dlsm - distributed lock state machine"
 # the manual: installed into share/doc/extension/dlsm/ (docmoduledir, set
 # below after PGXS, keeps its generic page names apart from other extensions')
 DOCS = README.md CHANGELOG.md $(wildcard doc/*.md)
 
-REGRESS = queue claim settle group handler locks register capture errors privileges fences definer limits waitcreate deadletter dedup stale durations
+REGRESS = queue claim settle group handler locks register capture errors privileges fences definer limits waitcreate deadletter dedup stale durations statistics
 REGRESS_OPTS = --inputdir=test/regress
 
 ISOLATION = article claim_race create_wait create_first busy_head group_busy settle_race reap_unit wake notify_commit lock_fifo lock_lease pending floor group_limit group_prepared create_late requeue_race dedup_race dedup_rollback capture_locks dedup_requeue limit_change requeue_settle

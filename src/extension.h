@@ -15,7 +15,7 @@
 #define DLSM_EXTENSION_H
 
 /* The version of the SQL objects this library serves. */
-#define DLSM_SQL_VERSION "1.5"
+#define DLSM_SQL_VERSION "1.6"
 
 /* dlsm's own relations, found in the extension's schema. */
 typedef enum DlsmObject

@@ -296,6 +296,27 @@ size_without_statistics(Oid relid)
 	return blocks;
 }
 
+/*
+ * The queue's table grew past the size its plans were made for, and has
+ * no statistics yet: say so to the session, once for each queue.  The
+ * plans are made again, but the planner still guesses until an ANALYZE.
+ */
+static void
+say_unanalysed(DlsmPlanSet *set)
+{
+	char	   *relname;
+
+	if (set->said_unanalysed)
+		return;
+	set->said_unanalysed = true;
+	relname = get_rel_name(set->relid);
+	ereport(NOTICE,
+			(errmsg("queue \"%s\" has grown without statistics",
+					relname ? relname : "?"),
+			 errdetail("Until its table is analysed, dlsm plans its statements again each time it grows fourfold, and the planner guesses the table's contents."),
+			 errhint("Run ANALYZE on the queue's table after loading it; autovacuum analyses it only at its next round.")));
+}
+
 static SPIPlanPtr
 queue_plan(DlsmPlanSet *set, DlsmQueryId query)
 {
@@ -312,6 +333,7 @@ queue_plan(DlsmPlanSet *set, DlsmQueryId query)
 		}
 		else if (now / REPLAN_GROWTH >= set->planned_for[query])
 		{
+			say_unanalysed(set);
 			/* it may run in an outer call: freed when the transaction ends */
 			retire_plan(set->plans[query]);
 			set->plans[query] = NULL;

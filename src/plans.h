@@ -55,6 +55,8 @@ typedef struct DlsmPlanSet
 												 * assumed; 0: made with them */
 	uint32		runs[DLSM_NUM_QUERIES]; /* such a plan's runs, to space the
 										 * reads of the table's size */
+	bool		said_unanalysed;	/* the NOTICE that the table grew without
+									 * statistics was sent */
 } DlsmPlanSet;
 
 extern uint64 dlsm_plan_run(DlsmPlanSet *set, DlsmQueryId query,

@@ -25,6 +25,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_authid.h"
+#include "catalog/pg_class.h"
 #include "commands/dbcommands.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -32,6 +33,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
@@ -89,10 +91,14 @@ static const char *const served_names[] = {
 	[DLSM_SERVED_NO_SLOT] = "no slot"
 };
 
-/* The columns of dlsm_queue_stats: the queue, then A_STATS_* - 1 + 1. */
+/*
+ * The columns of dlsm_queue_stats: the queue, then A_STATS_* - 1 + 1, then
+ * whether the planner has statistics of the table (1.6).
+ */
 enum
 {
-	QS_QUEUE, QS_FIRST_STAT, QS_NCOLS = QS_FIRST_STAT + N_STATS - 1
+	QS_QUEUE, QS_FIRST_STAT, QS_HAS_STATISTICS = QS_FIRST_STAT + N_STATS - 1,
+	QS_NCOLS
 };
 
 /* The columns of dlsm_locks. */
@@ -207,6 +213,29 @@ dlsm_worker_status(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/*
+ * Has the planner statistics of relid's table?  False when it was never
+ * analysed (nor vacuumed), or analysed empty: its plans then assume a
+ * table of a few pages, as plans.c's size_without_statistics says.  Reads
+ * pg_class only, so it costs nothing more than the row's look-up.
+ */
+static bool
+has_statistics(Oid relid)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Form_pg_class form;
+	bool		result = true;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	form = (Form_pg_class) GETSTRUCT(tuple);
+	if (RELKIND_HAS_STORAGE(form->relkind) &&
+		(form->reltuples < 0 || form->relpages == 0))
+		result = false;
+	ReleaseSysCache(tuple);
+	return result;
+}
+
 /* The row of dlsm_queue_stats of queue relid, read as its owner. */
 static void
 queue_stats_row(Oid relid, Datum *values, bool *nulls)
@@ -227,6 +256,8 @@ queue_stats_row(Oid relid, Datum *values, bool *nulls)
 		dlsm_state_stats(queue, values + QS_FIRST_STAT, nulls + QS_FIRST_STAT);
 		dlsm_identity_restore(&saved);
 	}
+	values[QS_HAS_STATISTICS] = BoolGetDatum(has_statistics(relid));
+	nulls[QS_HAS_STATISTICS] = false;
 	dlsm_queue_close(queue);
 }
 

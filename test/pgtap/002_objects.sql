@@ -13,7 +13,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE SCHEMA dlsm_ext;
 CREATE EXTENSION dlsm WITH SCHEMA dlsm_ext;
 
-SELECT plan(32);
+SELECT plan(33);
 
 -- The extension's members (pg_depend deptype 'e'), as pg_describe_object
 -- prints them.
@@ -136,6 +136,13 @@ SELECT columns_are('dlsm_ext', 'dlsm_shared_tables', ARRAY[
 SELECT ok(NOT has_table_privilege('public', 'dlsm_ext.dlsm_shared_tables', 'SELECT')
 		  AND has_table_privilege('pg_monitor', 'dlsm_ext.dlsm_shared_tables', 'SELECT'),
 		  'dlsm_shared_tables is for pg_monitor, not PUBLIC');
+
+-- The signals of slow setups (1.6): whether a queue has statistics
+SELECT columns_are('dlsm_ext', 'dlsm_queue_stats', ARRAY[
+	'queue', 'new', 'in_progress', 'complete', 'error', 'ready', 'delayed',
+	'waiting_on_create', 'oldest_ready_age', 'expired_leases', 'dead_tuples',
+	'last_autovacuum', 'oldest_claim_age', 'held_by_limits',
+	'waiting_for_create_to_arrive', 'has_statistics']);
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,11 +1,11 @@
 # Copyright (c) 2026, dlsm developers
 #
-# Upgrading: a library that serves 1.5 refuses the SQL objects of 1.0 and
+# Upgrading: a library that serves 1.6 refuses the SQL objects of 1.0 and
 # 1.1 with a hint, rather than run statements against tables of another
-# shape; ALTER EXTENSION dlsm UPDATE moves 1.0 through 1.1, 1.2, 1.3 and 1.4 to 1.5 with
+# shape; ALTER EXTENSION dlsm UPDATE moves 1.0 through 1.1, 1.2, 1.3, 1.4 and 1.5 to 1.6 with
 # queues, claims, handlers, captures and lease locks intact (the state a
 # 1.1 installation leaves behind is written by hand: this library cannot
-# write it), and the result matches a fresh install of 1.5 object by
+# write it), and the result matches a fresh install of 1.6 object by
 # object: functions, views, tables, indexes, comments and privileges.
 use strict;
 use warnings;
@@ -26,7 +26,7 @@ sub up { return $node->safe_psql('up', $_[0]); }
 # 1.0, updated to 1.1: the library refuses both
 up(q{CREATE EXTENSION dlsm VERSION '1.0'});
 my ($ret, $out, $err) = $node->psql('up', q{SELECT dlsm_reap('pg_class')});
-like($err, qr/extension "dlsm" is at version 1\.0, but its library serves version 1\.5/,
+like($err, qr/extension "dlsm" is at version 1\.0, but its library serves version 1\.6/,
 	'the library refuses the objects of 1.0');
 up(q{ALTER EXTENSION dlsm UPDATE TO '1.1'});
 ($ret, $out, $err) = $node->psql('up', q{SELECT dlsm_reap('pg_class')});
@@ -87,7 +87,7 @@ unlike(slurp_file($node->logfile, $offset), qr/waits: the extension|dlsm worker:
 # the update
 up('ALTER EXTENSION dlsm UPDATE');
 is(up(q{SELECT extversion FROM pg_extension WHERE extname = 'dlsm'}),
-	'1.5', 'ALTER EXTENSION dlsm UPDATE reaches 1.5');
+	'1.6', 'ALTER EXTENSION dlsm UPDATE reaches 1.6');
 
 # what was claimed and locked before is settled and released after
 is(up(q{SELECT sum(dlsm_settle('jobs', p)) FROM unnest(ARRAY[
@@ -124,7 +124,7 @@ up(q{INSERT INTO cust VALUES (42, 'zed', 'z@x'); UPDATE cust SET email = 'y@x';
 is(up(q{SELECT string_agg(entity || ':' || (payload->>'op'), ',' ORDER BY id) FROM changes}),
 	'42:INSERT,42:UPDATE', 'changes are captured with the right entity and columns');
 
-# the updated catalog equals a fresh install of 1.5
+# the updated catalog equals a fresh install of 1.6
 $node->safe_psql('fresh', 'CREATE EXTENSION dlsm');
 my $catalog = q{
 WITH member AS (
@@ -156,9 +156,9 @@ SELECT pg_describe_object(classid, objid, 0) || ': ' || coalesce(
  ORDER BY 1};
 my $updated = up($catalog);
 my $installed = $node->safe_psql('fresh', $catalog);
-ok($installed =~ /dlsm_captures/ && $installed =~ /skipped/,
-	'the catalog query sees the 1.5 objects');
-is($updated, $installed, 'the updated catalog matches a fresh install of 1.5');
+ok($installed =~ /dlsm_captures/ && $installed =~ /has_statistics/,
+	'the catalog query sees the 1.6 objects');
+is($updated, $installed, 'the updated catalog matches a fresh install of 1.6');
 is( up(q{SELECT extconfig::regclass[]::text FROM pg_extension
 		  WHERE extname = 'dlsm'}),
 	$node->safe_psql('fresh', q{SELECT extconfig::regclass[]::text FROM pg_extension
@@ -167,7 +167,7 @@ is( up(q{SELECT extconfig::regclass[]::text FROM pg_extension
 
 # no other update path exists, and downgrades are refused
 ($ret, $out, $err) = $node->psql('fresh', q{ALTER EXTENSION dlsm UPDATE TO '1.1'});
-like($err, qr/no update path from version "1\.5" to version "1\.1"/,
+like($err, qr/no update path from version "1\.6" to version "1\.1"/,
 	'there is no way back to 1.1');
 
 $node->stop;

@@ -83,6 +83,10 @@ CREATE SCHEMA locked;
 SELECT dlsm_create_queue('locked.q');
 INSERT INTO locked.q (entity) VALUES ('l1');
 GRANT SELECT ON locked.q TO dlsm_exporter;
+-- a queue never analysed (autovacuum kept away): its plans guess
+SELECT dlsm_create_queue('unanalysed');
+ALTER TABLE unanalysed SET (autovacuum_enabled = off);
+GRANT SELECT ON unanalysed TO dlsm_exporter;
 });
 
 # jobs: 50 creates; 30 complete, 4 error, 2 claimed with a lease of 1 s,
@@ -234,6 +238,10 @@ is(value($m, 'dlsm_queue_enqueued_total', %q), '52',
 is(value($m, 'dlsm_queue_deleted_total', %q), '0', 'dlsm_queue_deleted_total: none');
 ok(defined value($m, 'dlsm_queue_dead_tuples', %q), 'dlsm_queue_dead_tuples is there');
 is(value($m, 'dlsm_queue_ready', %sheets), '2', 'the registered queue: 2 ready');
+is(value($m, 'dlsm_queue_without_statistics', %q), '0',
+	'dlsm_queue_without_statistics: 0 for the analysed queue');
+is(value($m, 'dlsm_queue_without_statistics', datname => 'postgres', queue => 'unanalysed'),
+	'1', 'dlsm_queue_without_statistics: 1 for the queue never analysed');
 
 # the worker
 my %db = (datname => 'postgres');
