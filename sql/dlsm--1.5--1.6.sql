@@ -6,7 +6,9 @@
 /*
  * 1.6: the monitoring views say where a setup is known to be slow:
  * dlsm_queue_stats gains has_statistics (a queue the planner knows
- * nothing of yet).
+ * nothing of yet), dlsm_worker_status producer_notifies and
+ * crowded_notifies (producers that notify listeners in their own commits,
+ * and take turns on PostgreSQL's notify lock).
  */
 
 -- dlsm_queue_stats gains has_statistics.
@@ -43,3 +45,35 @@ GRANT SELECT ON @extschema@.dlsm_queue_stats TO pg_monitor;
 REVOKE ALL ON FUNCTION @extschema@.dlsm_queue_stats() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.dlsm_queue_stats() TO pg_monitor;
 
+-- dlsm_worker_status gains producer_notifies and crowded_notifies.
+DROP VIEW @extschema@.dlsm_worker_status;
+DROP FUNCTION @extschema@.dlsm_worker_status();
+CREATE FUNCTION @extschema@.dlsm_worker_status(
+	OUT database pg_catalog.name,
+	OUT pid pg_catalog.int4,
+	OUT started_at pg_catalog.timestamptz,
+	OUT last_reap_at pg_catalog.timestamptz,
+	OUT reaped pg_catalog.int8,
+	OUT handled pg_catalog.int8,
+	OUT errors pg_catalog.int8,
+	OUT last_error pg_catalog.text,
+	OUT deleted pg_catalog.int8,
+	OUT wakeups pg_catalog.int8,
+	OUT skipped pg_catalog.int8,
+	OUT state pg_catalog.text,
+	OUT last_pass_age pg_catalog.interval,
+	OUT producer_notifies pg_catalog.int8,
+	OUT crowded_notifies pg_catalog.int8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'dlsm_worker_status'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlsm_worker_status() IS
+'the state of dlsm''s background workers';
+CREATE VIEW @extschema@.dlsm_worker_status AS
+	SELECT * FROM @extschema@.dlsm_worker_status();
+COMMENT ON VIEW @extschema@.dlsm_worker_status IS
+'one row per database a dlsm worker serves';
+REVOKE ALL ON @extschema@.dlsm_worker_status FROM PUBLIC;
+GRANT SELECT ON @extschema@.dlsm_worker_status TO pg_monitor;
+REVOKE ALL ON FUNCTION @extschema@.dlsm_worker_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.dlsm_worker_status() TO pg_monitor;

@@ -271,7 +271,9 @@ CREATE FUNCTION @extschema@.dlsm_worker_status(
 	OUT wakeups pg_catalog.int8,
 	OUT skipped pg_catalog.int8,
 	OUT state pg_catalog.text,
-	OUT last_pass_age pg_catalog.interval)
+	OUT last_pass_age pg_catalog.interval,
+	OUT producer_notifies pg_catalog.int8,
+	OUT crowded_notifies pg_catalog.int8)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'dlsm_worker_status'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;

@@ -36,6 +36,13 @@
  * notifies in its own transaction, as without preloading.  Marks are kept
  * while no relay runs: the next one to start sends them.
  *
+ * A producer that notifies in its own commit while a client listens (the
+ * relay off, or not running) is counted, in its database's relay entry:
+ * in flight until its commit ended, and since the server started; when it
+ * finds NOTIFY_CROWD such commits in flight, they take turns on the notify
+ * lock, and the first time, with the relay off, it says so in a WARNING.
+ * dlsm_worker_status shows the counts.
+ *
  * Its shared state, the listener counts, the relays and the marks, is its
  * own: created by shmem.c's hooks (dlsm_notify_shmem_init), under a lock
  * shmem.c gives it.  The lock guards every field but the marks, which are
@@ -91,6 +98,13 @@ static enum
 /* How long a relay that was asked to start may take to run. */
 #define RELAY_START_MS 10000
 
+/*
+ * Notifying commits of one database in flight at once (between dlsm's
+ * NOTIFY and the end of the commit) that make a crowd: they queue for
+ * PostgreSQL's notify lock, each behind the WAL flush of the one before.
+ */
+#define NOTIFY_CROWD 4
+
 /* Where a database's relay stands. */
 typedef enum DlsmRelayState
 {
@@ -108,6 +122,10 @@ typedef struct DlsmRelay
 	Latch	   *latch;			/* while running: set by a first mark */
 	TimestampTz since;			/* asked for at (STARTING) */
 	TimestampTz stopped_until;	/* none starts before (DROP DATABASE) */
+	int			committing;		/* producers' notifying commits in flight */
+	int64		producer_notifies;	/* commits that notified a listener */
+	int64		crowded_notifies;	/* of them, in a crowd (NOTIFY_CROWD) */
+	bool		crowd_said;		/* the WARNING about a crowd was sent */
 } DlsmRelay;
 
 /* A channel of a database, marked for its relay. */
@@ -140,10 +158,15 @@ static int	nxact_marks = 0;
 /* This backend's relay, when it is one (dlsm_notify_relay_attach). */
 static DlsmRelay *my_relay = NULL;
 
+/* The entry whose committing this transaction counts in, if any. */
+static DlsmRelay *my_commit = NULL;
+
 static void count_listener(Oid dboid, int delta);
 static bool anyone_listens(Oid dboid, DlsmRelayState *relay);
 static int	channel_mark(Oid dboid, const char *channel);
 static void start_relay(Oid dboid);
+static void count_producer_notify(Oid dboid);
+static DlsmRelay *relay_of(Oid dboid, bool add);
 static bool relay_start_failed(Oid dboid);
 
 static void
@@ -227,6 +250,8 @@ dlsm_notify_send(const char *channel)
 		return;
 	}
 	Async_Notify(channel, "");
+	if (my_commit == NULL)
+		count_producer_notify(MyDatabaseId);
 	if (relay == DLSM_RELAY_NONE && dlsm_notify_relay)
 		start_relay(MyDatabaseId);
 }
@@ -260,6 +285,13 @@ dlsm_notify_committed(bool committed)
 		}
 	}
 	nxact_marks = 0;
+	if (my_commit != NULL)
+	{
+		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+		my_commit->committing--;
+		LWLockRelease(shared->lock);
+		my_commit = NULL;
+	}
 }
 
 /* Shared memory for the listener counts. */
@@ -385,6 +417,82 @@ dlsm_notify_usage(DlsmTableUsage *out)
 	};
 	LWLockRelease(shared->lock);
 	return 2;
+}
+
+/* ---------------------------------------------------------------------
+ * Producers that notify
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * This transaction of a producer of dboid notifies a listener in its own
+ * commit, which holds PostgreSQL's notify lock (for the whole cluster)
+ * across its WAL flush: count it, in flight until dlsm_notify_committed.
+ * When it finds a crowd of such commits in flight, count that too, and
+ * the first time for the database, with the relay off, say so.  Costs a
+ * lock of dlsm's shared state at commit, only where the notify lock is
+ * taken anyway.
+ */
+static void
+count_producer_notify(Oid dboid)
+{
+	DlsmRelay  *entry;
+	int			crowd = 0;
+
+	if (!lock_listeners(LW_EXCLUSIVE))
+		return;
+	entry = relay_of(dboid, true);
+	if (entry != NULL)
+	{
+		my_commit = entry;
+		entry->committing++;
+		entry->producer_notifies++;
+		if (entry->committing >= NOTIFY_CROWD)
+		{
+			entry->crowded_notifies++;
+			if (!entry->crowd_said && !dlsm_notify_relay)
+			{
+				entry->crowd_said = true;
+				crowd = entry->committing;
+			}
+		}
+	}
+	LWLockRelease(shared->lock);
+	if (crowd > 0)
+	{
+		char	   *dbname = get_database_name(dboid);
+
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("producers of database \"%s\" take turns to notify listeners as they commit",
+						dbname ? dbname : "?"),
+				 errdetail("%d transactions were committing with a NOTIFY at once: PostgreSQL's notify lock lets one commit at a time through, across its WAL flush.",
+						   crowd),
+				 errhint("Set \"dlsm.notify_relay\" to on: the database's relay then notifies for the producers.")));
+	}
+}
+
+/*
+ * The producers of dboid that notified listeners in their own commits
+ * since the server started: *total of them, *crowded in a crowd of such
+ * commits.  Zero without preloading.
+ */
+void
+dlsm_notify_producer_counts(Oid dboid, int64 *total, int64 *crowded)
+{
+	DlsmRelay  *entry;
+
+	*total = 0;
+	*crowded = 0;
+	if (!lock_listeners(LW_SHARED))
+		return;
+	entry = relay_of(dboid, false);
+	if (entry != NULL)
+	{
+		*total = entry->producer_notifies;
+		*crowded = entry->crowded_notifies;
+	}
+	LWLockRelease(shared->lock);
 }
 
 /* ---------------------------------------------------------------------

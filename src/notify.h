@@ -22,6 +22,8 @@ extern void dlsm_notify_init(void);
 extern void dlsm_notify_client_listens(Node *stmt);
 extern void dlsm_notify_send(const char *channel);
 extern void dlsm_notify_committed(bool committed);
+extern void dlsm_notify_producer_counts(Oid dboid, int64 *total,
+										int64 *crowded);
 
 /* the relay of a database's notifications (relay.c), and DROP DATABASE */
 extern bool dlsm_notify_relay_attach(Oid dboid);

@@ -78,7 +78,8 @@ enum
 {
 	WS_DATABASE, WS_PID, WS_STARTED_AT, WS_LAST_REAP_AT, WS_REAPED,
 	WS_HANDLED, WS_ERRORS, WS_LAST_ERROR, WS_DELETED, WS_WAKEUPS,
-	WS_SKIPPED, WS_STATE, WS_LAST_PASS_AGE, WS_NCOLS
+	WS_SKIPPED, WS_STATE, WS_LAST_PASS_AGE, WS_PRODUCER_NOTIFIES,
+	WS_CROWDED_NOTIFIES, WS_NCOLS
 };
 
 /* dlsm_worker_status.state, by DlsmServedState. */
@@ -150,6 +151,8 @@ worker_row(DlsmWorkerInfo *w, TimestampTz now, Datum *values, bool *nulls)
 {
 	char	   *dbname = get_database_name(w->dboid);
 	TimestampTz since = w->last_reap_at != 0 ? w->last_reap_at : w->listed_at;
+	int64		producer_notifies;
+	int64		crowded_notifies;
 
 	values[WS_DATABASE] = DirectFunctionCall1(namein,
 											  CStringGetDatum(dbname ? dbname : "?"));
@@ -172,12 +175,17 @@ worker_row(DlsmWorkerInfo *w, TimestampTz now, Datum *values, bool *nulls)
 												   TimestampTzGetDatum(now),
 												   TimestampTzGetDatum(since));
 	nulls[WS_LAST_PASS_AGE] = since == 0;
+	dlsm_notify_producer_counts(w->dboid, &producer_notifies,
+								&crowded_notifies);
+	values[WS_PRODUCER_NOTIFIES] = Int64GetDatum(producer_notifies);
+	values[WS_CROWDED_NOTIFIES] = Int64GetDatum(crowded_notifies);
 }
 
 /*
  * dlsm_worker_status(): one row per database the workers serve, with where
  * it stands (a worker in it, between two visits, waiting for a worker) and
- * how long since its last pass; without preloading, one row for this
+ * how long since its last pass, and its producers that notified listeners
+ * in their own commits (1.6); without preloading, one row for this
  * database saying that no worker runs.  A function of 1.2 declares the
  * columns up to skipped.
  */

@@ -13,7 +13,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE SCHEMA dlsm_ext;
 CREATE EXTENSION dlsm WITH SCHEMA dlsm_ext;
 
-SELECT plan(33);
+SELECT plan(34);
 
 -- The extension's members (pg_depend deptype 'e'), as pg_describe_object
 -- prints them.
@@ -137,7 +137,12 @@ SELECT ok(NOT has_table_privilege('public', 'dlsm_ext.dlsm_shared_tables', 'SELE
 		  AND has_table_privilege('pg_monitor', 'dlsm_ext.dlsm_shared_tables', 'SELECT'),
 		  'dlsm_shared_tables is for pg_monitor, not PUBLIC');
 
--- The signals of slow setups (1.6): whether a queue has statistics
+-- The signals of slow setups (1.6): whether a queue has statistics, and
+-- producers that notify listeners themselves
+SELECT columns_are('dlsm_ext', 'dlsm_worker_status', ARRAY[
+	'database', 'pid', 'started_at', 'last_reap_at', 'reaped', 'handled',
+	'errors', 'last_error', 'deleted', 'wakeups', 'skipped', 'state',
+	'last_pass_age', 'producer_notifies', 'crowded_notifies']);
 SELECT columns_are('dlsm_ext', 'dlsm_queue_stats', ARRAY[
 	'queue', 'new', 'in_progress', 'complete', 'error', 'ready', 'delayed',
 	'waiting_on_create', 'oldest_ready_age', 'expired_leases', 'dead_tuples',

@@ -260,6 +260,12 @@ is(value($m, 'dlsm_locks_waiters', %db), '1', 'dlsm_locks_waiters: 1');
 my $wait = value($m, 'dlsm_locks_longest_wait_seconds', %db);
 ok(defined $wait && $wait > 0 && $wait < 600, "dlsm_locks_longest_wait_seconds ($wait s)");
 
+# producers that notify listeners themselves (1.6): nobody listens here
+is(value($m, 'dlsm_worker_producer_notifies_total', %db), '0',
+	'dlsm_worker_producer_notifies_total: 0 without a listener');
+is(value($m, 'dlsm_worker_crowded_notifies_total', %db), '0',
+	'dlsm_worker_crowded_notifies_total: 0');
+
 # the shared tables (dlsm_shared_tables): the server's, in each database
 is(value($m, 'dlsm_shared_table_capacity', %db, table_name => 'rates'), '16384',
 	'dlsm_shared_table_capacity: 16384 rates');
