@@ -6,6 +6,7 @@ OBJS = \
 	src/api.o \
 	src/args.o \
 	src/bound.o \
+	src/capacity.o \
 	src/capture.o \
 	src/claim.o \
 	src/deadletter.o \

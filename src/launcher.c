@@ -40,7 +40,10 @@
  * is not served: said in the log once (per launcher), shown with state
  * "no slot" in dlsm_worker_status.
  *
- * Calls pool.c.
+ * At each pass it also has capacity.c say, once per table, that one of
+ * dlsm's shared tables had no room.
+ *
+ * Calls pool.c and capacity.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -69,6 +72,7 @@
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
+#include "capacity.h"
 #include "compat.h"
 #include "guc.h"
 #include "launcher.h"
@@ -437,6 +441,7 @@ launcher_pass(void)
 		if (no_slot[foreach_current_index(lc)])
 			say_no_slot(lfirst(lc));
 	}
+	dlsm_capacity_say_full();
 	if (choose_rotation(known))
 		return start_turns(databases, keep, nkeep);
 	start_missing(databases);

@@ -13,7 +13,7 @@
  * (row-level security) shows NULL counts instead of failing the view.
  *
  * Calls queue.c, state.c, plans.c, identity.c, names.c, namedlock.c,
- * floor.c, rate.c, notify.c and pool.c; nothing calls it.
+ * notify.c, pool.c and capacity.c; nothing calls it.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -37,7 +37,7 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
-#include "floor.h"
+#include "capacity.h"
 #include "identity.h"
 #include "namedlock.h"
 #include "names.h"
@@ -45,7 +45,6 @@
 #include "plans.h"
 #include "pool.h"
 #include "queue.h"
-#include "rate.h"
 #include "state.h"
 
 /*
@@ -405,22 +404,18 @@ dlsm_locks(PG_FUNCTION_ARGS)
 /*
  * dlsm_shared_tables(): one row per fixed-size table of dlsm's shared
  * memory (none without preloading): its capacity, the entries in use, and
- * how many times since the server started an entry found no room.  Each
- * owner (floor.c, rate.c, pool.c, namedlock.c, notify.c) says what it does
- * then.
+ * how many times since the server started an entry found no room
+ * (capacity.c gathers them).  Each owner (floor.c, rate.c, pool.c,
+ * namedlock.c, notify.c) says what it does then.
  */
 Datum
 dlsm_shared_tables(PG_FUNCTION_ARGS)
 {
-	DlsmTableUsage tables[5 * DLSM_MAX_OWNER_TABLES];
-	int			n = 0;
+	DlsmTableUsage tables[DLSM_MAX_TABLES];
+	int			n;
 
 	(void) begin_view(fcinfo, ST_NCOLS, ST_NCOLS);
-	n += dlsm_floor_usage(tables + n);
-	n += dlsm_rate_usage(tables + n);
-	n += dlsm_pool_usage(tables + n);
-	n += dlsm_named_usage(tables + n);
-	n += dlsm_notify_usage(tables + n);
+	n = dlsm_capacity_tables(tables);
 	for (int i = 0; i < n; i++)
 	{
 		Datum		values[ST_NCOLS];

@@ -44,7 +44,7 @@ my %layer = (
 	queue => 2, fence => 2, wake => 2,
 	pending => 3, grouplimit => 3, queuehandler => 3,
 	claim => 4, state => 4, deadletter => 4, namedlock => 4, capture => 4,
-	handler => 5, args => 5,
+	handler => 5, args => 5, capacity => 5,
 	api => 6, views => 6, worker => 6, launcher => 6, relay => 6, hooks => 6, shmem => 6,
 	dlsm => 7);
 # the modules that own a part of the shared state (shmem.c creates them)
