@@ -328,9 +328,9 @@ ok( until_true(20, sub {
 			return 0 unless $res->{success};
 			my @rules = map { @{ $_->{rules} } }
 			  @{ decode_json($res->{content})->{data}{groups} };
-			@rules == 8 && !grep { $_->{health} ne 'ok' } @rules;
+			@rules == 11 && !grep { $_->{health} ne 'ok' } @rules;
 		}),
-	'Prometheus loads the 8 alert rules and evaluates each without error');
+	'Prometheus loads the 11 alert rules and evaluates each without error');
 
 $load->kill_kill;
 $prometheus->kill_kill;
