@@ -66,8 +66,15 @@ is(sql($counts), '0 0', 'without a listener no producer notifies');
 my $listener = $node->background_psql('postgres');
 $listener->query_safe('LISTEN cq');
 my $offset = -s $node->logfile;
-produce(3);
-my ($total, $crowded) = split / /, sql($counts);
+# a crowd needs 4 commits in flight at once: on a loaded machine or a fast
+# disk it may take more than one round of producers
+my ($total, $crowded) = (0, 0);
+for my $round (1 .. 5)
+{
+	produce(3);
+	($total, $crowded) = split / /, sql($counts);
+	last if $crowded > 0;
+}
 ok($total > 100, "producers notified the listener themselves ($total commits)");
 ok($crowded > 0, "some of them in a crowd ($crowded commits)");
 my $log = slurp_file($node->logfile, $offset);
