@@ -130,6 +130,7 @@ end
 kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true; sampler=
 echo $(( $(date +%s) - began )) >"$tmp/took"
 date -u '+%Y-%m-%d %H:%M UTC' >"$tmp/ended"
+echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src sql 2>/dev/null || echo ' (src or sql changed since)')" >"$tmp/rev"
 uptime | sed 's/.*load average/load average/' >"$tmp/load"
 fi
 
@@ -205,7 +206,7 @@ took=$(cat "$tmp/took")
 {
 	echo "# Issue 34, no cliffs: every line's A/B side by side in one run"
 	echo
-	echo "$(cat "$tmp/ended"), dlsm $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src sql 2>/dev/null || echo ' (src or sql changed since)'), $(nproc) cores, $((took / 60)) min $((took % 60)) s."
+	echo "$(cat "$tmp/ended"), dlsm $(cat "$tmp/rev"), $(nproc) cores, $((took / 60)) min $((took % 60)) s."
 	echo "Load (uptime) at the end: $(cat "$tmp/load")."
 	echo "One round of each line, short runs (run.sh 5 s, growth.sh 8 s, fresh 20 s,"
 	echo "limits and dedup 5 s, pool 30,000 requests; times CLIFFS_SCALE=$scale): a"
