@@ -20,14 +20,17 @@
 # a fresh cluster per round.  Prints settled/s per build and mode, median
 # of the rounds, and the ratio fresh/analysed: of the medians, and paired
 # (the median of each round's own ratio), with the rounds' spread.
-#   bash bench/fresh_ab.sh REV [ROUNDS] [SECONDS]
+# BUILDS: "before after" (default), one of them, or "installed": the dlsm
+# installed in BENCH_PGBIN (default /usr/lib/postgresql/15/bin), not built.
+#   bash bench/fresh_ab.sh REV [ROUNDS] [SECONDS] [BUILDS]
+#   bash bench/fresh_ab.sh - 1 20 installed   # the installed dlsm alone
 #   BENCH_PGROOT=/var/cache/dlsm-pg/15-bookworm/usr bash bench/fresh_ab.sh main
 # Run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
-rev=${1:?usage: bench/fresh_ab.sh REV [ROUNDS] [SECONDS]}
-rounds=${2:-3}; seconds=${3:-20}
+rev=${1:?usage: bench/fresh_ab.sh REV [ROUNDS] [SECONDS] [BUILDS]}
+rounds=${2:-3}; seconds=${3:-20}; builds=${4:-before after}
 root=${BENCH_PGROOT:-/usr}
 major=${BENCH_MAJOR:-15}
 base=${BENCH_DIR:-/tmp/dlsm-fresh-ab}
@@ -47,11 +50,15 @@ install_copy() {
 	chmod -R a+rX "$d"
 }
 mkdir -p "$base"
-rm -rf "$base/src-before" "$base/src-after"; mkdir "$base/src-before"
-git archive "$rev" | tar -C "$base/src-before" -xf -
-tree_copy "$base/src-after"
-install_copy before "$base/src-before"
-install_copy after "$base/src-after"
+case " $builds " in *" before "*)
+	rm -rf "$base/src-before"; mkdir "$base/src-before"
+	git archive "$rev" | tar -C "$base/src-before" -xf -
+	install_copy before "$base/src-before" ;;
+esac
+case " $builds " in *" after "*)
+	rm -rf "$base/src-after"; tree_copy "$base/src-after"
+	install_copy after "$base/src-after" ;;
+esac
 
 scripts=$base/scripts
 mkdir -p "$scripts"
@@ -92,9 +99,11 @@ one() {
 
 declare -A runs ratios
 for r in $(seq 1 "$rounds"); do
-	order="before after"; [ $((r % 2)) = 0 ] && order="after before"
+	order=$builds
+	[ $((r % 2)) = 0 ] && order=$(echo "$builds" | tr ' ' '\n' | tac | tr '\n' ' ')
 	for build in $order; do
 		PGBIN=$base/$build/lib/postgresql/$major/bin
+		[ "$build" = installed ] && PGBIN=${BENCH_PGBIN:-/usr/lib/postgresql/15/bin}
 		cluster_start "$base/cluster" "$port" "shared_buffers = '1GB'" \
 			"max_wal_size = '4GB'" "checkpoint_timeout = '15min'" \
 			"autovacuum = off" "log_min_messages = warning" >/dev/null
@@ -114,7 +123,7 @@ median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[in
 spread() { tr ' ' '\n' | grep . | sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo "-" hi }'; }
 echo
 printf '%-7s %9s %9s %7s %7s %13s\n' build fresh analysed ratio paired 'paired range'
-for build in before after; do
+for build in $builds; do
 	f=$(echo "${runs[$build.fresh]}" | median); a=$(echo "${runs[$build.analysed]}" | median)
 	printf '%-7s %9s %9s %7.3f %7s %13s\n' "$build" "$f" "$a" \
 		"$(awk -v f="$f" -v a="$a" 'BEGIN { print (a > 0 ? f / a : 0) }')" \

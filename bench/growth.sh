@@ -23,6 +23,8 @@
 #       while (goal: >= 0.8), and what the claims read meanwhile.
 #   BENCH_PGBIN=/path/to/bin bash bench/growth.sh ...   # a private installation
 #   GROWTH_ONLY="notify" bash bench/growth.sh lines 1 5  # some of the lines
+#   GROWTH_CLIENTS="8 64"   the client counts of the claim + settle line
+#   GROWTH_CONF="dlsm.notify_relay = on"   postgresql.conf lines added
 # The lines also go to bench/out/growth.dat, drawn in bench/out/growth.png.
 #
 # Run as root (or postgres) after README's set-up; the PgBouncer line
@@ -47,7 +49,8 @@ trap cleanup EXIT
 cluster_start "$work" "${BENCH_PORT:-5487}" \
 	"shared_buffers = '1GB'" "max_wal_size = '4GB'" \
 	"checkpoint_timeout = '15min'" "max_connections = 300" \
-	"log_min_messages = warning" "log_autovacuum_min_duration = -1"
+	"log_min_messages = warning" "log_autovacuum_min_duration = -1" \
+	${GROWTH_CONF:+"$GROWTH_CONF"}
 cluster_psql -c "CREATE EXTENSION dlsm" -c "CREATE EXTENSION pgstattuple" >/dev/null
 
 scalar() { cluster_psql -At -c "$1"; }
@@ -113,7 +116,7 @@ concurrency() {	# concurrency ROUNDS SECONDS
 	: >"$work/conc.csv"
 	for r in $(seq 1 "$1"); do
 		fill 500000
-		for c in 8 64 128; do
+		for c in ${GROWTH_CLIENTS:-8 64 128}; do
 			for s in claim update; do
 				v=$(pgb "$scripts/$s.sql" "$c" "$2" -M prepared)
 				echo "$s,$c,$v" >>"$work/conc.csv"
@@ -127,7 +130,7 @@ concurrency() {	# concurrency ROUNDS SECONDS
 	local d8 u8 d u
 	d8=$(awk -F, '$1 == "claim" && $2 == 8 { print $3 }' "$work/conc.csv" | median)
 	u8=$(awk -F, '$1 == "update" && $2 == 8 { print $3 }' "$work/conc.csv" | median)
-	for c in 8 64 128; do
+	for c in ${GROWTH_CLIENTS:-8 64 128}; do
 		d=$(awk -F, -v c=$c '$1 == "claim" && $2 == c { print $3 }' "$work/conc.csv" | median)
 		u=$(awk -F, -v c=$c '$1 == "update" && $2 == c { print $3 }' "$work/conc.csv" | median)
 		echo "| $c | $d | $(ratio "$d" "$d8") | $u | $(ratio "$u" "$u8") |"
@@ -189,7 +192,7 @@ notify() {	# notify ROUNDS SECONDS: 64 producers
 			v=$(pgb "$scripts/$s.sql" 64 "$2" -M prepared)
 			echo "$s,none,$v" >>"$work/notify.csv"
 			# a listener that reads its notifications as they come
-			as_postgres env PGHOST="$PGHOST" PGPORT="$PGPORT" python3 - "$(($2 + 5))" <<'PY' &
+			as_postgres env PGHOST="$PGHOST" PGPORT="$PGPORT" /usr/bin/python3 - "$(($2 + 5))" <<'PY' &
 import os, select, sys, time, psycopg2
 c = psycopg2.connect(dbname="postgres", user="postgres")
 c.autocommit = True

@@ -7,6 +7,8 @@
 #   bash bench/run.sh --quick    # 8 clients, 1 round, 3 s each
 #   BENCH_PGBIN=/path/to/bin bash bench/run.sh   # a private installation
 #   BENCH_SYSTEMS="dlsm_batch graphile_batch" bash bench/run.sh   # some systems only
+#   BENCH_CLIENTS="1 16" BENCH_ROUNDS=1 BENCH_SECONDS=5 bash bench/run.sh  # other counts
+#   bash bench/run.sh --cliffs   # issue 34's table of cliffs instead: bench/cliffs.sh
 #
 # Run as root on a fresh machine after README's set-up (it installs what it
 # needs: dlsm via test/setup.sh, gnuplot, Node 24 and the peers).  Every
@@ -26,12 +28,15 @@ set -euo pipefail
 shopt -s nullglob
 cd "$(dirname "$0")/.."
 top=$(pwd)
+[ "${1:-}" = "--cliffs" ] && exec bash bench/cliffs.sh
 PGBIN=${BENCH_PGBIN:-${PGBIN:-}}
 [ -n "$PGBIN" ] || unset PGBIN
 . test/lib/cluster.sh
 
 clients="1 4 8 16"; rounds=3; seconds=5; samples=200
 if [ "${1:-}" = "--quick" ]; then clients="8"; rounds=1; seconds=3; samples=50; fi
+clients=${BENCH_CLIENTS:-$clients}; rounds=${BENCH_ROUNDS:-$rounds}
+seconds=${BENCH_SECONDS:-$seconds}
 began=$(date +%s)
 
 if [ "$(id -u)" = 0 ]; then
