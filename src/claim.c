@@ -40,8 +40,9 @@
  * woken, after their locks are released, by the end of any transaction
  * that made work claimable (wake.c).
  *
- * Calls plans.c, queue.c, locks.c, fence.c, wake.c, pending.c, floor.c
- * and waits.c.
+ * Calls plans.c, queue.c, locks.c, fence.c, wake.c, pending.c, floor.c,
+ * grouplimit.c (the groups' limits, and the groups at the floor) and
+ * waits.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -225,7 +226,7 @@ typedef struct FloorWalk
 /* A group a pass found at its limit, or parked at the floor. */
 typedef struct FullGroup
 {
-	uint64		key;			/* dlsm_floor_group_key of the group */
+	uint64		key;			/* dlsm_limits_group_key of the group */
 	bool		parkable;		/* at its concurrency limit: its rows wait for
 								 * a unit of it to end (not for time) */
 	bool		solid;			/* its units in progress, as committed, fill
@@ -477,9 +478,8 @@ admit(ClaimPass *pass, Candidate *c)
 
 	c->admission.group = NULL;
 	if (pass->full == NULL || c->group == NULL ||
-		dlsm_limits_of(dlsm_limits_get(queue), c->group) == NULL)
+		!dlsm_limits_limited(queue, c->group, &key))
 		return true;
-	key = dlsm_floor_group_key(c->group);
 	known_full = hash_search(pass->full, &key, HASH_FIND, NULL) != NULL;
 
 	/*
@@ -488,7 +488,7 @@ admit(ClaimPass *pass, Candidate *c)
 	 */
 	if (!known_full && pass->floor.seen.may_park &&
 		!pass->floor.seen.check)
-		parked = dlsm_floor_group_parked(queue->relid, key);
+		parked = dlsm_limits_parked(queue, key);
 	if ((!known_full && !parked) || strcmp(c->kind, "update") == 0)
 	{
 		c->blocked = candidate_blocked(pass, c);
@@ -500,7 +500,8 @@ admit(ClaimPass *pass, Candidate *c)
 	if (parked)
 		why = DLSM_AT_CONCURRENCY;
 	else
-		why = dlsm_limits_admit(queue, c->group, &c->admission);
+		why = dlsm_limits_admit(queue, c->group, pass->floor.seen.may_park,
+								c->id, &c->admission);
 	if (why == DLSM_ADMITTED)
 	{
 		/* a check unparks a group it finds with room */
@@ -521,10 +522,8 @@ admit(ClaimPass *pass, Candidate *c)
 	}
 	full = hash_search(pass->full, &key, HASH_ENTER, NULL);
 	full->parkable = why != DLSM_AT_RATE;
+	/* filled by its units in progress: parked already (grouplimit.c) */
 	full->solid = why == DLSM_FULL_IN_PROGRESS;
-	/* filled by its units in progress: parked now, for every claim */
-	if (full->solid && pass->floor.seen.may_park)
-		dlsm_floor_group_park(queue->relid, key, c->id, c->admission.since);
 	full->lowest = PG_INT64_MAX;
 	/* later scans of the pass leave its rows out: see scan() */
 	if (list_length(pass->full_names) < SCAN_FULL_NAMES)
@@ -815,7 +814,7 @@ group_parks(ClaimPass *pass, Candidate *c)
 
 	if (pass->full == NULL || c->group == NULL)
 		return NULL;
-	key = dlsm_floor_group_key(c->group);
+	key = dlsm_limits_group_key(c->group);
 	full = hash_search(pass->full, &key, HASH_FIND, NULL);
 	return full != NULL && full->parkable ? full : NULL;
 }
@@ -916,7 +915,7 @@ publish_floor(ClaimPass *pass)
 	i = 0;
 	foreach(lc, walk->admitted)
 		admitted[i++] = *(uint64 *) lfirst(lc);
-	dlsm_floor_groups(relid, admitted, i);
+	dlsm_limits_found_room(relid, admitted, i);
 }
 
 /*
@@ -1118,7 +1117,7 @@ admit_group_updates(DlsmQueue *queue, const char *entity,
 	held = DatumGetBool(dlsm_plan_value(0, A_UPDATES_GROUP_HELD, &isnull));
 	SPI_freetuptable(SPI_tuptable);
 	if (group != NULL && !held &&
-		dlsm_limits_admit(queue, group, admission) != DLSM_ADMITTED)
+		dlsm_limits_admit(queue, group, false, 0, admission) != DLSM_ADMITTED)
 		report_busy(queue, entity, BUSY_GROUP_FULL, group);
 }
 

@@ -45,6 +45,7 @@
 
 #include "capture.h"
 #include "extension.h"
+#include "grouplimit.h"
 #include "guc.h"
 #include "hooks.h"
 #include "launcher.h"
@@ -68,6 +69,7 @@ _PG_init(void)
 	dlsm_extension_init();
 	dlsm_notify_init();
 	dlsm_wake_init();
+	dlsm_limits_init();
 	dlsm_queue_init();
 	dlsm_pending_init();
 	dlsm_named_init();

@@ -28,8 +28,9 @@
  * A group at its concurrency limit is parked too, under its group key
  * (dlsm_floor_group_key): its rows wait for a unit of it to end.  A floor
  * parks any number of groups (all floors together, up to a fixed number),
- * and every claim asks whether a group it meets is parked, so that a group
- * found at its limit is counted once, not by every claim.
+ * and every claim asks (through grouplimit.c) whether a group it meets is
+ * parked, so that a group found at its limit is counted once, not by every
+ * claim.
  * Rows claimed by transactions still in flight lie below it too: the floor
  * knows them (at most DLSM_MAX_IN_FLIGHT), and their claim lowers it again
  * if it rolls back (pending.c), so that a claim does not walk over the
@@ -92,6 +93,8 @@ extern void dlsm_floor_reset(Oid relid);
 extern void dlsm_floor_forget(Oid relid);
 extern void dlsm_floor_entities(Oid relid, const uint64 *entities,
 								int n);
+
+/* the groups at their limit: called by grouplimit.c alone (test/arch.pl) */
 extern bool dlsm_floor_group_parked(Oid relid, uint64 group);
 extern void dlsm_floor_groups(Oid relid, const uint64 *groups, int n);
 extern void dlsm_floor_group_probed(Oid relid, uint64 group, uint64 since);

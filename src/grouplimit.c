@@ -27,9 +27,12 @@
  * the side of the limit.  A slot taken only to find the group without room
  * is given back at once, and its group comes free (floor.c): another claim
  * may have counted it.  A group whose units in progress, as committed,
- * alone fill it is parked at its queue's floor by the claim that finds it
- * so (claim.c): claims pass over its rows without counting again until one
- * of its units ends.
+ * alone fill it is parked at its queue's floor when a claim finds it so:
+ * claims pass over its rows without counting again until one of its units
+ * ends.  A group whose slot this transaction took, or one of whose units
+ * it settled, comes free when the transaction ends, however it ends (wake.c
+ * calls groups_end then, after the locks are released).  This file alone
+ * calls the floors' group functions: claims and settles ask here.
  *
  * Rate: at most r claims of the group in any window of the given length:
  * claims of a group are spaced by per / r at least (the generic cell rate
@@ -41,7 +44,7 @@
  * backend warns (once a minute at most), so that a full table never holds
  * back the groups of another tenant.
  *
- * Calls plans.c, locks.c, floor.c and rate.c.
+ * Calls plans.c, locks.c, floor.c, rate.c, waits.c and wake.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -64,6 +67,7 @@
 #include "locks.h"
 #include "plans.h"
 #include "queue.h"
+#include "waits.h"
 #include "wake.h"
 
 /*
@@ -108,8 +112,10 @@ typedef struct HeldSlot
 {
 	Oid			relid;
 	char	   *group;
+	uint64		key;			/* the group's dlsm_floor_group_key */
 	int			slot;
 	SubTransactionId subid;		/* who holds it */
+	uint64		since;			/* the floors' clock before it was taken */
 	bool		claimed;		/* a unit was claimed under it ... */
 	pg_uuid_t	process_id;		/* ... this one */
 	SubTransactionId settled;	/* the unit settled in this subtransaction; 0:
@@ -121,6 +127,28 @@ typedef struct HeldSlot
 /* This transaction's slots, in TopTransactionContext; NIL outside one. */
 static List *held_slots = NIL;
 static bool held_callbacks = false;
+
+/*
+ * A group of a queue whose slot this transaction took, or whose unit it
+ * changed, and whether it comes free when the transaction ends.  A group
+ * is listed when its slot is taken, so that an error that gives the slot
+ * back (a cancel in the count) marks it without allocating.
+ */
+typedef struct EndingGroup
+{
+	Oid			relid;			/* InvalidOid: told to its floor already */
+	uint64		key;			/* dlsm_floor_group_key */
+	bool		free;			/* comes free at the end */
+} EndingGroup;
+
+/*
+ * This transaction's groups (nending, room for maxending), and room for
+ * as many keys to tell a floor at its end; in TopTransactionContext.
+ */
+static EndingGroup *ending = NULL;
+static uint64 *ending_keys = NULL;
+static int	nending = 0;
+static int	maxending = 0;
 
 /* A limit read from the registry, before sorting. */
 typedef struct LimitRow
@@ -274,42 +302,198 @@ dlsm_limits_in_progress(DlsmQueue *queue, const char *group)
 	return units;
 }
 
-static void hold_slot(Oid relid, const char *group, int slot);
+static void hold_slot(Oid relid, const char *group, uint64 key, int slot,
+					  uint64 since);
 static void release_slot(Oid relid, const char *group, int slot);
 static HeldSlot *settled_slot(Oid relid, const char *group, int slot);
 static void borrow_slot(HeldSlot *lender);
 static void give_back_slot(Oid relid, const char *group,
 						   DlsmAdmission *admission);
+static bool groups_end(void);
 
 /*
- * A slot of group of queue relid, taken after the floors' clock read
- * since, was given back before the transaction's end: another claim may
- * have counted it and found the group without room, so the group comes
- * free (floor.c).
+ * Free the groups this file marks at the end of every transaction (wake.c
+ * calls groups_end); called once from _PG_init.
+ */
+void
+dlsm_limits_init(void)
+{
+	dlsm_wake_at_end(groups_end);
+}
+
+/*
+ * Is group (NULL: none) of queue under a limit?  If so, its key in the
+ * floors (floor.c) and in a claim's pass is in *key.  The caller holds an
+ * SPI connection.
+ */
+bool
+dlsm_limits_limited(DlsmQueue *queue, const char *group, uint64 *key)
+{
+	if (dlsm_limits_of(dlsm_limits_get(queue), group) == NULL)
+		return false;
+	*key = dlsm_floor_group_key(group);
+	return true;
+}
+
+/* The key of group in the floors (floor.c) and in a claim's pass. */
+uint64
+dlsm_limits_group_key(const char *group)
+{
+	return dlsm_floor_group_key(group);
+}
+
+/*
+ * Is the group of queue whose key is given parked at the queue's floor, at
+ * its limit until a unit of it ends?  For a claim that meets a unit of it.
+ */
+bool
+dlsm_limits_parked(DlsmQueue *queue, uint64 key)
+{
+	return dlsm_floor_group_parked(queue->relid, key);
+}
+
+/*
+ * A claim that checked its queue's floor found groups of queue relid (n
+ * keys) with room: claims passing over their rows look again (floor.c).
+ */
+void
+dlsm_limits_found_room(Oid relid, const uint64 *groups, int n)
+{
+	dlsm_floor_groups(relid, groups, n);
+}
+
+/* List the group of queue relid whose key is given for this transaction's end. */
+static void
+list_group(Oid relid, uint64 key)
+{
+	for (int i = 0; i < nending; i++)
+		if (ending[i].relid == relid && ending[i].key == key)
+			return;
+	if (nending == maxending)
+	{
+		/* twice the room; the old arrays go with the transaction */
+		int			max = Max(8, maxending * 2);
+		EndingGroup *more = MemoryContextAlloc(TopTransactionContext,
+											   sizeof(EndingGroup) * max);
+
+		if (nending > 0)
+			memcpy(more, ending, sizeof(EndingGroup) * nending);
+		ending = more;
+		ending_keys = MemoryContextAlloc(TopTransactionContext,
+										 sizeof(uint64) * max);
+		maxending = max;
+	}
+	ending[nending].relid = relid;
+	ending[nending].key = key;
+	ending[nending++].free = false;
+}
+
+/*
+ * The group of queue relid whose key is given, listed already, comes free
+ * when this transaction ends.  NB: runs in the transaction callbacks of an
+ * abort, so allocates nothing.
  */
 static void
-slot_given_back(Oid relid, const char *group, uint64 since)
+mark_free(Oid relid, uint64 key)
 {
-	dlsm_floor_group_probed(relid, dlsm_floor_group_key(group), since);
+	for (int i = 0; i < nending; i++)
+		if (ending[i].relid == relid && ending[i].key == key)
+			ending[i].free = true;
+}
+
+/*
+ * This transaction took a slot of the group of queue relid whose key is
+ * given, or changed a unit of the group: when it ends, however it ends,
+ * the group may have room, and claims passing over its rows (parked:
+ * floor.c) look again.
+ */
+static void
+free_at_end(Oid relid, uint64 key)
+{
+	list_group(relid, key);
+	mark_free(relid, key);
+}
+
+/*
+ * A unit of group (NULL: none) of queue left 'in-progress' (a settle, a
+ * reap): claims passing over the group's rows look again when this
+ * transaction ends.  Runs no statement: the caller reads the result of
+ * its own.
+ */
+void
+dlsm_limits_group_changed(DlsmQueue *queue, const char *group)
+{
+	if (group != NULL)
+		free_at_end(queue->relid, dlsm_floor_group_key(group));
+}
+
+/*
+ * The transaction ended, its locks released (wake.c calls this): the
+ * groups marked come free, each queue's told to its floor at once.  True
+ * when there were any.
+ */
+static bool
+groups_end(void)
+{
+	bool		freed = false;
+
+	for (int i = 0; i < nending; i++)
+	{
+		Oid			relid = ending[i].relid;
+		int			n = 0;
+
+		for (int j = i; j < nending && relid != InvalidOid; j++)
+		{
+			if (ending[j].relid != relid)
+				continue;
+			if (ending[j].free)
+				ending_keys[n++] = ending[j].key;
+			ending[j].relid = InvalidOid;
+		}
+		if (n == 0)
+			continue;
+		dlsm_floor_groups(relid, ending_keys, n);
+		freed = true;
+	}
+	/* they lived in TopTransactionContext */
+	ending = NULL;
+	ending_keys = NULL;
+	nending = 0;
+	maxending = 0;
+	return freed;
+}
+
+/*
+ * A slot of the group of queue relid whose key is given, taken after the
+ * floors' clock read since, was given back before the transaction's end:
+ * another claim may have counted it and found the group without room, so
+ * the group comes free (floor.c).
+ */
+static void
+slot_given_back(Oid relid, uint64 key, uint64 since)
+{
+	dlsm_floor_group_probed(relid, key, since);
 }
 
 /*
  * Take a slot of group's n for a unit, if the units in progress leave
- * room for one more: DLSM_ADMITTED when taken (admission->slot).
+ * room for one more: DLSM_ADMITTED when taken (admission->slot).  When
+ * the units in progress, as committed, fill the group, and may_park, the
+ * group is parked at the queue's floor from row up.
  */
 static DlsmAdmit
-take_slot(DlsmQueue *queue, const char *group, int n,
-		  DlsmAdmission *admission)
+take_slot(DlsmQueue *queue, const char *group, int n, bool may_park,
+		  int64 row, DlsmAdmission *admission)
 {
 	int			held = 0;		/* by this transaction or others */
 	int			taken = -1;
 	bool		passed = false; /* took and gave back another slot */
 	uint64		since = dlsm_floor_clock();
+	uint64		key = dlsm_floor_group_key(group);
 	int64		in_progress = 0;
 
 	HeldSlot   *lender = NULL;
 
-	admission->since = since;
 	for (int i = 0; i < n; i++)
 	{
 		DlsmSlotState state = dlsm_lock_slot_try(queue->relid, group, i);
@@ -335,7 +519,7 @@ take_slot(DlsmQueue *queue, const char *group, int n,
 	}
 	/* another claim may have counted a slot taken and given back */
 	if (passed)
-		slot_given_back(queue->relid, group, since);
+		slot_given_back(queue->relid, key, since);
 	if (lender != NULL)
 	{
 		taken = lender->slot;
@@ -347,33 +531,29 @@ take_slot(DlsmQueue *queue, const char *group, int n,
 	{
 		/*
 		 * Held from here, so that an error (a cancel in the count) gives it
-		 * back with its subtransaction, and the transaction's end then
-		 * unparks the group (another claim may have parked it, counting this
-		 * slot).
+		 * back with its subtransaction, and the abort marks the group to come
+		 * free at the transaction's end (another claim may have parked it,
+		 * counting this slot).
 		 */
-		hold_slot(queue->relid, group, taken);
+		hold_slot(queue->relid, group, key, taken, since);
 	}
 	admission->slot = taken;
 	admission->borrowed = lender != NULL;
-	PG_TRY();
-	{
-		/* read after the slot was taken: see the file's header */
-		in_progress = dlsm_limits_in_progress(queue, group);
-	}
-	PG_CATCH();
-	{
-		dlsm_wake_group_freed_at_end(queue->relid, group);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	/* read after the slot was taken: see the file's header */
+	in_progress = dlsm_limits_in_progress(queue, group);
 	if (in_progress + held + 1 > n)
 	{
 		/* no room: the slot comes free at once (see floor.c) */
 		give_back_slot(queue->relid, group, admission);
-		return in_progress >= n ? DLSM_FULL_IN_PROGRESS : DLSM_AT_CONCURRENCY;
+		if (in_progress < n)
+			return DLSM_AT_CONCURRENCY;
+		/* filled by its units in progress: parked now, for every claim */
+		if (may_park)
+			dlsm_floor_group_park(queue->relid, key, row, since);
+		return DLSM_FULL_IN_PROGRESS;
 	}
 	/* whichever way this ends, the transaction's end unparks the group */
-	dlsm_wake_group_freed_at_end(queue->relid, group);
+	free_at_end(queue->relid, key);
 	return DLSM_ADMITTED;
 }
 
@@ -429,12 +609,14 @@ warn_rate_not_kept(DlsmRateAnswer why, const DlsmRateTaken *taken)
  * May a unit of group (NULL: none) of queue be claimed now?  If so, what
  * the claim takes of the group's limits is in admission, to give back
  * with dlsm_limits_give_back if the unit is not claimed after all; the
- * slot is held until the transaction ends otherwise.  The caller holds an
- * SPI connection.
+ * slot is held until the transaction ends otherwise.  A group found
+ * filled by its units in progress, as committed, is parked at the queue's
+ * floor from the unit's row up, when may_park (the claim read the floor
+ * and may park there: floor.c).  The caller holds an SPI connection.
  */
 DlsmAdmit
-dlsm_limits_admit(DlsmQueue *queue, const char *group,
-				  DlsmAdmission *admission)
+dlsm_limits_admit(DlsmQueue *queue, const char *group, bool may_park,
+				  int64 row, DlsmAdmission *admission)
 {
 	const DlsmLimit *limit = dlsm_limits_of(dlsm_limits_get(queue), group);
 	DlsmAdmit	why;
@@ -446,7 +628,7 @@ dlsm_limits_admit(DlsmQueue *queue, const char *group,
 	if (limit == NULL)
 		return DLSM_ADMITTED;
 	if (limit->concurrency > 0 &&
-		(why = take_slot(queue, group, limit->concurrency,
+		(why = take_slot(queue, group, limit->concurrency, may_park, row,
 						 admission)) != DLSM_ADMITTED)
 		return why;
 	if (limit->rate > 0)
@@ -533,10 +715,25 @@ dlsm_limits_next_claim(DlsmQueue *queue, const char *group)
 	return Max(next_at, now);
 }
 
-/* The transaction ended: its slots went with it. */
+/*
+ * The transaction ended: its slots went with it.  A rollback may have
+ * interrupted a count (an error after a slot was taken): the groups of the
+ * slots it held come free at its end.
+ */
 static void
 held_xact_end(XactEvent event, void *arg)
 {
+	ListCell   *lc;
+
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+	{
+		foreach(lc, held_slots)
+		{
+			HeldSlot   *held = (HeldSlot *) lfirst(lc);
+
+			mark_free(held->relid, held->key);
+		}
+	}
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
 		event == XACT_EVENT_PARALLEL_ABORT)
@@ -568,7 +765,8 @@ settle_done(HeldSlot *held)
 	{
 		dlsm_lock_slot_release(held->relid, held->group, held->slot);
 		/* claims passing over the group look again now */
-		dlsm_wake_group_freed_now(held->relid, held->group);
+		dlsm_floor_groups(held->relid, &held->key, 1);
+		dlsm_wait_wake_all();
 	}
 }
 
@@ -614,15 +812,20 @@ held_subxact_end(SubXactEvent event, SubTransactionId mySubid,
 		{
 			dlsm_lock_slot_release(held->relid, held->group, held->slot);
 			/* a claim may have counted it, at any time since it was taken */
-			slot_given_back(held->relid, held->group, 0);
+			slot_given_back(held->relid, held->key, 0);
+			/* as after an admission (a cancel in the count left it unmarked) */
+			mark_free(held->relid, held->key);
 		}
 		held_slots = foreach_delete_current(held_slots, lc);
 	}
 }
 
-/* This transaction took slot of group of queue relid. */
+/*
+ * This transaction took slot of group (its key given) of queue relid
+ * after the floors' clock read since.
+ */
 static void
-hold_slot(Oid relid, const char *group, int slot)
+hold_slot(Oid relid, const char *group, uint64 key, int slot, uint64 since)
 {
 	MemoryContext old;
 	HeldSlot   *held;
@@ -633,21 +836,29 @@ hold_slot(Oid relid, const char *group, int slot)
 		RegisterSubXactCallback(held_subxact_end, NULL);
 		held_callbacks = true;
 	}
+	/* listed now: an abort marks it without allocating */
+	list_group(relid, key);
 	old = MemoryContextSwitchTo(TopTransactionContext);
 	held = palloc0(sizeof(HeldSlot));
 	held->relid = relid;
 	held->group = pstrdup(group);
+	held->key = key;
 	held->slot = slot;
 	held->subid = GetCurrentSubTransactionId();
+	held->since = since;
 	held_slots = lappend(held_slots, held);
 	MemoryContextSwitchTo(old);
 }
 
-/* Give back slot of group of queue relid, which this transaction holds. */
+/*
+ * Give back slot of group of queue relid, which this transaction holds:
+ * another claim may have counted it (slot_given_back).
+ */
 static void
 release_slot(Oid relid, const char *group, int slot)
 {
 	ListCell   *lc;
+	HeldSlot   *found = NULL;
 
 	foreach(lc, held_slots)
 	{
@@ -656,11 +867,17 @@ release_slot(Oid relid, const char *group, int slot)
 		if (held->relid == relid && held->slot == slot &&
 			strcmp(held->group, group) == 0)
 		{
+			found = held;
 			held_slots = foreach_delete_current(held_slots, lc);
 			break;
 		}
 	}
 	dlsm_lock_slot_release(relid, group, slot);
+	/* (not found, it cannot be: then any park since it was taken) */
+	if (found != NULL)
+		slot_given_back(relid, found->key, found->since);
+	else
+		slot_given_back(relid, dlsm_floor_group_key(group), 0);
 }
 
 /*
@@ -693,8 +910,10 @@ borrow_slot(HeldSlot *lender)
 
 	held->relid = lender->relid;
 	held->group = lender->group;
+	held->key = lender->key;
 	held->slot = lender->slot;
 	held->subid = GetCurrentSubTransactionId();
+	held->since = lender->since;
 	held->lender = lender;
 	lender->lent = true;
 	held_slots = lappend(held_slots, held);
@@ -713,10 +932,7 @@ give_back_slot(Oid relid, const char *group, DlsmAdmission *admission)
 	if (admission->slot < 0)
 		return;
 	if (!admission->borrowed)
-	{
 		release_slot(relid, group, admission->slot);
-		slot_given_back(relid, group, admission->since);
-	}
 	else
 	{
 		foreach(lc, held_slots)

@@ -46,7 +46,6 @@ typedef struct DlsmAdmission
 								 * subtransaction of this transaction */
 	bool		rate_taken;
 	DlsmRateTaken rate;
-	uint64		since;			/* the floors' clock before it counted */
 } DlsmAdmission;
 
 /* What dlsm_limits_admit says. */
@@ -62,10 +61,12 @@ typedef enum DlsmAdmit
 
 struct DlsmQueue;
 
+extern void dlsm_limits_init(void);
 extern DlsmLimits *dlsm_limits_get(struct DlsmQueue *queue);
 extern const DlsmLimit *dlsm_limits_of(const DlsmLimits *limits,
 									   const char *group);
 extern DlsmAdmit dlsm_limits_admit(struct DlsmQueue *queue, const char *group,
+								   bool may_park, int64 row,
 								   DlsmAdmission *admission);
 extern void dlsm_limits_give_back(struct DlsmQueue *queue,
 								  DlsmAdmission *admission);
@@ -80,5 +81,14 @@ extern int64 dlsm_limits_in_progress(struct DlsmQueue *queue,
 									 const char *group);
 extern TimestampTz dlsm_limits_next_claim(struct DlsmQueue *queue,
 										  const char *group);
+
+/* the groups at the floors (floor.c), for claims and settles */
+extern bool dlsm_limits_limited(struct DlsmQueue *queue, const char *group,
+								uint64 *key);
+extern uint64 dlsm_limits_group_key(const char *group);
+extern bool dlsm_limits_parked(struct DlsmQueue *queue, uint64 key);
+extern void dlsm_limits_found_room(Oid relid, const uint64 *groups, int n);
+extern void dlsm_limits_group_changed(struct DlsmQueue *queue,
+									  const char *group);
 
 #endif							/* DLSM_GROUPLIMIT_H */

@@ -45,7 +45,7 @@
  * producers using dlsm_enqueue.  One that finds the key taken by a
  * committed row adds nothing and gives the lock back at once.
  *
- * Calls plans.c, queue.c, pending.c, wake.c and locks.c.
+ * Calls plans.c, queue.c, pending.c, wake.c, grouplimit.c and locks.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -237,18 +237,6 @@ settle_params(DlsmQueue *queue, DlsmSettle *settle, bool claimed,
 }
 
 /*
- * A unit of group (NULL: none) of queue left 'in-progress': claims passing
- * over the group's rows look again when this transaction ends.  (Runs no
- * statement: the caller reads the result of its own.)
- */
-static void
-group_changed(DlsmQueue *queue, const char *group)
-{
-	if (group != NULL)
-		dlsm_wake_group_freed_at_end(queue->relid, group);
-}
-
-/*
  * Count the rows the last settle statement returned into counts, by
  * process id (pids, n of them, contiguous); a process id given twice gets
  * its count twice.  The floor of the queue learns, at commit, of the
@@ -275,7 +263,8 @@ count_settled(DlsmQueue *queue, DlsmSettle *settle, const pg_uuid_t *pids,
 														   &isnull)));
 		dlsm_wake_entity_changed_at_commit(queue->relid,
 										   dlsm_plan_text(r, A_SETTLE_ENTITY));
-		group_changed(queue, dlsm_plan_text(r, A_SETTLE_GROUP));
+		dlsm_limits_group_changed(queue,
+								  dlsm_plan_text(r, A_SETTLE_GROUP));
 	}
 	/* a retry makes its rows ready again (or error: no harm) */
 	if (settle->outcome == DLSM_OUTCOME_RETRY && SPI_processed > 0)
@@ -434,7 +423,7 @@ dlsm_state_reap(DlsmQueue *queue)
 
 		dlsm_wake_entity_changed_at_commit(queue->relid,
 										   dlsm_plan_text(i, A_REAP_ENTITY));
-		group_changed(queue, dlsm_plan_text(i, A_REAP_GROUP));
+		dlsm_limits_group_changed(queue, dlsm_plan_text(i, A_REAP_GROUP));
 		if (strcmp(dlsm_plan_text(i, A_REAP_STATUS), "new") != 0)
 			continue;
 		released++;

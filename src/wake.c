@@ -12,6 +12,9 @@
  * claimer would find them busy), waiting claims are woken (waits.c), the
  * database's worker when a handler queue got work (or the registry changed,
  * or NOTIFY dlsm, 'reap' was sent), the launcher after CREATE EXTENSION.
+ * The groups whose slots the transaction took come free just before the
+ * claims are woken: grouplimit.c, a layer above, frees them from the hook
+ * it gives dlsm_wake_at_end.
  *
  * Queue channels are notified (NOTIFY, through notify.c) for the clients
  * that LISTEN: which channels is noted during the transaction, and whether
@@ -58,9 +61,6 @@ typedef struct QueueChanges
 	int			nentities;		/* entities whose rows it changed */
 	int			maxentities;
 	uint64	   *entities;		/* their keys (dlsm_floor_entity_key) */
-	int			ngroups;		/* groups that may have room when it ends */
-	int			maxgroups;
-	uint64	   *groups;			/* their keys (dlsm_floor_group_key) */
 } QueueChanges;
 
 /* What the transaction did that may make work claimable when it ends. */
@@ -71,6 +71,7 @@ static bool wake_launcher = false;	/* the extension was created */
 static int	worker_requests = 0;	/* DLSM_REQUEST_* for the worker */
 static List *channels = NIL;	/* to notify, in TopTransactionContext */
 static List *changes = NIL;		/* of QueueChanges, in TopTransactionContext */
+static DlsmWakeEndHook end_hook = NULL; /* dlsm_wake_at_end's */
 
 /*
  * The insert dlsm_enqueue runs into this queue, while it runs, and the
@@ -94,6 +95,10 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 		dlsm_pool_wake_launcher();
 	if (isCommit && worker_requests != 0)
 		dlsm_pool_worker_request(MyDatabaseId, worker_requests);
+	/* grouplimit.c's groups come free whichever way the transaction ends */
+	if (end_hook != NULL && end_hook())
+		wake_at_abort = true;
+	if (isCommit)
 	{
 		ListCell   *lc;
 
@@ -101,10 +106,6 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 		{
 			QueueChanges *q = lfirst(lc);
 
-			/* a group's slots come free whichever way the transaction ends */
-			dlsm_floor_groups(q->relid, q->groups, q->ngroups);
-			if (!isCommit)
-				continue;
 			if (q->reset)
 				dlsm_floor_reset(q->relid);
 			if (q->dropped || q->truncated)
@@ -139,6 +140,20 @@ wake_xact_callback(XactEvent event, void *arg)
 		return;
 	foreach(lc, channels)
 		dlsm_notify_send(lfirst(lc));
+}
+
+/*
+ * Call hook at the end of every transaction, however it ends, after its
+ * locks are released and before waiting claims are woken; when hook
+ * returns true, they are woken if the transaction rolled back.  For
+ * grouplimit.c, whose groups come free then (a layer above: it cannot be
+ * called by name).
+ */
+void
+dlsm_wake_at_end(DlsmWakeEndHook hook)
+{
+	Assert(end_hook == NULL || end_hook == hook);
+	end_hook = hook;
 }
 
 /* Register the transaction-end hooks; called once from _PG_init. */
@@ -301,37 +316,6 @@ dlsm_wake_entity_changed_at_commit(Oid relid, const char *entity)
 	add_key(&q->entities, &q->nentities, &q->maxentities,
 			dlsm_floor_entity_key(entity));
 	MemoryContextSwitchTo(old);
-}
-
-/*
- * This transaction took a slot of group in queue relid, or changed a
- * unit of the group: when it ends, however it ends, the group may have
- * room, and claims passing over its rows (parked: floor.c) look again.
- */
-void
-dlsm_wake_group_freed_at_end(Oid relid, const char *group)
-{
-	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
-	QueueChanges *q = queue_changes(relid);
-
-	add_key(&q->groups, &q->ngroups, &q->maxgroups,
-			dlsm_floor_group_key(group));
-	MemoryContextSwitchTo(old);
-	wake_at_abort = true;
-}
-
-/*
- * This transaction gave back a slot of group in queue relid before its
- * end (a unit it claimed, settled in it): claims passing over the group's
- * rows look again now.
- */
-void
-dlsm_wake_group_freed_now(Oid relid, const char *group)
-{
-	uint64		key = dlsm_floor_group_key(group);
-
-	dlsm_floor_groups(relid, &key, 1);
-	dlsm_wait_wake_all();
 }
 
 /*

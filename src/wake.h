@@ -13,7 +13,14 @@
 #ifndef DLSM_WAKE_H
 #define DLSM_WAKE_H
 
+/*
+ * Called at the end of every transaction (dlsm_wake_at_end); true: wake
+ * waiting claims if it rolled back.
+ */
+typedef bool (*DlsmWakeEndHook) (void);
+
 extern void dlsm_wake_init(void);
+extern void dlsm_wake_at_end(DlsmWakeEndHook hook);
 extern void dlsm_wake_claimers_at_commit(void);
 extern void dlsm_wake_worker_request_at_commit(int requests);
 extern void dlsm_wake_claimers_at_end(void);
@@ -28,7 +35,5 @@ extern void dlsm_wake_queue_dropped_at_commit(Oid relid);
 extern void dlsm_wake_queue_truncated_at_commit(Oid relid);
 extern void dlsm_wake_queue_new(Oid relid);
 extern void dlsm_wake_entity_changed_at_commit(Oid relid, const char *entity);
-extern void dlsm_wake_group_freed_now(Oid relid, const char *group);
-extern void dlsm_wake_group_freed_at_end(Oid relid, const char *group);
 
 #endif							/* DLSM_WAKE_H */

@@ -49,11 +49,10 @@ my %layer = (
 	dlsm => 7);
 # the modules that own a part of the shared state (shmem.c creates them)
 my %owner = map { $_ => 1 } qw(waits pool namedlock notify floor rate);
-# who may call the floors' group functions (park when full, parked?, a
-# probe, freed, the clock): grouplimit.c, and for now the two files that
-# still park and free groups themselves (issue 35 leaves grouplimit.c
-# alone)
-my %group_caller = map { $_ => 1 } qw(floor grouplimit claim wake);
+# who may call the floors' group functions (a group's key, park when full,
+# parked?, a probe, freed, the clock): floor.c and grouplimit.c, which
+# claims and settles ask
+my %group_caller = map { $_ => 1 } qw(floor grouplimit);
 my $n = 0;
 my $failed = 0;
 
@@ -221,7 +220,7 @@ for my $file (sort keys %text)
 	  && $calls =~ /[^\n]\b(dlsm_\w+_shmem_(?:size|init))\s*\(/g;
 	push @foreign, "$file calls $1, the floors' group function"
 	  while !$group_caller{$module}
-	  && $calls =~ /[^\n]\b(dlsm_floor_(?:group_park|group_parked|group_probed|groups|clock))\s*\(/g;
+	  && $calls =~ /[^\n]\b(dlsm_floor_(?:group_key|group_park|group_parked|group_probed|groups|clock))\s*\(/g;
 }
 
 # all SQL text dlsm runs lives in querytext.c: no other file has a string
@@ -252,7 +251,7 @@ check(!@unknown, 'every file of src/ belongs to a layer', @unknown);
 check(!@up, 'every include of a dlsm header goes to a lower layer', @up);
 check(!@shared, 'only the owners of shared state touch it', @shared);
 check(!@foreign,
-	'each part of the shared state is touched only by its owner, created by shmem.c alone, and the floors\' group functions are called only by grouplimit.c, claim.c and wake.c',
+	'each part of the shared state is touched only by its owner, created by shmem.c alone, and the floors\' group functions are called only by grouplimit.c',
 	@foreign);
 check(!@include_order,
 	'includes: postgres.h first, then each block in alphabetical order',
