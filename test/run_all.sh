@@ -105,8 +105,18 @@ summary=()
 ran=()
 failures=()	# what failed, repeated after the summary's counts
 
+# listed WORD WORDS...: is WORD one of WORDS?  In bash itself: a printf
+# piped to grep -q fails now and then under pipefail, when grep exits at
+# its match before printf wrote everything (SIGPIPE)
+listed() {
+	local w=$1
+	shift
+	for x in "$@"; do [ "$x" = "$w" ] && return 0; done
+	return 1
+}
+
 want() {	# want SUITE: run it? (all when none named); starts its log
-	if [ ${#suites[@]} -gt 0 ] && ! printf '%s\n' "${suites[@]}" | grep -qx "$1"; then
+	if [ ${#suites[@]} -gt 0 ] && ! listed "$1" "${suites[@]}"; then
 		return 1
 	fi
 	echo "== $1"
@@ -349,7 +359,7 @@ if [ "$major" = 15 ] && [ "${DLSM_MATRIX:-yes}" != no ]; then
 	for m in 18 17 16; do
 		picked=()
 		for s in ${MATRIX[$m]}; do
-			if [ ${#suites[@]} = 0 ] || printf '%s\n' "${suites[@]}" | grep -qx "$s@$m"; then
+			if [ ${#suites[@]} = 0 ] || listed "$s@$m" "${suites[@]}"; then
 				picked+=("$s")
 			fi
 		done
@@ -372,7 +382,7 @@ fi
 
 for s in "${suites[@]}"; do
 	case $s in *@*) continue ;; esac
-	printf '%s\n' "${ran[@]}" | grep -qx "$s" || record "$s" 0 1 "no such suite"
+	listed "$s" "${ran[@]}" || record "$s" 0 1 "no such suite"
 done
 
 echo "== summary"
