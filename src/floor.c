@@ -10,11 +10,33 @@
  * releases the lock itself.  Without preloading there are no floors: a
  * claim scans from its line in the sand every time.
  *
- * Locking: DlsmFloorShared.floor_lock (of the LWLock tranche "dlsm",
- * given by shmem.c) guards every field but entity_seed, and the table of
- * parked groups; it is held for a few field reads or writes, never across
- * SPI, a wait or a signal that could block.  Any backend reads and writes
- * the floors (dlsm_floor_*), as the rules below them say.
+ * Locking: the LWLock tranche "dlsm_floor" (given by shmem.c) holds one
+ * lock per floor slot, plus two cluster-wide ones.  All are leaf locks:
+ * taken after any heavyweight lock, held for a few field reads or writes,
+ * never across SPI, a wait or a signal that could block.  Any backend
+ * takes them (dlsm_floor_*), in this order when it takes more than one:
+ *
+ *	map_lock	exclusive, to give a slot to a queue or take it back
+ *				(add_floor, dlsm_floor_forget); guards floor_victim and,
+ *				with the slot's own lock, owners[].  Lookups do not take
+ *				it: they read owners[] (atomics) and check the owner again
+ *				under the slot's lock.
+ *	a slot's lock	shared to read a floor, exclusive to change it: guards
+ *				its DlsmFloor.  Each queue's claims, commits and claimed
+ *				rows take only their own floor's lock.
+ *	groups_lock	the table of parked groups and groups_stale, with each
+ *				floor's groups_epoch (written under both it and the
+ *				slot's lock); taken, after the slot's lock, only by queues
+ *				that park groups: shared to ask, exclusive to park or
+ *				unpark.
+ *
+ * floor_clock and the counters of full tables are atomics, moved without
+ * a lock.  A floor's parked groups are dropped (on eviction, reset, forget
+ * and every COMMIT PREPARED) by giving the floor a new groups_epoch, which
+ * no entry of the table carries: the old entries are stale, counted in
+ * groups_stale, and swept out only when the table is full and a sixteenth
+ * of it is stale (XXX: the one walk of the whole table under a
+ * cluster-wide lock, paid for by the entries it frees).
  *
  * entity_seed is written once, when the struct is created, and only read
  * afterwards, without a lock.  It seeds the hash of entity names in the
@@ -35,6 +57,7 @@
 
 #include "common/hashfn.h"
 #include "miscadmin.h"
+#include "port/atomics.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
@@ -53,6 +76,14 @@
  */
 #define DLSM_MAX_PARKED_GROUPS 16384
 #define DLSM_GROUP_BUCKETS 1024
+
+/* A full table of parked groups is swept when this many entries are stale. */
+#define DLSM_GROUPS_SWEEP (DLSM_MAX_PARKED_GROUPS / 16)
+
+/* The locks of the tranche "dlsm_floor": these two, then one per slot. */
+#define DLSM_FLOOR_MAP_LOCK 0
+#define DLSM_FLOOR_GROUPS_LOCK 1
+#define DLSM_FLOOR_SLOT_LOCKS 2
 
 /*
  * A lowering of a floor: at gen, below the row id below (PG_INT64_MIN:
@@ -110,8 +141,6 @@ typedef struct DlsmGroupBucket
  */
 typedef struct DlsmFloor
 {
-	Oid			dboid;			/* with relid, the key; InvalidOid: free */
-	Oid			relid;
 	int64		base;			/* rows above base... */
 	int64		line;			/* ...up to line are not ready */
 	uint64		gen;			/* from floor_clock, when last lowered */
@@ -126,6 +155,7 @@ typedef struct DlsmFloor
 	DlsmParked	parked[DLSM_MAX_PARKED];
 	uint64		bucket_gen[DLSM_ENTITY_BUCKETS];
 	int			ngroups;		/* its groups in parked_groups */
+	uint64		groups_epoch;	/* theirs; under groups_lock too */
 	DlsmGroupBucket group_freed[DLSM_GROUP_BUCKETS];
 } DlsmFloor;
 
@@ -138,16 +168,16 @@ typedef struct DlsmFloor
  */
 typedef struct DlsmGroupKey
 {
-	Oid			dboid;
-	Oid			relid;
 	uint64		group;			/* dlsm_floor_group_key */
+	uint64		epoch;			/* its floor's groups_epoch: unique to it */
 } DlsmGroupKey;
 
 typedef struct DlsmParkedGroup
 {
-	DlsmGroupKey key;
+	DlsmGroupKey key;			/* stale when epoch is not its floor's */
 	int64		lowest;
 	uint64		parked_at;		/* floor_clock when it was parked */
+	int			slot;			/* its floor */
 	bool		solid;			/* parked for units in progress, as committed:
 								 * only a unit's end unparks it */
 } DlsmParkedGroup;
@@ -155,20 +185,24 @@ typedef struct DlsmParkedGroup
 /* The floors of the queues. */
 typedef struct DlsmFloorShared
 {
-	LWLock	   *floor_lock;		/* guards the fields below */
-	uint64		floor_clock;	/* moved on by every lowering */
+	LWLockPadded *locks;		/* the tranche "dlsm_floor": see above */
+	pg_atomic_uint64 floor_clock;	/* moved on by every lowering */
 	int			floor_victim;	/* the next slot to take when all are used */
-	DlsmFloor	floors[DLSM_MAX_FLOORS];
+	uint64		groups_stale;	/* stale entries in parked_groups */
+	/* each slot's queue: database << 32 | relid, or 0 when free */
+	pg_atomic_uint64 owners[DLSM_MAX_FLOORS];
+	DlsmFloor	floors[DLSM_MAX_FLOORS];	/* each under its slot's lock */
 	uint64		entity_seed;	/* random, set at creation: see above */
 	/* times each table had no room (dlsm_floor_usage) */
-	uint64		floors_taken;	/* a floor taken from another queue */
-	uint64		groups_left;	/* a group not parked: the table full */
-	uint64		in_flight_left; /* a claimed row the floor did not take */
-	uint64		entities_left;	/* parked entities a floor did not take */
+	pg_atomic_uint64 floors_taken;	/* a floor taken from another queue */
+	pg_atomic_uint64 groups_left;	/* a group not parked: the table full */
+	pg_atomic_uint64 in_flight_left;	/* a claimed row the floor did not
+										 * take */
+	pg_atomic_uint64 entities_left; /* parked entities a floor did not take */
 } DlsmFloorShared;
 
 static DlsmFloorShared *shared = NULL;
-static HTAB *parked_groups = NULL;	/* DlsmParkedGroup, under floor_lock */
+static HTAB *parked_groups = NULL;	/* DlsmParkedGroup, under groups_lock */
 static uint64 entity_seed = 0;	/* this backend's copy; 0: not read yet */
 
 /* A random non-zero seed. */
@@ -191,9 +225,19 @@ dlsm_floor_shmem_size(void)
 									   sizeof(DlsmParkedGroup)));
 }
 
-/* Create or attach to the floors, guarded by lock; AddinShmemInitLock held. */
+/* The locks the floors need, of the tranche "dlsm_floor" (shmem.c). */
+int
+dlsm_floor_num_locks(void)
+{
+	return DLSM_FLOOR_SLOT_LOCKS + DLSM_MAX_FLOORS;
+}
+
+/*
+ * Create or attach to the floors, guarded by locks (dlsm_floor_num_locks
+ * of them); AddinShmemInitLock held.
+ */
 void
-dlsm_floor_shmem_init(LWLock *lock)
+dlsm_floor_shmem_init(LWLockPadded *locks)
 {
 	bool		found;
 	HASHCTL		ctl;
@@ -202,7 +246,14 @@ dlsm_floor_shmem_init(LWLock *lock)
 	if (!found)
 	{
 		memset(shared, 0, sizeof(DlsmFloorShared));
-		shared->floor_lock = lock;
+		shared->locks = locks;
+		pg_atomic_init_u64(&shared->floor_clock, 0);
+		for (int i = 0; i < DLSM_MAX_FLOORS; i++)
+			pg_atomic_init_u64(&shared->owners[i], 0);
+		pg_atomic_init_u64(&shared->floors_taken, 0);
+		pg_atomic_init_u64(&shared->groups_left, 0);
+		pg_atomic_init_u64(&shared->in_flight_left, 0);
+		pg_atomic_init_u64(&shared->entities_left, 0);
 		shared->entity_seed = random_seed();
 	}
 	/* fixed: past it, groups are not parked (HASH_ENTER_NULL) */
@@ -245,18 +296,74 @@ dlsm_floor_group_key(const char *group)
 	return dlsm_floor_entity_key(group) ^ UINT64CONST(0x9e3779b97f4a7c15);
 }
 
-/* The floor of relid in this database, or NULL.  floor_lock held. */
-static DlsmFloor *
-find_floor(Oid relid)
+/* The clock's next value, for a lowering, a parking or a new epoch. */
+static uint64
+tick(void)
+{
+	return pg_atomic_add_fetch_u64(&shared->floor_clock, 1);
+}
+
+/* A full table's count moves on. */
+static void
+count_left(pg_atomic_uint64 *counter)
+{
+	pg_atomic_fetch_add_u64(counter, 1);
+}
+
+/* The owner of relid of this database in owners[]. */
+static uint64
+floor_owner(Oid relid)
+{
+	return ((uint64) MyDatabaseId << 32) | relid;
+}
+
+/* The slot whose owner is owner, or -1; read without a lock. */
+static int
+find_slot(uint64 owner)
 {
 	for (int i = 0; i < DLSM_MAX_FLOORS; i++)
-	{
-		DlsmFloor  *f = &shared->floors[i];
+		if (pg_atomic_read_u64(&shared->owners[i]) == owner)
+			return i;
+	return -1;
+}
 
-		if (f->relid == relid && f->dboid == MyDatabaseId)
-			return f;
+/* The slot of floor f. */
+static int
+slot_of(const DlsmFloor *f)
+{
+	return (int) (f - shared->floors);
+}
+
+/* The lock of the floor in slot. */
+static LWLock *
+slot_lock(int slot)
+{
+	return &shared->locks[DLSM_FLOOR_SLOT_LOCKS + slot].lock;
+}
+
+/* The floor of relid in this database, its lock taken in mode; or NULL. */
+static DlsmFloor *
+lock_floor(Oid relid, LWLockMode mode)
+{
+	uint64		owner = floor_owner(relid);
+	int			slot;
+
+	/* a slot given to another queue meanwhile is looked for again */
+	while ((slot = find_slot(owner)) >= 0)
+	{
+		LWLockAcquire(slot_lock(slot), mode);
+		if (pg_atomic_read_u64(&shared->owners[slot]) == owner)
+			return &shared->floors[slot];
+		LWLockRelease(slot_lock(slot));
 	}
 	return NULL;
+}
+
+/* Release the lock of floor f, taken by lock_floor or add_floor. */
+static void
+unlock_floor(DlsmFloor *f)
+{
+	LWLockRelease(slot_lock(slot_of(f)));
 }
 
 /* The key of group of floor f in parked_groups. */
@@ -265,14 +372,12 @@ parked_group_key(const DlsmFloor *f, uint64 group)
 {
 	DlsmGroupKey key;
 
-	memset(&key, 0, sizeof(key));
-	key.dboid = f->dboid;
-	key.relid = f->relid;
 	key.group = group;
+	key.epoch = f->groups_epoch;
 	return key;
 }
 
-/* The parked group of floor f, or NULL.  floor_lock held. */
+/* The parked group of floor f, or NULL.  Its lock and groups_lock held. */
 static DlsmParkedGroup *
 find_parked_group(const DlsmFloor *f, uint64 group)
 {
@@ -284,30 +389,85 @@ find_parked_group(const DlsmFloor *f, uint64 group)
 	return hash_search(parked_groups, &key, HASH_FIND, NULL);
 }
 
-/* Unpark every group of floor f.  floor_lock held exclusively. */
+/* Is group parked at floor f?  Its lock held. */
+static bool
+group_is_parked(const DlsmFloor *f, uint64 group)
+{
+	bool		parked;
+
+	if (f->ngroups == 0)
+		return false;
+	LWLockAcquire(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock, LW_SHARED);
+	parked = find_parked_group(f, group) != NULL;
+	LWLockRelease(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock);
+	return parked;
+}
+
+/*
+ * Unpark every group of floor f: its entries go stale, under a new epoch.
+ * Its lock held exclusively.
+ */
 static void
 drop_parked_groups(DlsmFloor *f)
 {
-	HASH_SEQ_STATUS status;
-	DlsmParkedGroup *p;
-
 	if (f->ngroups == 0)
 		return;
-	hash_seq_init(&status, parked_groups);
-	while ((p = hash_seq_search(&status)) != NULL)
-		if (p->key.dboid == f->dboid && p->key.relid == f->relid)
-			hash_search(parked_groups, &p->key, HASH_REMOVE, NULL);
+	LWLockAcquire(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock, LW_EXCLUSIVE);
+	shared->groups_stale += f->ngroups;
+	f->groups_epoch = tick();
+	LWLockRelease(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock);
 	f->ngroups = 0;
 }
 
 /*
+ * Remove the stale entries of parked_groups (see the header), if enough
+ * are to make room; groups_lock held exclusively.
+ */
+static void
+sweep_parked_groups(void)
+{
+	HASH_SEQ_STATUS status;
+	DlsmParkedGroup *p;
+
+	if (shared->groups_stale < DLSM_GROUPS_SWEEP)
+		return;
+	hash_seq_init(&status, parked_groups);
+	while ((p = hash_seq_search(&status)) != NULL)
+		if (p->key.epoch != shared->floors[p->slot].groups_epoch)
+			hash_search(parked_groups, &p->key, HASH_REMOVE, NULL);
+	shared->groups_stale = 0;
+}
+
+/*
+ * The entry of group of floor f in parked_groups, made if need be (found
+ * says whether it was there); NULL when the table is full.  Its lock and
+ * groups_lock held exclusively.
+ */
+static DlsmParkedGroup *
+enter_parked_group(DlsmFloor *f, uint64 group, bool *found)
+{
+	DlsmGroupKey key = parked_group_key(f, group);
+	DlsmParkedGroup *p;
+
+	p = hash_search(parked_groups, &key, HASH_ENTER_NULL, found);
+	if (p == NULL && shared->groups_stale >= DLSM_GROUPS_SWEEP)
+	{
+		sweep_parked_groups();
+		p = hash_search(parked_groups, &key, HASH_ENTER_NULL, found);
+	}
+	if (p != NULL)
+		p->slot = slot_of(f);
+	return p;
+}
+
+/*
  * Every group of floor f may have come free, now: no claim that read the
- * floors' clock before parks one.  floor_lock held exclusively.
+ * floors' clock before parks one.  Its lock held exclusively.
  */
 static void
 all_groups_freed(DlsmFloor *f)
 {
-	uint64		clock = ++shared->floor_clock;
+	uint64		clock = tick();
 
 	for (int b = 0; b < DLSM_GROUP_BUCKETS; b++)
 	{
@@ -318,29 +478,56 @@ all_groups_freed(DlsmFloor *f)
 	}
 }
 
-/* A new floor for relid, in a free slot or the next one in turn. */
+/*
+ * Make floor f empty, knowing nothing, with an epoch of its own: no entry
+ * of parked_groups carries it.  Its lock held exclusively.
+ */
+static void
+clear_floor(DlsmFloor *f)
+{
+	drop_parked_groups(f);
+	LWLockAcquire(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock, LW_EXCLUSIVE);
+	memset(f, 0, sizeof(DlsmFloor));
+	f->groups_epoch = tick();
+	LWLockRelease(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock);
+}
+
+/*
+ * A new floor for relid, in a free slot or the next one in turn (or the
+ * one another backend made meanwhile), its lock taken exclusively.
+ */
 static DlsmFloor *
 add_floor(Oid relid)
 {
-	DlsmFloor  *f = NULL;
+	uint64		owner = floor_owner(relid);
+	LWLock	   *map_lock = &shared->locks[DLSM_FLOOR_MAP_LOCK].lock;
+	DlsmFloor  *f;
+	int			slot;
 
-	for (int i = 0; i < DLSM_MAX_FLOORS && f == NULL; i++)
-		if (shared->floors[i].relid == InvalidOid)
-			f = &shared->floors[i];
-	if (f == NULL)
+	LWLockAcquire(map_lock, LW_EXCLUSIVE);
+	slot = find_slot(owner);
+	if (slot >= 0)
 	{
-		f = &shared->floors[shared->floor_victim];
-		shared->floor_victim = (shared->floor_victim + 1) % DLSM_MAX_FLOORS;
-		shared->floors_taken++;
-		drop_parked_groups(f);
+		LWLockAcquire(slot_lock(slot), LW_EXCLUSIVE);
+		LWLockRelease(map_lock);
+		return &shared->floors[slot];
 	}
-	memset(f, 0, sizeof(DlsmFloor));
-	f->dboid = MyDatabaseId;
-	f->relid = relid;
-	f->gen = shared->floor_clock;
+	slot = find_slot(0);
+	if (slot < 0)
+	{
+		slot = shared->floor_victim;
+		shared->floor_victim = (shared->floor_victim + 1) % DLSM_MAX_FLOORS;
+		count_left(&shared->floors_taken);
+	}
+	LWLockAcquire(slot_lock(slot), LW_EXCLUSIVE);
+	f = &shared->floors[slot];
+	clear_floor(f);
+	f->gen = pg_atomic_read_u64(&shared->floor_clock);
 	f->forgotten = f->gen;		/* what came before is not known */
 	/* nor which groups came free: any may have, since any clock read */
 	all_groups_freed(f);
+	pg_atomic_write_u64(&shared->owners[slot], owner);
+	LWLockRelease(map_lock);
 	return f;
 }
 
@@ -366,24 +553,18 @@ dlsm_floor_read(Oid relid, int64 after, int check_ms,
 	seen->nin_flight = 0;
 	if (shared == NULL)
 		return;
-	LWLockAcquire(shared->floor_lock, LW_SHARED);
-	f = find_floor(relid);
+	f = lock_floor(relid, LW_SHARED);
+
+	/*
+	 * The queue's first claim (since the floor was last taken for another
+	 * queue) makes its floor, knowing nothing yet: from now on it keeps the
+	 * lowerings, without which a claim could move it only in a moment without
+	 * any commit of an insert
+	 */
 	if (f == NULL)
-	{
-		/*
-		 * The queue's first claim (since the floor was last taken for another
-		 * queue) makes its floor, knowing nothing yet: from now on it keeps
-		 * the lowerings, without which a claim could move it only in a moment
-		 * without any commit of an insert
-		 */
-		LWLockRelease(shared->floor_lock);
-		LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
-		f = find_floor(relid);
-		if (f == NULL)
-			f = add_floor(relid);
-	}
+		f = add_floor(relid);
 	seen->gen = f->gen;
-	seen->clock = shared->floor_clock;
+	seen->clock = pg_atomic_read_u64(&shared->floor_clock);
 	seen->nin_flight = f->nin_flight;
 	memcpy(seen->in_flight, f->in_flight, sizeof(int64) * f->nin_flight);
 	seen->base = after;
@@ -410,9 +591,8 @@ dlsm_floor_read(Oid relid, int64 after, int check_ms,
 												   check_ms))
 	{
 		/* this claim checks the floor; the others go on */
-		LWLockRelease(shared->floor_lock);
-		LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
-		f = find_floor(relid);
+		unlock_floor(f);
+		f = lock_floor(relid, LW_EXCLUSIVE);
 		if (f != NULL && TimestampDifferenceExceeds(f->checked_at, now,
 													check_ms))
 		{
@@ -422,7 +602,8 @@ dlsm_floor_read(Oid relid, int64 after, int check_ms,
 			seen->nparked = 0;
 		}
 	}
-	LWLockRelease(shared->floor_lock);
+	if (f != NULL)
+		unlock_floor(f);
 }
 
 /*
@@ -467,7 +648,7 @@ park(DlsmFloor *f, const DlsmFloorSeen *seen, const DlsmParked *parked,
 			k++;
 		if (k == count && count == DLSM_MAX_PARKED)
 		{
-			shared->entities_left++;
+			count_left(&shared->entities_left);
 			return false;
 		}
 		if (k == count)
@@ -496,7 +677,7 @@ unfreed(const DlsmFloor *f, uint64 group, uint64 clock)
 
 /*
  * A group of floor f came free (by a probe of backend prober, or -1):
- * note it in its bucket.  floor_lock held exclusively.
+ * note it in its bucket.  Its lock held exclusively.
  */
 static void
 note_freed(DlsmFloor *f, uint64 group, int prober)
@@ -505,7 +686,7 @@ note_freed(DlsmFloor *f, uint64 group, int prober)
 
 	if (b->prober < 0 || b->prober != prober)
 		b->freed_before = b->freed;
-	b->freed = ++shared->floor_clock;
+	b->freed = tick();
 	b->prober = prober;
 	if (prober < 0)
 		b->ended = b->freed;
@@ -516,15 +697,19 @@ note_freed(DlsmFloor *f, uint64 group, int prober)
  * their lowest row, ascending), whose rows it passed over up to line;
  * returns how far the floor may go: below the lowest row of the first
  * group that may have come free since the claim read the floor (seen), or
- * that does not fit.
+ * that does not fit.  Its lock held exclusively.
  */
 static int64
 park_groups(DlsmFloor *f, const DlsmFloorSeen *seen, int64 line,
 			const DlsmParked *groups, int n)
 {
+	LWLock	   *groups_lock = &shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock;
+
+	if (n == 0 || groups[0].lowest > line)
+		return line;
+	LWLockAcquire(groups_lock, LW_EXCLUSIVE);
 	for (int i = 0; i < n && groups[i].lowest <= line; i++)
 	{
-		DlsmGroupKey key = parked_group_key(f, groups[i].key);
 		DlsmParkedGroup *p = find_parked_group(f, groups[i].key);
 		bool		found = p != NULL;
 
@@ -535,24 +720,27 @@ park_groups(DlsmFloor *f, const DlsmFloorSeen *seen, int64 line,
 		 */
 		if (!found && (groups[i].solid ||
 					   !unfreed(f, groups[i].key, seen->clock)))
-			return groups[i].lowest - 1;
-		if (!found)
-			p = hash_search(parked_groups, &key, HASH_ENTER_NULL, &found);
-		if (p == NULL)
+			line = groups[i].lowest - 1;
+		else if (!found)
+			p = enter_parked_group(f, groups[i].key, &found);
+		if (p == NULL && line >= groups[i].lowest)
 		{
-			shared->groups_left++;
-			return groups[i].lowest - 1;
+			count_left(&shared->groups_left);
+			line = groups[i].lowest - 1;
 		}
+		if (p == NULL)
+			break;
 		if (!found)
 		{
 			p->lowest = groups[i].lowest;
-			p->parked_at = ++shared->floor_clock;
+			p->parked_at = tick();
 			p->solid = groups[i].solid;
 			f->ngroups++;
 		}
 		else
 			p->lowest = Min(p->lowest, groups[i].lowest);
 	}
+	LWLockRelease(groups_lock);
 	return line;
 }
 
@@ -572,10 +760,9 @@ dlsm_floor_publish(Oid relid, const DlsmFloorSeen *seen, int64 line,
 	if (shared == NULL || !seen->publish ||
 		(line == seen->line && n == 0 && ngroups == 0 && !seen->check))
 		return;
-	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
-	f = find_floor(relid);
-	if (f == NULL && seen->gen == shared->floor_clock && n == 0 &&
-		ngroups == 0)
+	f = lock_floor(relid, LW_EXCLUSIVE);
+	if (f == NULL && n == 0 && ngroups == 0 &&
+		seen->gen == pg_atomic_read_u64(&shared->floor_clock))
 		f = add_floor(relid);
 	/* what the check cost counts, whether its finding is kept or not */
 	if (f != NULL && seen->check)
@@ -587,10 +774,14 @@ dlsm_floor_publish(Oid relid, const DlsmFloorSeen *seen, int64 line,
 		f->base = seen->base;
 		f->line = park_groups(f, seen, line, groups, ngroups);
 	}
-	LWLockRelease(shared->floor_lock);
+	if (f != NULL)
+		unlock_floor(f);
 }
 
-/* Lower floor f below id below, after the commit of a change. */
+/*
+ * Lower floor f below id below, after the commit of a change.  Its lock
+ * held exclusively.
+ */
 static void
 lower(DlsmFloor *f, int64 below)
 {
@@ -598,7 +789,7 @@ lower(DlsmFloor *f, int64 below)
 
 	f->line = Max(f->base, Min(f->line, below == PG_INT64_MIN ?
 							   PG_INT64_MIN : below - 1));
-	f->gen = ++shared->floor_clock;
+	f->gen = tick();
 	/* the lowering it replaces is forgotten */
 	f->forgotten = Max(f->forgotten, kept->gen);
 	kept->gen = f->gen;
@@ -618,13 +809,14 @@ dlsm_floor_lower(Oid relid, int64 below)
 
 	if (shared == NULL)
 		return;
-	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
-	f = find_floor(relid);
+	f = lock_floor(relid, LW_EXCLUSIVE);
 	if (f != NULL)
+	{
 		lower(f, below);
+		unlock_floor(f);
+	}
 	else
-		shared->floor_clock++;
-	LWLockRelease(shared->floor_lock);
+		tick();
 }
 
 /*
@@ -638,17 +830,16 @@ dlsm_floor_reset(Oid relid)
 
 	if (shared == NULL)
 		return;
-	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
-	f = find_floor(relid);
+	f = lock_floor(relid, LW_EXCLUSIVE);
 	if (f != NULL)
 	{
 		lower(f, PG_INT64_MIN);
 		f->nparked = 0;
 		drop_parked_groups(f);
+		unlock_floor(f);
 	}
 	else
-		shared->floor_clock++;
-	LWLockRelease(shared->floor_lock);
+		tick();
 }
 
 /*
@@ -662,19 +853,23 @@ dlsm_floor_reset(Oid relid)
 void
 dlsm_floor_forget(Oid relid)
 {
-	DlsmFloor  *f;
+	LWLock	   *map_lock;
+	int			slot;
 
 	if (shared == NULL)
 		return;
-	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
-	f = find_floor(relid);
-	if (f != NULL)
+	map_lock = &shared->locks[DLSM_FLOOR_MAP_LOCK].lock;
+	LWLockAcquire(map_lock, LW_EXCLUSIVE);
+	slot = find_slot(floor_owner(relid));
+	if (slot >= 0)
 	{
-		drop_parked_groups(f);
-		memset(f, 0, sizeof(DlsmFloor));
+		LWLockAcquire(slot_lock(slot), LW_EXCLUSIVE);
+		clear_floor(&shared->floors[slot]);
+		pg_atomic_write_u64(&shared->owners[slot], 0);
+		LWLockRelease(slot_lock(slot));
 	}
-	shared->floor_clock++;
-	LWLockRelease(shared->floor_lock);
+	LWLockRelease(map_lock);
+	tick();
 }
 
 /*
@@ -688,9 +883,10 @@ dlsm_floor_entities(Oid relid, const uint64 *entities, int n)
 
 	if (shared == NULL || n == 0)
 		return;
-	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
-	f = find_floor(relid);
-	for (int i = 0; f != NULL && i < n; i++)
+	f = lock_floor(relid, LW_EXCLUSIVE);
+	if (f == NULL)
+		return;
+	for (int i = 0; i < n; i++)
 	{
 		f->bucket_gen[entities[i] % DLSM_ENTITY_BUCKETS]++;
 		for (int k = 0; k < f->nparked; k++)
@@ -701,7 +897,7 @@ dlsm_floor_entities(Oid relid, const uint64 *entities, int n)
 			f->parked[k--] = f->parked[--f->nparked];
 		}
 	}
-	LWLockRelease(shared->floor_lock);
+	unlock_floor(f);
 }
 
 /*
@@ -717,17 +913,18 @@ dlsm_floor_group_parked(Oid relid, uint64 group)
 
 	if (shared == NULL)
 		return false;
-	LWLockAcquire(shared->floor_lock, LW_SHARED);
-	f = find_floor(relid);
+	f = lock_floor(relid, LW_SHARED);
 	if (f != NULL)
-		parked = find_parked_group(f, group) != NULL;
-	LWLockRelease(shared->floor_lock);
+	{
+		parked = group_is_parked(f, group);
+		unlock_floor(f);
+	}
 	return parked;
 }
 
 /*
  * Unpark group p of floor f, lowering the floor below its lowest row.
- * floor_lock held exclusively.
+ * Its lock and groups_lock held exclusively.
  */
 static void
 unpark_group(DlsmFloor *f, DlsmParkedGroup *p)
@@ -745,12 +942,17 @@ void
 dlsm_floor_groups(Oid relid, const uint64 *groups, int n)
 {
 	DlsmFloor  *f;
+	LWLock	   *groups_lock;
 
 	if (shared == NULL || n == 0)
 		return;
-	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
-	f = find_floor(relid);
-	for (int i = 0; f != NULL && i < n; i++)
+	groups_lock = &shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock;
+	f = lock_floor(relid, LW_EXCLUSIVE);
+	if (f == NULL)
+		return;
+	if (f->ngroups > 0)
+		LWLockAcquire(groups_lock, LW_EXCLUSIVE);
+	for (int i = 0; i < n; i++)
 	{
 		DlsmParkedGroup *p = find_parked_group(f, groups[i]);
 
@@ -758,7 +960,9 @@ dlsm_floor_groups(Oid relid, const uint64 *groups, int n)
 		if (p != NULL)
 			unpark_group(f, p);
 	}
-	LWLockRelease(shared->floor_lock);
+	if (LWLockHeldByMe(groups_lock))
+		LWLockRelease(groups_lock);
+	unlock_floor(f);
 }
 
 /*
@@ -775,16 +979,20 @@ dlsm_floor_group_probed(Oid relid, uint64 group, uint64 since)
 
 	if (shared == NULL)
 		return;
-	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
-	f = find_floor(relid);
-	if (f != NULL)
+	f = lock_floor(relid, LW_EXCLUSIVE);
+	if (f == NULL)
+		return;
+	note_freed(f, group, DLSM_MY_PROC_NUMBER);
+	if (f->ngroups > 0)
 	{
-		note_freed(f, group, DLSM_MY_PROC_NUMBER);
+		LWLockAcquire(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock,
+					  LW_EXCLUSIVE);
 		p = find_parked_group(f, group);
 		if (p != NULL && !p->solid && p->parked_at > since)
 			unpark_group(f, p);
+		LWLockRelease(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock);
 	}
-	LWLockRelease(shared->floor_lock);
+	unlock_floor(f);
 }
 
 /*
@@ -797,34 +1005,37 @@ bool
 dlsm_floor_group_park(Oid relid, uint64 group, int64 lowest, uint64 since)
 {
 	DlsmFloor  *f;
-	DlsmParkedGroup *p = NULL;
-	DlsmGroupKey key;
+	DlsmParkedGroup *p;
+	LWLock	   *groups_lock;
 	bool		found;
 
 	if (shared == NULL)
 		return false;
-	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
-	f = find_floor(relid);
-	if (f != NULL &&
-		f->group_freed[group % DLSM_GROUP_BUCKETS].ended <= since)
+	f = lock_floor(relid, LW_EXCLUSIVE);
+	if (f == NULL)
+		return false;
+	if (f->group_freed[group % DLSM_GROUP_BUCKETS].ended > since)
 	{
-		key = parked_group_key(f, group);
-		p = hash_search(parked_groups, &key, HASH_ENTER_NULL, &found);
+		unlock_floor(f);
+		return false;
 	}
-	if (p == NULL && f != NULL &&
-		f->group_freed[group % DLSM_GROUP_BUCKETS].ended <= since)
-		shared->groups_left++;
-	if (p != NULL && !found)
+	groups_lock = &shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock;
+	LWLockAcquire(groups_lock, LW_EXCLUSIVE);
+	p = enter_parked_group(f, group, &found);
+	if (p == NULL)
+		count_left(&shared->groups_left);
+	else if (!found)
 	{
 		p->lowest = lowest;
-		p->parked_at = ++shared->floor_clock;
+		p->parked_at = tick();
 		f->ngroups++;
 	}
-	else if (p != NULL)
+	else
 		p->lowest = Min(p->lowest, lowest);
 	if (p != NULL)
 		p->solid = true;
-	LWLockRelease(shared->floor_lock);
+	LWLockRelease(groups_lock);
+	unlock_floor(f);
 	return p != NULL;
 }
 
@@ -840,35 +1051,36 @@ dlsm_floor_prepared_ended(Oid dboid)
 {
 	if (shared == NULL)
 		return;
-	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+	/* one floor at a time: each is the database's from its lock on */
 	for (int i = 0; i < DLSM_MAX_FLOORS; i++)
 	{
 		DlsmFloor  *f = &shared->floors[i];
+		uint64		owner = pg_atomic_read_u64(&shared->owners[i]);
 
-		if (f->relid == InvalidOid || f->dboid != dboid)
+		if (owner == 0 || (Oid) (owner >> 32) != dboid)
 			continue;
-		lower(f, PG_INT64_MIN);
-		f->nparked = 0;
-		for (int b = 0; b < DLSM_ENTITY_BUCKETS; b++)
-			f->bucket_gen[b]++;
-		drop_parked_groups(f);
-		all_groups_freed(f);
+		LWLockAcquire(slot_lock(i), LW_EXCLUSIVE);
+		owner = pg_atomic_read_u64(&shared->owners[i]);
+		if (owner != 0 && (Oid) (owner >> 32) == dboid)
+		{
+			lower(f, PG_INT64_MIN);
+			f->nparked = 0;
+			for (int b = 0; b < DLSM_ENTITY_BUCKETS; b++)
+				f->bucket_gen[b]++;
+			drop_parked_groups(f);
+			all_groups_freed(f);
+		}
+		LWLockRelease(slot_lock(i));
 	}
-	LWLockRelease(shared->floor_lock);
 }
 
 /* The floors' clock, for dlsm_floor_group_probed. */
 uint64
 dlsm_floor_clock(void)
 {
-	uint64		clock;
-
 	if (shared == NULL)
 		return 0;
-	LWLockAcquire(shared->floor_lock, LW_SHARED);
-	clock = shared->floor_clock;
-	LWLockRelease(shared->floor_lock);
-	return clock;
+	return pg_atomic_read_u64(&shared->floor_clock);
 }
 
 /*
@@ -899,16 +1111,17 @@ dlsm_floor_claimed(Oid relid, int64 id)
 
 	if (shared == NULL)
 		return false;
-	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
-	f = find_floor(relid);
-	if (f != NULL && f->nin_flight < DLSM_MAX_IN_FLIGHT)
+	f = lock_floor(relid, LW_EXCLUSIVE);
+	if (f == NULL)
+		return false;
+	if (f->nin_flight < DLSM_MAX_IN_FLIGHT)
 	{
 		f->in_flight[f->nin_flight++] = id;
 		taken = true;
 	}
-	else if (f != NULL)
-		shared->in_flight_left++;
-	LWLockRelease(shared->floor_lock);
+	else
+		count_left(&shared->in_flight_left);
+	unlock_floor(f);
 	return taken;
 }
 
@@ -925,9 +1138,10 @@ dlsm_floor_unclaimed(Oid relid, int64 id, bool ready)
 
 	if (shared == NULL)
 		return;
-	LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
-	f = find_floor(relid);
-	for (int i = 0; f != NULL && i < f->nin_flight; i++)
+	f = lock_floor(relid, LW_EXCLUSIVE);
+	if (f == NULL)
+		return;
+	for (int i = 0; i < f->nin_flight; i++)
 	{
 		if (f->in_flight[i] != id)
 			continue;
@@ -936,7 +1150,7 @@ dlsm_floor_unclaimed(Oid relid, int64 id, bool ready)
 			lower(f, id);
 		break;
 	}
-	LWLockRelease(shared->floor_lock);
+	unlock_floor(f);
 }
 
 /*
@@ -954,40 +1168,47 @@ dlsm_floor_usage(DlsmTableUsage *out)
 	int64		floors = 0;
 	int64		in_flight = 0;
 	int64		entities = 0;
+	int64		groups;
 
 	if (shared == NULL)
 		return 0;
-	LWLockAcquire(shared->floor_lock, LW_SHARED);
+	/* one floor at a time: the figures are each a moment's */
 	for (int i = 0; i < DLSM_MAX_FLOORS; i++)
 	{
 		DlsmFloor  *f = &shared->floors[i];
 
-		if (f->relid == InvalidOid)
-			continue;
-		floors++;
-		in_flight = Max(in_flight, f->nin_flight);
-		entities = Max(entities, f->nparked);
+		LWLockAcquire(slot_lock(i), LW_SHARED);
+		if (pg_atomic_read_u64(&shared->owners[i]) != 0)
+		{
+			floors++;
+			in_flight = Max(in_flight, f->nin_flight);
+			entities = Max(entities, f->nparked);
+		}
+		LWLockRelease(slot_lock(i));
 	}
+	LWLockAcquire(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock, LW_SHARED);
+	groups = (int64) hash_get_num_entries(parked_groups) -
+		(int64) shared->groups_stale;
+	LWLockRelease(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock);
 	out[0] = (DlsmTableUsage)
 	{
-		"floors", DLSM_MAX_FLOORS, floors, (int64) shared->floors_taken
+		"floors", DLSM_MAX_FLOORS, floors,
+			(int64) pg_atomic_read_u64(&shared->floors_taken)
 	};
 	out[1] = (DlsmTableUsage)
 	{
-		"parked groups", DLSM_MAX_PARKED_GROUPS,
-			(int64) hash_get_num_entries(parked_groups),
-			(int64) shared->groups_left
+		"parked groups", DLSM_MAX_PARKED_GROUPS, groups,
+			(int64) pg_atomic_read_u64(&shared->groups_left)
 	};
 	out[2] = (DlsmTableUsage)
 	{
 		"rows in flight, per queue", DLSM_MAX_IN_FLIGHT, in_flight,
-			(int64) shared->in_flight_left
+			(int64) pg_atomic_read_u64(&shared->in_flight_left)
 	};
 	out[3] = (DlsmTableUsage)
 	{
 		"parked entities, per queue", DLSM_MAX_PARKED, entities,
-			(int64) shared->entities_left
+			(int64) pg_atomic_read_u64(&shared->entities_left)
 	};
-	LWLockRelease(shared->floor_lock);
 	return 4;
 }

@@ -76,7 +76,8 @@ typedef struct DlsmFloorSeen
 
 /* shared memory (shmem.c) */
 extern Size dlsm_floor_shmem_size(void);
-extern void dlsm_floor_shmem_init(LWLock *lock);
+extern int	dlsm_floor_num_locks(void);
+extern void dlsm_floor_shmem_init(LWLockPadded *locks);
 
 extern uint64 dlsm_floor_entity_key(const char *entity);
 extern uint64 dlsm_floor_group_key(const char *group);

@@ -8,14 +8,18 @@
  * grouplimit.c asks it for a claim's turn; wake.c forgets a dropped
  * queue's entries.
  *
- * Locking: DlsmRateShared.rate_lock (of the LWLock tranche "dlsm", given
- * by shmem.c) guards every field; any claiming backend takes it for a few
- * field reads and writes (dlsm_rate_*); a claim that must take an
- * entry at its share, and a dropped queue's, read or write the whole
- * table under it.  An entry counts against its queue owner's and its
- * database's shares (the counters rate_holders[]) from the claim that
- * takes it until it is freed: taken again when spent, swept, or forgotten
- * with its queue.
+ * Locking: DlsmRateShared.rate_lock, the one lock of the LWLock tranche
+ * "dlsm_rate" (given by shmem.c), guards every field.  It is a leaf lock:
+ * taken after any heavyweight lock, never held across SPI or a wait.  A
+ * claiming backend takes it exclusively for a few field reads and writes
+ * when it asks for a group's turn or gives one back (dlsm_rate_*); a
+ * claim that must take an entry at its share, and a dropped queue's
+ * forgetting, read or write the whole table under it.  It is taken
+ * shared to read a group's next turn (dlsm_rate_next) and to count the
+ * table for dlsm_shared_tables.  An entry counts against its queue owner's
+ * and its database's shares (the counters rate_holders[]) from the claim
+ * that takes it until it is freed: taken again when spent, swept, or
+ * forgotten with its queue.
  *
  * Calls nothing of dlsm.
  *

@@ -18,14 +18,18 @@
  *	floor.c		the queues' floors, their parked groups, rows in flight
  *	rate.c		the groups' rate limits
  *
- * The locks: one LWLock tranche, "dlsm" (the name wait events show), with
- * one lock for each part that has fields to guard, given to it at its
- * creation: the pool, the floors, the rates, the named-lock entries, the
- * listener counts.  No operation of one part takes another part's lock,
- * and none is held across anything that could block: each is a leaf
- * lock, taken after any heavyweight lock.  Each module's header comment
- * says what its lock guards.  The state exists only when the library is
- * preloaded; without it every module answers as if nothing ran.
+ * The locks, in three LWLock tranches (the names wait events show):
+ *	"dlsm_floor"	the floors': one per floor slot and two for the whole
+ *					cluster (floor.c says which guards what)
+ *	"dlsm_rate"		the rates' one lock
+ *	"dlsm"			one lock for each other part that has fields to guard:
+ *					the pool, the named-lock entries, the listener counts
+ * Each is given to its part at its creation.  No operation of one part
+ * takes another part's lock, and none is held across anything that could
+ * block: each is a leaf lock, taken after any heavyweight lock.  Each
+ * module's header comment says who takes its locks, in what mode, and
+ * what they guard.  The state exists only when the library is preloaded;
+ * without it every module answers as if nothing ran.
  *
  * Calls waits.c, pool.c, namedlock.c, notify.c, floor.c and rate.c.
  *
@@ -58,8 +62,7 @@ static int	nslots = 0;			/* dlsm.max_databases, at the server start */
 /* The locks of the tranche "dlsm": one per part with fields to guard. */
 enum
 {
-	DLSM_LOCK_POOL, DLSM_LOCK_FLOORS, DLSM_LOCK_RATES, DLSM_LOCK_NAMED,
-	DLSM_LOCK_LISTENERS, DLSM_NUM_LOCKS
+	DLSM_LOCK_POOL, DLSM_LOCK_NAMED, DLSM_LOCK_LISTENERS, DLSM_NUM_LOCKS
 };
 
 static void
@@ -74,6 +77,8 @@ shmem_request(void)
 	RequestAddinShmemSpace(dlsm_floor_shmem_size());
 	RequestAddinShmemSpace(dlsm_rate_shmem_size());
 	RequestNamedLWLockTranche("dlsm", DLSM_NUM_LOCKS);
+	RequestNamedLWLockTranche("dlsm_floor", dlsm_floor_num_locks());
+	RequestNamedLWLockTranche("dlsm_rate", 1);
 }
 
 static void
@@ -88,8 +93,8 @@ shmem_startup(void)
 	locks = GetNamedLWLockTranche("dlsm");
 	dlsm_waits_shmem_init();
 	dlsm_pool_shmem_init(nslots, &locks[DLSM_LOCK_POOL].lock);
-	dlsm_floor_shmem_init(&locks[DLSM_LOCK_FLOORS].lock);
-	dlsm_rate_shmem_init(&locks[DLSM_LOCK_RATES].lock);
+	dlsm_floor_shmem_init(GetNamedLWLockTranche("dlsm_floor"));
+	dlsm_rate_shmem_init(&GetNamedLWLockTranche("dlsm_rate")[0].lock);
 	dlsm_named_shmem_init(&locks[DLSM_LOCK_NAMED].lock);
 	dlsm_notify_shmem_init(&locks[DLSM_LOCK_LISTENERS].lock);
 	LWLockRelease(AddinShmemInitLock);
