@@ -384,6 +384,7 @@ run_claim(ClaimPass *pass, DlsmQueryId query, Datum *values, bool one_unit,
 		}
 		claim_row(pass, rows[i].tuple, &claimed);
 	}
+	dlsm_pending_to_floor();
 	pfree(rows);
 	return n;
 }

@@ -1098,58 +1098,62 @@ dlsm_floor_in_flight(const DlsmFloorSeen *seen, int64 id)
 }
 
 /*
- * This transaction claimed row id of relid: let the floor know it, so that
- * the walks of other claims pass over it while it is in flight.  False
- * when the floor does not take it (no floor, or full): walks then stop at
- * the row, as at any they cannot claim.
+ * This transaction claimed rows of relid (n ids, by one statement): let
+ * the floor know them, so that the walks of other claims pass over them
+ * while they are in flight.  taken[i] is false for a row the floor does not
+ * take (no floor, or full): walks then stop at it, as at any row they
+ * cannot claim.  One lock for all the rows.
  */
-bool
-dlsm_floor_claimed(Oid relid, int64 id)
+void
+dlsm_floor_claimed(Oid relid, const int64 *ids, int n, bool *taken)
 {
-	DlsmFloor  *f;
-	bool		taken = false;
+	DlsmFloor  *f = NULL;
 
-	if (shared == NULL)
-		return false;
-	f = lock_floor(relid, LW_EXCLUSIVE);
-	if (f == NULL)
-		return false;
-	if (f->nin_flight < DLSM_MAX_IN_FLIGHT)
+	if (shared != NULL && n > 0)
+		f = lock_floor(relid, LW_EXCLUSIVE);
+	for (int i = 0; i < n; i++)
 	{
-		f->in_flight[f->nin_flight++] = id;
-		taken = true;
+		taken[i] = f != NULL && f->nin_flight < DLSM_MAX_IN_FLIGHT;
+		if (taken[i])
+			f->in_flight[f->nin_flight++] = ids[i];
+		else if (f != NULL)
+			count_left(&shared->in_flight_left);
 	}
-	else
-		count_left(&shared->in_flight_left);
-	unlock_floor(f);
-	return taken;
+	if (f != NULL)
+		unlock_floor(f);
 }
 
 /*
- * The claim of row id of relid that the floor knows
- * (dlsm_floor_claimed) ended; ready: it ended without changing the
- * row (a rollback), which is ready again, so the floor goes below it.  Call
- * before the claim's locks are released.
+ * The claims of rows of relid that the floor knows (n ids,
+ * dlsm_floor_claimed) ended; ready: they ended without changing the rows
+ * (a rollback), which are ready again, so the floor goes below them.
+ * Call before the claims' locks are released.
  */
 void
-dlsm_floor_unclaimed(Oid relid, int64 id, bool ready)
+dlsm_floor_unclaimed(Oid relid, const int64 *ids, int n, bool ready)
 {
 	DlsmFloor  *f;
+	int64		lowest = PG_INT64_MAX;
 
-	if (shared == NULL)
+	if (shared == NULL || n == 0)
 		return;
 	f = lock_floor(relid, LW_EXCLUSIVE);
 	if (f == NULL)
 		return;
-	for (int i = 0; i < f->nin_flight; i++)
+	for (int k = 0; k < n; k++)
 	{
-		if (f->in_flight[i] != id)
-			continue;
-		f->in_flight[i] = f->in_flight[--f->nin_flight];
-		if (ready)
-			lower(f, id);
-		break;
+		for (int i = 0; i < f->nin_flight; i++)
+		{
+			if (f->in_flight[i] != ids[k])
+				continue;
+			f->in_flight[i] = f->in_flight[--f->nin_flight];
+			lowest = Min(lowest, ids[k]);
+			break;
+		}
 	}
+	/* one lowering below the lowest is one below each */
+	if (ready && lowest != PG_INT64_MAX)
+		lower(f, lowest);
 	unlock_floor(f);
 }
 

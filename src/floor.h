@@ -104,8 +104,10 @@ extern bool dlsm_floor_group_park(Oid relid, uint64 group, int64 lowest,
 extern uint64 dlsm_floor_clock(void);
 extern void dlsm_floor_prepared_ended(Oid dboid);
 extern bool dlsm_floor_in_flight(const DlsmFloorSeen *seen, int64 id);
-extern bool dlsm_floor_claimed(Oid relid, int64 id);
+extern void dlsm_floor_claimed(Oid relid, const int64 *ids, int n,
+							   bool *taken);
 extern int	dlsm_floor_usage(DlsmTableUsage *out);
-extern void dlsm_floor_unclaimed(Oid relid, int64 id, bool ready);
+extern void dlsm_floor_unclaimed(Oid relid, const int64 *ids, int n,
+								 bool ready);
 
 #endif							/* DLSM_FLOOR_H */

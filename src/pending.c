@@ -35,8 +35,9 @@
  * TRANSACTION is refused while a claim is pending: the callback that
  * would write it does not run for a prepared transaction.
  *
- * The queue's floor (floor.c) is told of each claimed row, so that the
- * walks of other claims pass over it while this transaction is in flight,
+ * The queue's floor (floor.c) is told of each claimed row (a claim
+ * statement's rows together, dlsm_pending_to_floor), so that the walks of
+ * other claims pass over it while this transaction is in flight,
  * and told when the claim ends: a claim that rolls back (with its
  * subtransaction, or its transaction) leaves its row ready again, below
  * the floor those walks moved; the floor goes back below it.
@@ -90,8 +91,12 @@ typedef struct PendingClaim
 	int			sec_context;	/* ...in the security context of the claim */
 	SubTransactionId made;		/* the subtransaction that claimed */
 	SubTransactionId written;	/* the one that wrote it, or Invalid */
+	bool		to_floor;		/* the floor is still to be told of it */
 	bool		in_floor;		/* the queue's floor knows it in flight */
 } PendingClaim;
+
+/* The most rows told to a floor at once (dlsm_floor_claimed, unclaimed). */
+#define FLOOR_BATCH 64
 
 /* This transaction's claims, in TopTransactionContext; none outside one. */
 static PendingClaim *claims = NULL;
@@ -163,7 +168,75 @@ dlsm_pending_add(Oid relid, const DlsmClaimed *row, bool given_process_id)
 	GetUserIdAndSecContext(&c->userid, &c->sec_context);
 	c->made = GetCurrentSubTransactionId();
 	c->written = InvalidSubTransactionId;
-	c->in_floor = dlsm_floor_claimed(relid, row->id);
+	c->to_floor = true;
+	c->in_floor = false;
+}
+
+/*
+ * Tell the floors of the rows claimed since the last call (the rows of a
+ * claim statement, dlsm_pending_add), a queue's rows together: one lock
+ * of its floor per statement, not per row.  Until then other claims'
+ * walks stop at these rows, as at any they cannot claim.
+ */
+void
+dlsm_pending_to_floor(void)
+{
+	int64		ids[FLOOR_BATCH];
+	bool		taken[FLOOR_BATCH];
+	int			first = nclaims;
+
+	/* the rows still to tell are the latest claimed */
+	while (first > 0 && claims[first - 1].to_floor)
+		first--;
+	while (first < nclaims)
+	{
+		int			n = 0;
+		int			end;
+		Oid			relid = claims[first].relid;
+
+		for (end = first; end < nclaims && n < FLOOR_BATCH &&
+			 claims[end].relid == relid; end++)
+			if (claims[end].to_floor)
+				ids[n++] = claims[end].row.id;
+		dlsm_floor_claimed(relid, ids, n, taken);
+		n = 0;
+		for (int i = first; i < end; i++)
+			if (claims[i].to_floor)
+			{
+				claims[i].in_floor = taken[n++];
+				claims[i].to_floor = false;
+			}
+		first = end;
+	}
+}
+
+/*
+ * Tell the floors that the claims they know in flight ended (those made
+ * by subtransaction made, or all when it is Invalid); ready: by a
+ * rollback.  A queue's rows together, as dlsm_pending_to_floor.
+ */
+static void
+unclaim_in_floor(SubTransactionId made, bool ready)
+{
+	int64		ids[FLOOR_BATCH];
+	int			n = 0;
+	Oid			relid = InvalidOid;
+
+	for (int i = 0; i < nclaims; i++)
+	{
+		if (!claims[i].in_floor ||
+			(made != InvalidSubTransactionId && claims[i].made != made))
+			continue;
+		if (n == FLOOR_BATCH || (n > 0 && claims[i].relid != relid))
+		{
+			dlsm_floor_unclaimed(relid, ids, n, ready);
+			n = 0;
+		}
+		relid = claims[i].relid;
+		ids[n++] = claims[i].row.id;
+		claims[i].in_floor = false;
+	}
+	dlsm_floor_unclaimed(relid, ids, n, ready);
 }
 
 /*
@@ -428,12 +501,9 @@ pending_xact_callback(XactEvent event, void *arg)
 			 * committed, the rows are in progress or settled; rolled back,
 			 * ready again (prepared: whichever comes, so taken as ready)
 			 */
-			for (int i = 0; i < nclaims; i++)
-				if (claims[i].in_floor)
-					dlsm_floor_unclaimed(claims[i].relid,
-										 claims[i].row.id,
-										 event != XACT_EVENT_COMMIT &&
-										 event != XACT_EVENT_PARALLEL_COMMIT);
+			unclaim_in_floor(InvalidSubTransactionId,
+							 event != XACT_EVENT_COMMIT &&
+							 event != XACT_EVENT_PARALLEL_COMMIT);
 			claims = NULL;		/* lived in TopTransactionContext */
 			nclaims = 0;
 			maxclaims = 0;
@@ -467,15 +537,11 @@ pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	}
 	else if (event == SUBXACT_EVENT_ABORT_SUB)
 	{
+		unclaim_in_floor(mySubid, true);
 		for (int i = 0; i < nclaims; i++)
 		{
 			if (claims[i].made == mySubid)
-			{
-				if (claims[i].in_floor)
-					dlsm_floor_unclaimed(claims[i].relid,
-										 claims[i].row.id, true);
 				continue;
-			}
 			if (claims[i].written == mySubid)
 				claims[i].written = InvalidSubTransactionId;
 			claims[keep++] = claims[i];

@@ -50,6 +50,7 @@ extern void dlsm_pending_init(void);
 extern bool dlsm_pending_deferrable(void);
 extern void dlsm_pending_add(Oid relid, const DlsmClaimed *row,
 							 bool given_process_id);
+extern void dlsm_pending_to_floor(void);
 extern bool dlsm_pending_holds_entity(Oid relid, uint64 entity);
 extern bool dlsm_pending_holds_row(Oid relid, int64 id);
 extern bool dlsm_pending_select(Oid relid, const pg_uuid_t *process_ids,
