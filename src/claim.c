@@ -359,7 +359,8 @@ run_claim(ClaimPass *pass, DlsmQueryId query, Datum *values, bool one_unit,
 	n = dlsm_plan_run(&args->queue->plans, query, values, NULL, 0);
 	if (n == 0)
 		return 0;
-	dlsm_wake_claimers_at_end();	/* a rollback frees the rows */
+	/* a rollback frees the rows */
+	dlsm_wake_queue_claimers_at_end(pass->args->queue->relid);
 	rows = palloc(sizeof(LockedRow) * n);
 	for (uint64 i = 0; i < n; i++)
 	{
@@ -1003,7 +1004,7 @@ dlsm_claim_units(DlsmClaimArgs *args, DlsmClaimEmit emit, void *arg)
 	{
 		if (args->wait_us > 0)
 			deadline = GetCurrentTimestamp() + args->wait_us;
-		dlsm_wait_prepare();
+		dlsm_wait_prepare(args->queue->relid);
 	}
 	for (;;)
 	{
@@ -1169,6 +1170,6 @@ dlsm_claim_group(DlsmQueue *queue, const char *entity, pg_uuid_t *process_id,
 	else
 		dlsm_limits_claimed(queue, &admission, process_id);
 	dlsm_wake_entity_changed_at_commit(queue->relid, entity);
-	dlsm_wake_claimers_at_end();
+	dlsm_wake_queue_claimers_at_end(queue->relid);
 	return (int64) SPI_processed;
 }

@@ -130,7 +130,7 @@ note_moved(DlsmQueue *queue, bool ready)
 		return 0;
 	if (ready)
 		dlsm_wake_rows_ready_at_commit(queue->relid, lowest);
-	dlsm_wake_claimers_at_commit();
+	dlsm_wake_queue_claimers_at_commit(queue->relid);
 	if (queue->handler != NULL)
 		dlsm_wake_worker_at_commit();
 	return n;

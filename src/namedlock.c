@@ -268,7 +268,7 @@ wait_for_lease(const char *name, TimestampTz deadline)
 	Lease		lease;
 	bool		free = false;
 
-	dlsm_wait_prepare();
+	dlsm_wait_prepare(InvalidOid);
 	for (;;)
 	{
 		TimestampTz now;

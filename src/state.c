@@ -326,7 +326,7 @@ settle_rows(DlsmQueue *queue, const pg_uuid_t *pids, int n,
 		count_settled(queue, settle, pids, n, counts);
 	}
 	if (settled > 0)
-		dlsm_wake_claimers_at_commit();
+		dlsm_wake_queue_claimers_at_commit(queue->relid);
 	return settled;
 }
 
@@ -436,7 +436,7 @@ dlsm_state_reap(DlsmQueue *queue)
 	{
 		dlsm_wake_rows_ready_at_commit(queue->relid, lowest);
 		dlsm_wake_channel_at_commit(queue->channel);
-		dlsm_wake_claimers_at_commit();
+		dlsm_wake_queue_claimers_at_commit(queue->relid);
 	}
 	return moved;
 }
@@ -653,7 +653,7 @@ dlsm_state_enqueued(DlsmQueue *queue)
 	if (!dlsm_wake_is_enqueue_insert(queue->relid))
 		dlsm_wake_rows_ready_at_commit(queue->relid, PG_INT64_MIN);
 	dlsm_wake_channel_at_commit(queue->channel);
-	dlsm_wake_claimers_at_commit();
+	dlsm_wake_queue_claimers_at_commit(queue->relid);
 	if (queue->handler != NULL)
 		dlsm_wake_worker_at_commit();
 }

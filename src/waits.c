@@ -12,11 +12,17 @@
  * process gets the same number for it.  Before 17 every wait is
  * PG_WAIT_EXTENSION, shown as wait_event 'Extension'.
  *
- * A claim or a named lock waiting for work sleeps on one condition
- * variable in shared memory (its own state, created by shmem.c's hooks),
- * broadcast by the end of any transaction that made work claimable
- * (wake.c).  Without preloading there is none: a waiting claim polls
- * every POLL_MS instead.
+ * A claim waiting for work sleeps on a condition variable in shared memory
+ * (its own state, created by shmem.c's hooks), one of DLSM_WAIT_QUEUE_CVS
+ * chosen by its queue's database and OID, broadcast by the end of a
+ * transaction that made work of that queue claimable (wake.c), so that a
+ * commit in one queue does not wake the waiters of every other.  A named
+ * lock waiting for a lease sleeps on one more, and a wake-up that names
+ * no queue (a lease released, a prepared transaction ended) broadcasts
+ * them all.  A waiter never misses a wake-up: it prepares to sleep on its
+ * variable before it looks for work, and a broadcast after that look
+ * wakes it even before it sleeps.  Without preloading there are none: a
+ * waiting claim polls every POLL_MS instead.
  *
  * Calls nothing of dlsm.
  *
@@ -29,6 +35,7 @@
  */
 #include "postgres.h"
 
+#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
@@ -41,13 +48,19 @@
 /* How often a waiting claim looks again when dlsm is not preloaded. */
 #define POLL_MS 50
 
+/* The condition variables of the queues; the last, the named locks'. */
+#define DLSM_WAIT_QUEUE_CVS 16
+#define DLSM_WAIT_CVS (DLSM_WAIT_QUEUE_CVS + 1)
+
 /* What waiting claims sleep on. */
 typedef struct DlsmWaitShared
 {
-	ConditionVariable work_cv;	/* broadcast when work became claimable */
+	/* broadcast when work of their queues became claimable */
+	ConditionVariable work_cv[DLSM_WAIT_CVS];
 } DlsmWaitShared;
 
 static DlsmWaitShared *shared = NULL;
+static ConditionVariable *sleep_cv = NULL;	/* the one prepared for */
 
 static const char *const wait_names[DLSM_NUM_WAITS] = {
 	[DLSM_WAIT_CLAIM] = "DlsmClaimWait",
@@ -85,7 +98,8 @@ dlsm_waits_shmem_init(void)
 
 	shared = ShmemInitStruct("dlsm waits", sizeof(DlsmWaitShared), &found);
 	if (!found)
-		ConditionVariableInit(&shared->work_cv);
+		for (int i = 0; i < DLSM_WAIT_CVS; i++)
+			ConditionVariableInit(&shared->work_cv[i]);
 }
 
 /* ---------------------------------------------------------------------
@@ -93,23 +107,50 @@ dlsm_waits_shmem_init(void)
  * ---------------------------------------------------------------------
  */
 
-/* Wake every waiting claim, in every database. */
+/* The condition variable of queue relid of this database. */
+static ConditionVariable *
+queue_cv(Oid relid)
+{
+	uint32		h = hash_combine(hash_uint32(MyDatabaseId),
+								 hash_uint32(relid));
+
+	return &shared->work_cv[h % DLSM_WAIT_QUEUE_CVS];
+}
+
+/* Wake every waiting claim and named lock, in every database. */
 void
 dlsm_wait_wake_all(void)
 {
-	if (shared != NULL)
-		ConditionVariableBroadcast(&shared->work_cv);
+	if (shared == NULL)
+		return;
+	for (int i = 0; i < DLSM_WAIT_CVS; i++)
+		ConditionVariableBroadcast(&shared->work_cv[i]);
 }
 
 /*
- * Start listening for wake-ups; call before looking for work, so that a
- * broadcast between the look and the sleep is not missed.
+ * Wake the claims waiting for work of queue relid of this database (and
+ * those of the queues that share its condition variable).
  */
 void
-dlsm_wait_prepare(void)
+dlsm_wait_wake_queue(Oid relid)
 {
 	if (shared != NULL)
-		ConditionVariablePrepareToSleep(&shared->work_cv);
+		ConditionVariableBroadcast(queue_cv(relid));
+}
+
+/*
+ * Start listening for wake-ups of queue relid (InvalidOid: a named lock's,
+ * which only dlsm_wait_wake_all sends); call before looking for work, so
+ * that a broadcast between the look and the sleep is not missed.
+ */
+void
+dlsm_wait_prepare(Oid relid)
+{
+	if (shared == NULL)
+		return;
+	sleep_cv = OidIsValid(relid) ? queue_cv(relid) :
+		&shared->work_cv[DLSM_WAIT_QUEUE_CVS];
+	ConditionVariablePrepareToSleep(sleep_cv);
 }
 
 /*
@@ -123,8 +164,7 @@ dlsm_wait_sleep(long timeout_ms, uint32 wait_event)
 	int			rc;
 
 	if (shared != NULL)
-		return !ConditionVariableTimedSleep(&shared->work_cv, timeout_ms,
-											wait_event);
+		return !ConditionVariableTimedSleep(sleep_cv, timeout_ms, wait_event);
 
 	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 				   Min(timeout_ms, POLL_MS), wait_event);

@@ -32,7 +32,8 @@ extern void dlsm_waits_shmem_init(void);
 
 /* waiting claims */
 extern void dlsm_wait_wake_all(void);
-extern void dlsm_wait_prepare(void);
+extern void dlsm_wait_wake_queue(Oid relid);
+extern void dlsm_wait_prepare(Oid relid);
 extern bool dlsm_wait_sleep(long timeout_ms, uint32 wait_event);
 extern void dlsm_wait_cancel(void);
 

@@ -61,11 +61,18 @@ typedef struct QueueChanges
 	int			nentities;		/* entities whose rows it changed */
 	int			maxentities;
 	uint64	   *entities;		/* their keys (dlsm_floor_entity_key) */
+	bool		wake_at_commit; /* its waiting claims, when it commits */
+	bool		wake_at_abort;	/* ...and when it rolls back */
 } QueueChanges;
 
-/* What the transaction did that may make work claimable when it ends. */
-static bool wake_at_commit = false; /* enqueued, settled or reaped */
-static bool wake_at_abort = false;	/* claimed: rollback frees rows */
+/*
+ * What the transaction did that may make work claimable when it ends, in
+ * no queue it named (a lease released; on a rollback, groups that came
+ * free through end_hook): every waiter is woken.  A queue's own reasons
+ * are in its QueueChanges.
+ */
+static bool wake_at_commit = false;
+static bool wake_at_abort = false;
 static bool wake_worker = false;	/* enqueued into a queue with a handler */
 static bool wake_launcher = false;	/* the extension was created */
 static int	worker_requests = 0;	/* DLSM_REQUEST_* for the worker */
@@ -80,6 +87,22 @@ static DlsmWakeEndHook end_hook = NULL; /* dlsm_wake_at_end's */
  */
 static Oid	enqueue_relid = InvalidOid;
 static int	enqueue_depth = 0;
+
+/* Wake the claims waiting for the queues this transaction woke. */
+static void
+wake_queues(bool isCommit)
+{
+	ListCell   *lc;
+
+	foreach(lc, changes)
+	{
+		QueueChanges *q = lfirst(lc);
+
+		if (isCommit ? q->wake_at_commit :
+			(q->wake_at_commit || q->wake_at_abort))
+			dlsm_wait_wake_queue(q->relid);
+	}
+}
 
 static void
 release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
@@ -120,6 +143,8 @@ release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 	/* after the floors learnt of the changes: a woken claim sees them */
 	if (isCommit ? wake_at_commit : (wake_at_commit || wake_at_abort))
 		dlsm_wait_wake_all();
+	else
+		wake_queues(isCommit);
 	changes = NIL;				/* lived in TopTransactionContext */
 	enqueue_relid = InvalidOid;
 	wake_at_commit = false;
@@ -175,14 +200,14 @@ dlsm_wake_worker_request_at_commit(int requests)
 	worker_requests |= requests;
 }
 
-/* Wake waiting claimers when this transaction commits. */
+/* Wake every waiting claim and named lock when this transaction commits. */
 void
 dlsm_wake_claimers_at_commit(void)
 {
 	wake_at_commit = true;
 }
 
-/* Wake waiting claimers when this transaction ends, however it ends. */
+/* Wake every waiting claim and named lock when this transaction ends. */
 void
 dlsm_wake_claimers_at_end(void)
 {
@@ -238,6 +263,29 @@ queue_changes(Oid relid)
 	q->lowest = PG_INT64_MAX;
 	changes = lappend(changes, q);	/* in the context of the list */
 	return q;
+}
+
+/* Wake the claims waiting for queue relid when this transaction commits. */
+void
+dlsm_wake_queue_claimers_at_commit(Oid relid)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+	queue_changes(relid)->wake_at_commit = true;
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Wake the claims waiting for queue relid when this transaction ends,
+ * however it ends.
+ */
+void
+dlsm_wake_queue_claimers_at_end(Oid relid)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+	queue_changes(relid)->wake_at_abort = true;
+	MemoryContextSwitchTo(old);
 }
 
 /*
@@ -329,8 +377,8 @@ dlsm_wake_queue_changed_at_commit(Oid relid)
 	QueueChanges *q = queue_changes(relid);
 
 	q->reset = true;
+	q->wake_at_commit = true;
 	MemoryContextSwitchTo(old);
-	wake_at_commit = true;
 }
 
 /*
@@ -360,8 +408,8 @@ dlsm_wake_queue_truncated_at_commit(Oid relid)
 	QueueChanges *q = queue_changes(relid);
 
 	q->truncated = true;
+	q->wake_at_commit = true;
 	MemoryContextSwitchTo(old);
-	wake_at_commit = true;
 }
 
 /*

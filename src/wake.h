@@ -24,6 +24,8 @@ extern void dlsm_wake_at_end(DlsmWakeEndHook hook);
 extern void dlsm_wake_claimers_at_commit(void);
 extern void dlsm_wake_worker_request_at_commit(int requests);
 extern void dlsm_wake_claimers_at_end(void);
+extern void dlsm_wake_queue_claimers_at_commit(Oid relid);
+extern void dlsm_wake_queue_claimers_at_end(Oid relid);
 extern void dlsm_wake_worker_at_commit(void);
 extern void dlsm_wake_launcher_at_commit(void);
 extern void dlsm_wake_channel_at_commit(const char *channel);
