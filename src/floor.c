@@ -7,8 +7,51 @@
  *
  * This file owns the floors' shared state: no other file sees its layout.
  * Others call the named operations below, each of which takes and
- * releases the lock itself.  Without preloading there are no floors: a
+ * releases its locks itself.  Without preloading there are no floors: a
  * claim scans from its line in the sand every time.
+ *
+ * The words of this file, and of those that call it:
+ *	floor		a queue's row id up to which (from its base) no row is
+ *				ready to be claimed, but rows passed over: those of parked
+ *				entities and groups and those claimed by transactions in
+ *				flight.  Claims start their walk there (DlsmFloor.line),
+ *				move it up by publishing what they saw, and commits that
+ *				make rows ready lower it.
+ *	line in the sand	the row id a claim is given (dlsm_claim's after,
+ *				DlsmClaimArgs.after): it claims only rows above it.  A claim
+ *				without a floor, or checking one, scans from there.
+ *	check		a claim that scans from its line in the sand although the
+ *				floor is above, at most every check_ms, to find rows made
+ *				ready behind dlsm's back (dlsm_floor_read).
+ *	walk		a claim's pass over the rows from where it starts; it stops
+ *				at the first row it cannot pass over (claim.c).
+ *	park		a floor passes over the rows of an entity or group, from
+ *				its lowest row up, because they wait: an entity's for its
+ *				create, a group's for a unit of it to end.  Unpark: what
+ *				they waited for came, and the floor goes below them again.
+ *	solid		said of a parked group filled by its units in progress as
+ *				committed (not by slots of claims in flight): parked as soon
+ *				as a claim finds it so (dlsm_floor_group_park), unparked
+ *				only by the end of one of its units.
+ *	probe		a slot of a group taken by a claim to ask whether the group
+ *				has room, and given back at once because it had none
+ *				(grouplimit.c).  Other claims may have counted it, so a
+ *				probe frees the group as a unit's end does, but for the
+ *				prober's own claim (dlsm_floor_group_probed, unfreed).
+ *	in flight	a row claimed by a transaction not yet ended, which the
+ *				floor knows (dlsm_floor_claimed): other walks pass over it;
+ *				a rollback lowers the floor below it again.
+ *	epoch		a floor's groups_epoch: its parked groups carry it in their
+ *				key, and a new one unparks them all at once.
+ * Two words of the workers' scheduling (pool.c, launcher.c) are used with
+ * these in issue threads:
+ *	visit		a worker's turn in one database, when there are fewer
+ *				workers than databases: it runs the database's handlers for
+ *				at most half a dlsm.reap_interval, then leaves.
+ *	shun		a database's workers leave the queues of one role alone
+ *				until a time, after a worker's step on one of its queues
+ *				ignored its cancel (dlsm_pool_worker_shun); a role's
+ *				next shun lasts twice as long, up to a bound (worker.c).
  *
  * Locking: the LWLock tranche "dlsm_floor" (given by shmem.c) holds one
  * lock per floor slot, plus two cluster-wide ones.  All are leaf locks:
@@ -16,15 +59,19 @@
  * never across SPI, a wait or a signal that could block.  Any backend
  * takes them (dlsm_floor_*), in this order when it takes more than one:
  *
- *	map_lock	exclusive, to give a slot to a queue or take it back
+ *	the map lock (DLSM_FLOOR_MAP_LOCK), cluster-wide
+ *				exclusive, to give a slot to a queue or take it back
  *				(add_floor, dlsm_floor_forget); guards floor_victim and,
  *				with the slot's own lock, owners[].  Lookups do not take
  *				it: they read owners[] (atomics) and check the owner again
  *				under the slot's lock.
- *	a slot's lock	shared to read a floor, exclusive to change it: guards
+ *	a slot's lock (DLSM_FLOOR_SLOT_LOCKS on), one per floor
+ *				shared to read a floor, exclusive to change it: guards
  *				its DlsmFloor.  Each queue's claims, commits and claimed
- *				rows take only their own floor's lock.
- *	groups_lock	the table of parked groups and groups_stale, with each
+ *				rows take only their own floor's lock; dlsm_shared_tables
+ *				and a COMMIT PREPARED take the slots' locks one at a time.
+ *	the groups lock (DLSM_FLOOR_GROUPS_LOCK), cluster-wide
+ *				guards the table of parked groups and groups_stale, with each
  *				floor's groups_epoch (written under both it and the
  *				slot's lock); taken, after the slot's lock, only by queues
  *				that park groups: shared to ask, exclusive to park or

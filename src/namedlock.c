@@ -25,6 +25,14 @@
  * memory (below, created by shmem.c's hooks) for the dlsm_locks view,
  * freed when it ends.
  *
+ * Locking: DlsmNamedShared.lock (of the LWLock tranche "dlsm", given by
+ * shmem.c) guards named[].  A backend that tries, is granted or leaves a
+ * named lock takes it exclusively to enter, mark or free its entry; the
+ * views (dlsm_locks, dlsm_shared_tables) take it shared to copy or count
+ * the entries.  It is a leaf lock: taken after the heavyweight lock of the
+ * name is asked for or held, for a few field reads or writes, never across
+ * SPI or a wait.
+ *
  * Calls plans.c, locks.c, fence.c, wake.c, names.c and waits.c.
  *
  * Copyright (c) 2026, dlsm developers

@@ -48,6 +48,15 @@
  * shmem.c gives it.  The lock guards every field but the marks, which are
  * atomics, set by producers without it and taken by the relay.
  *
+ * Locking: DlsmListenShared.lock (of the LWLock tranche "dlsm") is taken
+ * exclusively by a backend that starts or stops listening (its count), by
+ * a relay that attaches, detaches or pauses, by a backend that starts a
+ * relay or marks a channel for the first time; shared by a producer that
+ * asks whether anyone listens or wakes the relay after its commit, by the
+ * relay taking the marks and by the views.  It is a leaf lock: taken after any heavyweight
+ * lock, for a few field reads or writes, never across SPI, a wait or a
+ * signal that could block.
+ *
  * Calls nothing of dlsm; reads dlsm.notify_relay (guc.c).
  *
  * Copyright (c) 2026, dlsm developers

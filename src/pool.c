@@ -12,9 +12,13 @@
  * every operation is a no-op that answers as if nothing ran (no worker).
  *
  * Locking: DlsmPoolShared.lock (of the LWLock tranche "dlsm", given by
- * shmem.c) guards every field, every slot and without_dlsm.  It is
- * held for a few field reads or writes only, never across SPI, a wait or
- * a signal that could block.  Who writes what:
+ * shmem.c) guards every field, every slot and without_dlsm.  The launcher,
+ * the workers and any backend (a poke, a stop, an enqueue for a handler)
+ * take it exclusively to write the fields below; readers (the views,
+ * a worker's or the launcher's look) take it shared.  It is a leaf lock:
+ * taken after any heavyweight lock, held for a few field reads or writes
+ * only, never across SPI, a wait or a signal that could block.  Who
+ * writes what:
  *	launcher_pid, launcher_latch	the launcher (attach and its exit)
  *	rescan, pokes					any backend (dlsm_pool_wake_launcher)
  *	rotating, bound_ms				the launcher (each look at the databases)
