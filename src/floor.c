@@ -82,8 +82,9 @@
  * and every COMMIT PREPARED) by giving the floor a new groups_epoch, which
  * no entry of the table carries: the old entries are stale, counted in
  * groups_stale, and swept out only when the table is full and a sixteenth
- * of it is stale (XXX: the one walk of the whole table under a
- * cluster-wide lock, paid for by the entries it frees).
+ * of it is stale.  That sweep is the one walk of the whole table under a
+ * cluster-wide lock: it comes at most once per 1,024 stale entries, and
+ * its cost is paid back by the entries it frees.
  *
  * entity_seed is written once, when the struct is created, and only read
  * afterwards, without a lock.  It seeds the hash of entity names in the
