@@ -32,6 +32,7 @@ shown+='|standard_ExecutorStart|ExecInitModifyTable|ExecInitIndexOnlyScan'
 shown+='|ExecConstraints|ExecOpenIndices|ExecInsertIndexTuples|btinsert'
 shown+='|_bt_first|heap_insert|standard_ExecutorEnd|LockAcquireExtended'
 shown+='|set_config_option|AtEOXact_GUC|CommitTransactionCommand'
+shown+='|dlsm_dedup_probe|index_getnext_slot|index_beginscan|GetLatestSnapshot'
 
 for side in plain dedup; do
 	script=dlsm_enqueue_batch; queue=bq_plain

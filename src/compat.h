@@ -119,4 +119,19 @@
 #define DLSM_HAS_TRANSACTION_TIMEOUT false
 #endif
 
+/*
+ * PostgreSQL 18 gave index_beginscan an instrumentation argument (NULL:
+ * none), 19 flags (none).
+ */
+#if PG_VERSION_NUM >= 190000
+#define DLSM_INDEX_BEGINSCAN(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), (norderbys), 0)
+#elif PG_VERSION_NUM >= 180000
+#define DLSM_INDEX_BEGINSCAN(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), (norderbys))
+#else
+#define DLSM_INDEX_BEGINSCAN(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snapshot), (nkeys), (norderbys))
+#endif
+
 #endif							/* DLSM_COMPAT_H */

@@ -16,7 +16,7 @@
  *	5 work		handler.c args.c
  *	4 moves		claim.c state.c namedlock.c capture.c deadletter.c
  *	3 pending	pending.c grouplimit.c queuehandler.c
- *	2 queues	queue.c fence.c wake.c
+ *	2 queues	queue.c fence.c wake.c dedup.c
  *	1 services	plans.c notify.c locks.c bound.c pool.c
  *	0 base		extension.c identity.c subxact.c guc.c names.c waits.c
  *				floor.c rate.c querytext.c duration.c, cache.h

@@ -45,7 +45,11 @@
  * producers using dlsm_enqueue.  One that finds the key taken by a
  * committed row adds nothing and gives the lock back at once.
  *
- * Calls plans.c, queue.c, pending.c, wake.c, grouplimit.c and locks.c.
+ * The look-up is a direct scan of the key's index where the queue has one
+ * fit for it (dedup.c), the statement DEDUP_LOOKUP otherwise.
+ *
+ * Calls plans.c, queue.c, pending.c, wake.c, grouplimit.c, locks.c and
+ * dedup.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -63,6 +67,7 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+#include "dedup.h"
 #include "grouplimit.h"
 #include "locks.h"
 #include "names.h"
@@ -563,6 +568,7 @@ find_dedup(DlsmQueue *queue, DlsmRequest *request, int64 *id)
 	bool		isnull;
 	bool		found;
 	bool		taken_now;
+	DlsmDedupProbe probe;
 
 	taken_now = dlsm_lock_dedup_key(queue->relid, key);
 	memset(nulls, ' ', sizeof(nulls));
@@ -570,11 +576,20 @@ find_dedup(DlsmQueue *queue, DlsmRequest *request, int64 *id)
 	values[P_DEDUP_LOOKUP_WINDOW] = request->dedup_window;
 	nulls[P_DEDUP_LOOKUP_WINDOW] = request->has_dedup_window ? ' ' : 'n';
 	/* the latest snapshot: REPEATABLE READ sees the lock's last holder too */
-	found = dlsm_plan_run_latest(&queue->plans, DLSM_Q_DEDUP_LOOKUP, values,
-								 nulls, 1) > 0;
-	if (found)
-		*id = DatumGetInt64(dlsm_plan_value(0, A_DEDUP_LOOKUP_ID, &isnull));
-	SPI_freetuptable(SPI_tuptable);
+	probe = dlsm_dedup_probe(&queue->plans, request->dedup_key,
+							 request->has_dedup_window,
+							 request->dedup_window, id);
+	if (probe != DLSM_DEDUP_UNUSABLE)
+		found = probe == DLSM_DEDUP_HIT;
+	else
+	{
+		found = dlsm_plan_run_latest(&queue->plans, DLSM_Q_DEDUP_LOOKUP,
+									 values, nulls, 1) > 0;
+		if (found)
+			*id = DatumGetInt64(dlsm_plan_value(0, A_DEDUP_LOOKUP_ID,
+												&isnull));
+		SPI_freetuptable(SPI_tuptable);
+	}
 	if (found && taken_now)
 		dlsm_lock_dedup_key_release(queue->relid, key);
 	return found;

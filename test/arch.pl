@@ -41,7 +41,7 @@ my %layer = (
 	extension => 0, names => 0, waits => 0, floor => 0, rate => 0,
 	querytext => 0, duration => 0,
 	plans => 1, notify => 1, locks => 1, bound => 1, pool => 1,
-	queue => 2, fence => 2, wake => 2,
+	queue => 2, fence => 2, wake => 2, dedup => 2,
 	pending => 3, grouplimit => 3, queuehandler => 3,
 	claim => 4, state => 4, deadletter => 4, namedlock => 4, capture => 4,
 	handler => 5, args => 5, capacity => 5,

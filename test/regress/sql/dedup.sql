@@ -270,3 +270,45 @@ SELECT count(*) AS registry_changes FROM (
 SELECT count(*) AS badcol_registered FROM dlsm_queues WHERE queue = 'badcol'::regclass;
 -- a window as long as the retention is fine
 SELECT dlsm_enqueue('kept', 'x', 'job', dedup_key => 'kx', dedup_window => '1 hour') > 0 AS added;
+
+-- The look-up scans the key's index directly where the queue has one fit
+-- for it (dedup.c), and runs its statement otherwise: the same answers.
+SELECT dlsm_create_queue('dp');
+-- one statement enqueuing a key five times adds one row: each call sees
+-- the rows of the calls before it
+SELECT count(DISTINCT dlsm_enqueue('dp', 'e', 'job', dedup_key => 'same')) AS ids
+  FROM generate_series(1, 5);
+SELECT count(*) AS rows FROM dp;
+SELECT process_id AS pid FROM dlsm_claim('dp') \gset
+SELECT dlsm_settle('dp', :'pid', 'complete');
+-- enqueued, claimed and settled in one transaction: held within a window,
+-- free without one
+BEGIN;
+SELECT dlsm_enqueue('dp', 's1', 'job', dedup_key => 'ks') AS ks \gset
+SELECT id = :ks AS claimed_ks, process_id AS pid FROM dlsm_claim('dp') \gset
+SELECT :'claimed_ks';
+SELECT dlsm_settle('dp', :'pid', 'complete');
+SELECT dlsm_enqueue('dp', 's1', 'job', dedup_key => 'ks', dedup_window => '1 hour') = :ks AS same_id;
+SELECT dlsm_enqueue('dp', 's1', 'job', dedup_key => 'ks') <> :ks AS new_row;
+COMMIT;
+-- a deleted row (as retention deletes them) holds nothing
+SELECT dlsm_enqueue('dp', 'd1', 'job', dedup_key => 'kd') AS kd \gset
+DELETE FROM dp WHERE id = :kd;
+SELECT dlsm_enqueue('dp', 'd1', 'job', dedup_key => 'kd') <> :kd AS new_row;
+SELECT dlsm_enqueue('dp', 'd1', 'job', dedup_key => 'kd', dedup_window => '1 hour') AS kd \gset
+-- without the index, the statement: the same answers
+DROP INDEX dp_dedup;
+SELECT dlsm_enqueue('dp', 'd1', 'job', dedup_key => 'kd') = :kd AS same_id;
+SELECT dlsm_enqueue('dp', 's1', 'job', dedup_key => 'ks', dedup_window => '1 hour') > :ks AS newest_first;
+SELECT dlsm_enqueue('dp', 'n1', 'job', dedup_key => 'kn') AS kn \gset
+-- an index of another shape is not scanned: newest ids last
+CREATE INDEX dp_dedup_desc ON dp (dedup_key, id DESC);
+SELECT dlsm_enqueue('dp', 'n1', 'job', dedup_key => 'kn') = :kn AS same_id;
+DROP INDEX dp_dedup_desc;
+-- the index made again: scanned again, the same answers
+CREATE INDEX dp_dedup ON dp (dedup_key, id) INCLUDE (status, settled_at)
+	WHERE dedup_key IS NOT NULL;
+SELECT dlsm_enqueue('dp', 'n1', 'job', dedup_key => 'kn') = :kn AS same_id;
+SELECT dlsm_enqueue('dp', 'd1', 'job', dedup_key => 'kd') = :kd AS same_id;
+SELECT dedup_key, count(*) FROM dp GROUP BY 1 ORDER BY 1;
+SELECT dlsm_drop_queue('dp', drop_table => true);
