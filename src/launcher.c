@@ -15,8 +15,9 @@
  * own, started when it has none.  With more, the workers take turns, as
  * autovacuum's do: the launcher starts a worker for the database whose
  * turn it is, the worker makes one pass there (registry, reaping, handlers
- * for at most half a dlsm.reap_interval) and exits, and the launcher, told
- * of the exit, starts one for the next.  A database's turn comes when its
+ * for at most half a dlsm.reap_interval, longer while no other database
+ * is due) and exits, and the launcher, told of the exit (bgw_notify_pid
+ * sets its latch), starts one for the next.  A database's turn comes when its
  * handler queues got work, or its last pass is one dlsm.reap_interval old;
  * one that waited half its bound goes first, then those with handler work,
  * then the one that waited longest (pool.c).  So every database is

@@ -943,6 +943,35 @@ dlsm_pool_worker_visiting(void)
 	return rotating;
 }
 
+/*
+ * Is a database other than this worker's due for a visit and without a
+ * worker: its handler queues got work, or its last pass is reap_ms old, or
+ * it never had one, and no start of it is under way (paused_until)?  The
+ * same test as dlsm_pool_next_visit's, for a visiting worker that could
+ * stay: it stays only while no other database waits for its turn.
+ */
+bool
+dlsm_pool_others_due(int reap_ms)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	bool		due = false;
+
+	LWLockAcquire(shared->lock, LW_SHARED);
+	for (int i = 0; i < nslots && !due; i++)
+	{
+		DlsmSlot   *slot = &slots[i];
+
+		if (slot == my_slot || slot->info.dboid == InvalidOid ||
+			slot->info.pid != 0 || slot->no_extension ||
+			now < Max(slot->paused_until, slot->stopped_until))
+			continue;
+		due = slot->pending || slot->info.last_reap_at == 0 ||
+			TimestampDifferenceExceeds(slot->info.last_reap_at, now, reap_ms);
+	}
+	LWLockRelease(shared->lock);
+	return due;
+}
+
 /* Did a handler queue get work since the last call?  Clears the mark. */
 bool
 dlsm_pool_worker_take_pending(void)

@@ -102,6 +102,7 @@ extern pid_t dlsm_pool_worker_pause(Oid dboid, int pause_ms);
 extern bool dlsm_pool_worker_gone(Oid dboid, pid_t pid);
 extern void dlsm_pool_wake_worker(Oid dboid);
 extern bool dlsm_pool_worker_visiting(void);
+extern bool dlsm_pool_others_due(int reap_ms);
 extern bool dlsm_pool_worker_outdated(bool outdated);
 extern bool dlsm_pool_worker_take_pending(void);
 

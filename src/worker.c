@@ -38,7 +38,10 @@
  * handlers for at most half a dlsm.reap_interval (the other half is for
  * the process start and the passes; a slow pass makes the visit longer,
  * never the handlers' time shorter), and exits; handler work left, or an
- * enqueue meanwhile, brings the next visit first.
+ * enqueue meanwhile, brings the next visit first.  While its handlers have
+ * work left and no other database is due, the visit goes on for another
+ * half dlsm.reap_interval, and so on: a database that comes due meanwhile
+ * waits at most for the end of that stretch.
  *
  * Calls handler.c, state.c, queue.c, namedlock.c, identity.c,
  * extension.c, bound.c and pool.c.
@@ -985,8 +988,10 @@ worker_start(Oid dboid)
 /*
  * When the workers take turns, leave after a reaping pass once the
  * handlers found no more work or the visit's time (half a
- * dlsm.reap_interval) is up; the launcher then sends a worker to the next
- * database, and back here first if the handlers had more.
+ * dlsm.reap_interval) is up and another database is due; the launcher then
+ * sends a worker to the next database, and back here first if the
+ * handlers had more.  With none due, the visit goes on for another half
+ * dlsm.reap_interval.
  */
 static void
 leave_if_visit_over(bool passed, bool more)
@@ -994,6 +999,18 @@ leave_if_visit_over(bool passed, bool more)
 	if (!passed || !dlsm_pool_worker_visiting() ||
 		(more && (visit_end == 0 || GetCurrentTimestamp() < visit_end)))
 		return;
+	if (more && !dlsm_pool_others_due(dlsm_reap_interval))
+	{
+		/*
+		 * No other database waits for its turn: another half a
+		 * dlsm.reap_interval here costs nobody anything, where leaving would
+		 * cost a process start to come back.  One that comes due meanwhile
+		 * waits for the end of this stretch, at most.
+		 */
+		visit_end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												dlsm_reap_interval / 2);
+		return;
+	}
 	dlsm_pool_worker_leave(more);
 	ereport(DEBUG1,
 			(errmsg_internal("dlsm worker leaves database \"%s\" after its visit",
