@@ -53,6 +53,18 @@ my %owner = map { $_ => 1 } qw(waits pool namedlock notify floor rate);
 # parked?, a probe, freed, the clock): floor.c and grouplimit.c, which
 # claims and settles ask
 my %group_caller = map { $_ => 1 } qw(floor grouplimit);
+# a module split in files, as PostgreSQL's predicate.c keeps its layout in
+# predicate_internals.h: each file counts as the module (its layer, its
+# ownership, its calls)
+my %part_of = (floorgroup => 'floor', floor_internals => 'floor');
+
+# The module of a file of src/.
+sub module_of
+{
+	my ($file) = @_;
+	(my $module = $file) =~ s/\.[ch]$//;
+	return $part_of{$module} // $module;
+}
 my $n = 0;
 my $failed = 0;
 
@@ -107,10 +119,10 @@ for my $file (@files)
 	  while $text =~ /\btypedef\s+[^;{]*?\(\s*\*\s*(\w+)\s*\)\s*\([^;]*\);/g;
 	$typedef{$1} = 1
 	  while $text =~ /\btypedef\s+(?:(?:struct|enum|union)\s+)?[\w \t*]+?\b(\w+)\s*;/g;
-	(my $module = $file) =~ s/\.[ch]$//;
-	if ($file =~ /\.c$/ && $owner{$module})
+	my $module = module_of($file);
+	if (($file =~ /\.c$/ || $file =~ /_internals\.h$/) && $owner{$module})
 	{
-		$private{$1} = $file
+		$private{$1} = $module
 		  while $text =~ /\btypedef\s+(?:struct|enum|union)\s*\w*\s*\{.*?\}\s*(Dlsm\w+)\s*;/gs;
 	}
 	if (!defined $layer{$module})
@@ -201,11 +213,11 @@ for my $name (sort grep { defined $body{$_} } keys %handler)
 my @foreign;
 for my $file (sort keys %text)
 {
-	(my $module = $file) =~ s/\.[ch]$//;
+	my $module = module_of($file);
 	my $code = $text{$file} =~ s{/\*.*?\*/}{}gsr;
 	my $calls = $file =~ /\.c$/ ? $code : '';
 
-	for my $type (sort grep { $private{$_} ne $file } keys %private)
+	for my $type (sort grep { $private{$_} ne $module } keys %private)
 	{
 		push @foreign, "$file names $type ($private{$type}'s)"
 		  if $text{$file} =~ /\b\Q$type\E\b/;
@@ -229,7 +241,7 @@ for my $file (sort keys %text)
 my @sql;
 for my $file (sort keys %text)
 {
-	(my $module = $file) =~ s/\.[ch]$//;
+	my $module = module_of($file);
 	my $code = $text{$file} =~ s{/\*.*?\*/}{"\n" x ($& =~ tr/\n//)}gser;
 
 	while ($module ne 'querytext'
