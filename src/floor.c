@@ -5,10 +5,12 @@
  *	  shared memory, with the entities and groups they pass over and the
  *	  rows claimed by transactions in flight.
  *
- * This file owns the floors' shared state: no other file sees its layout.
- * Others call the named operations below, each of which takes and
- * releases its locks itself.  Without preloading there are no floors: a
- * claim scans from its line in the sand every time.
+ * The floor module owns the floors' shared state: this file, floorgroup.c
+ * (the table of parked groups) and floor_internals.h (the layout the two
+ * share, which no other file includes).  Others call the named operations
+ * of floor.h, each of which takes and releases its locks itself.  Without
+ * preloading there are no floors: a claim scans from its line in the sand
+ * every time.
  *
  * The words of this file, and of those that call it:
  *	floor		a queue's row id up to which (from its base) no row is
@@ -37,7 +39,8 @@
  *				has room, and given back at once because it had none
  *				(grouplimit.c).  Other claims may have counted it, so a
  *				probe frees the group as a unit's end does, but for the
- *				prober's own claim (dlsm_floor_group_probed, unfreed).
+ *				prober's own claim (floorgroup.c: dlsm_floor_group_probed,
+ *				unfreed).
  *	in flight	a row claimed by a transaction not yet ended, which the
  *				floor knows (dlsm_floor_claimed): other walks pass over it;
  *				a rollback lowers the floor below it again.
@@ -78,13 +81,9 @@
  *				unpark.
  *
  * floor_clock and the counters of full tables are atomics, moved without
- * a lock.  A floor's parked groups are dropped (on eviction, reset, forget
- * and every COMMIT PREPARED) by giving the floor a new groups_epoch, which
- * no entry of the table carries: the old entries are stale, counted in
- * groups_stale, and swept out only when the table is full and a sixteenth
- * of it is stale.  That sweep is the one walk of the whole table under a
- * cluster-wide lock: it comes at most once per 1,024 stale entries, and
- * its cost is paid back by the entries it frees.
+ * a lock.  How a floor's parked groups are dropped, by a new groups_epoch,
+ * and when the table's stale entries are swept out is told in
+ * floorgroup.c's header.
  *
  * entity_seed is written once, when the struct is created, and only read
  * afterwards, without a lock.  It seeds the hash of entity names in the
@@ -92,7 +91,7 @@
  * every start of the server, so that a producer cannot name an entity to
  * collide with another's and have its rows passed over.
  *
- * Calls nothing of dlsm.
+ * Calls nothing of dlsm but floorgroup.c, the other file of its module.
  *
  * Copyright (c) 2026, dlsm developers
  *

@@ -141,14 +141,14 @@ typedef struct DlsmParkedGroup
 /* The floors of the queues. */
 typedef struct DlsmFloorShared
 {
-	LWLockPadded *locks;		/* the tranche "dlsm_floor": see above */
+	LWLockPadded *locks;		/* the tranche "dlsm_floor": see floor.c */
 	pg_atomic_uint64 floor_clock;	/* moved on by every lowering */
 	int			floor_victim;	/* the next slot to take when all are used */
 	uint64		groups_stale;	/* stale entries in parked_groups */
 	/* each slot's queue: database << 32 | relid, or 0 when free */
 	pg_atomic_uint64 owners[DLSM_MAX_FLOORS];
 	DlsmFloor	floors[DLSM_MAX_FLOORS];	/* each under its slot's lock */
-	uint64		entity_seed;	/* random, set at creation: see above */
+	uint64		entity_seed;	/* random, set at creation: see floor.c */
 	/* times each table had no room (dlsm_floor_usage) */
 	pg_atomic_uint64 floors_taken;	/* a floor taken from another queue */
 	pg_atomic_uint64 groups_left;	/* a group not parked: the table full */

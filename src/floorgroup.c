@@ -4,10 +4,26 @@
  *	  The groups at their concurrency limit that the floors pass over: the
  *	  table of parked groups in shared memory.
  *
- * Part of the floor module: floor.c owns the floors and says which lock
- * guards what; this file keeps the table of parked groups and the
- * buckets by which a floor records the groups that came free.  Its
- * layout is in floor_internals.h.
+ * Part of the floor module: floor.c owns the floors and says, in its
+ * header, which lock guards what and what the words used here mean; this
+ * file keeps the table of parked groups and the buckets by which a floor
+ * records the groups that came free.  The layout both files share is in
+ * floor_internals.h.
+ *
+ * A group at its concurrency limit is parked at a floor: its rows, from
+ * its lowest up, wait for a unit of it to end, and the floor passes over
+ * them.  All floors' parked groups are kept in one shared table, of at
+ * most DLSM_MAX_PARKED_GROUPS entries, under the groups lock; a walk asks
+ * it for each group it meets (dlsm_floor_group_parked).  When the table is
+ * full a group is not parked, and each walk that meets it asks it again.
+ *
+ * A floor's parked groups are dropped (on eviction, reset, forget and
+ * every COMMIT PREPARED) by giving the floor a new groups_epoch, which no
+ * entry of the table carries: the old entries are stale, counted in
+ * groups_stale, and swept out only when the table is full and a sixteenth
+ * of it is stale.  That sweep is the one walk of the whole table under a
+ * cluster-wide lock: it comes at most once per 1,024 stale entries, and
+ * its cost is paid back by the entries it frees.
  *
  * Calls nothing of dlsm but floor.c.
  *
