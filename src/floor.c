@@ -5,10 +5,12 @@
  *	  shared memory, with the entities and groups they pass over and the
  *	  rows claimed by transactions in flight.
  *
- * This file owns the floors' shared state: no other file sees its layout.
- * Others call the named operations below, each of which takes and
- * releases its locks itself.  Without preloading there are no floors: a
- * claim scans from its line in the sand every time.
+ * The floor module owns the floors' shared state: this file, floorgroup.c
+ * (the table of parked groups) and floor_internals.h (the layout the two
+ * share, which no other file includes).  Others call the named operations
+ * of floor.h, each of which takes and releases its locks itself.  Without
+ * preloading there are no floors: a claim scans from its line in the sand
+ * every time.
  *
  * The words of this file, and of those that call it:
  *	floor		a queue's row id up to which (from its base) no row is
@@ -37,7 +39,8 @@
  *				has room, and given back at once because it had none
  *				(grouplimit.c).  Other claims may have counted it, so a
  *				probe frees the group as a unit's end does, but for the
- *				prober's own claim (dlsm_floor_group_probed, unfreed).
+ *				prober's own claim (floorgroup.c: dlsm_floor_group_probed,
+ *				unfreed).
  *	in flight	a row claimed by a transaction not yet ended, which the
  *				floor knows (dlsm_floor_claimed): other walks pass over it;
  *				a rollback lowers the floor below it again.
@@ -78,13 +81,9 @@
  *				unpark.
  *
  * floor_clock and the counters of full tables are atomics, moved without
- * a lock.  A floor's parked groups are dropped (on eviction, reset, forget
- * and every COMMIT PREPARED) by giving the floor a new groups_epoch, which
- * no entry of the table carries: the old entries are stale, counted in
- * groups_stale, and swept out only when the table is full and a sixteenth
- * of it is stale.  That sweep is the one walk of the whole table under a
- * cluster-wide lock: it comes at most once per 1,024 stale entries, and
- * its cost is paid back by the entries it frees.
+ * a lock.  How a floor's parked groups are dropped, by a new groups_epoch,
+ * and when the table's stale entries are swept out is told in
+ * floorgroup.c's header.
  *
  * entity_seed is written once, when the struct is created, and only read
  * afterwards, without a lock.  It seeds the hash of entity names in the
@@ -92,7 +91,7 @@
  * every start of the server, so that a producer cannot name an entity to
  * collide with another's and have its rows passed over.
  *
- * Calls nothing of dlsm.
+ * Calls nothing of dlsm but floorgroup.c, the other file of its module.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -107,150 +106,15 @@
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/lwlock.h"
-#include "storage/proc.h"
 #include "storage/shmem.h"
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
 #include "floor.h"
-
-/* The most queues whose floor is kept; more share the slots in turn. */
-#define DLSM_MAX_FLOORS 128
-
-/*
- * The most groups at their concurrency limit that the floors pass over, in
- * all, and the buckets by which a floor records the groups that came free.
- */
-#define DLSM_MAX_PARKED_GROUPS 16384
-#define DLSM_GROUP_BUCKETS 1024
-
-/* A full table of parked groups is swept when this many entries are stale. */
-#define DLSM_GROUPS_SWEEP (DLSM_MAX_PARKED_GROUPS / 16)
-
-/* The locks of the tranche "dlsm_floor": these two, then one per slot. */
-#define DLSM_FLOOR_MAP_LOCK 0
-#define DLSM_FLOOR_GROUPS_LOCK 1
-#define DLSM_FLOOR_SLOT_LOCKS 2
-
-/*
- * A lowering of a floor: at gen, below the row id below (PG_INT64_MIN:
- * all).  A floor keeps its DLSM_FLOOR_RECENT latest.
- */
-#define DLSM_FLOOR_RECENT 32
-
-typedef struct DlsmLowering
-{
-	uint64		gen;
-	int64		below;
-} DlsmLowering;
-
-/*
- * When groups of a bucket last came free at a floor (floor_clock values).
- * A slot taken to ask whether a group has room, and given back at once
- * because it had none, may have been counted by other claims meanwhile:
- * its group comes free as any other (dlsm_floor_group_probed), but the
- * backend that took it may still park the group.  So the bucket keeps who
- * made its latest change by such a probe, and the latest change before
- * that by anyone else.
- */
-typedef struct DlsmGroupBucket
-{
-	uint64		freed;			/* the latest */
-	uint64		freed_before;	/* the latest not by prober */
-	int			prober;			/* process number of freed's prober, or -1 */
-	uint64		ended;			/* the latest by a unit's end (not a probe) */
-} DlsmGroupBucket;
-
-/*
- * Where the ready rows of a queue begin.  Rules: every row with an id in
- * (base, line] was seen by a claim not new, or new but belonging to a
- * parked entity (from its lowest id up), whose rows wait for a change of
- * that entity.  The claim's snapshot was taken after it read gen, and
- * after it read the generation of the bucket of each entity it parked.  A
- * commit that may make such a row ready moves them on: one that makes a
- * row new again (an insert, a retry, a reap) lowers line below it and
- * moves gen on; one that changes rows of an entity moves its bucket's
- * generation on and, if the entity is parked, unparks it, lowering line
- * below its lowest id and moving gen on.  A claim publishes what it saw
- * only if no lowering since it read gen reached its line (the recent
- * lowerings are kept: an insert above the line, the common case while
- * producers run, does not stop the claims of the moment from moving the
- * floor), and the generations of the buckets of the entities it parks did
- * not move.  Groups at their limit are parked apart (DlsmParkedGroup): a
- * group filled by its units in progress, as committed, is parked as soon
- * as a claim finds it so, and unparked by the end of any unit of it; a
- * group filled by slots taken by claims in flight is parked when the claim
- * publishes, unless a group of its bucket came free meanwhile, and is
- * unparked by the end of any unit or slot of it.  Changes dlsm cannot see
- * (a row set back to 'new' by hand, a unit settled by hand) are found by a
- * claim that scans from its line in the sand again, asking every group it
- * meets, at most every check_ms (dlsm_floor_read).
- */
-typedef struct DlsmFloor
-{
-	int64		base;			/* rows above base... */
-	int64		line;			/* ...up to line are not ready */
-	uint64		gen;			/* from floor_clock, when last lowered */
-	uint64		forgotten;		/* lowerings up to this gen are not kept */
-	int			next_recent;	/* where the next lowering is kept */
-	DlsmLowering recent[DLSM_FLOOR_RECENT]; /* the latest lowerings */
-	int			nin_flight;		/* rows claimed by transactions in flight */
-	int64		in_flight[DLSM_MAX_IN_FLIGHT];	/* in no order */
-	TimestampTz checked_at;		/* last scan from base */
-	int64		check_us;		/* how long the last one took */
-	int			nparked;
-	DlsmParked	parked[DLSM_MAX_PARKED];
-	uint64		bucket_gen[DLSM_ENTITY_BUCKETS];
-	int			ngroups;		/* its groups in parked_groups */
-	uint64		groups_epoch;	/* theirs; under groups_lock too */
-	DlsmGroupBucket group_freed[DLSM_GROUP_BUCKETS];
-} DlsmFloor;
-
-/*
- * A group at its concurrency limit parked at a floor: its rows from lowest
- * up wait for a unit of it to end.  A floor may park any number of groups
- * (up to DLSM_MAX_PARKED_GROUPS in all), kept in one shared table; a walk
- * asks it for each group it meets (dlsm_floor_group_parked).  A group that
- * comes free is unparked, lowering its floor below its lowest row.
- */
-typedef struct DlsmGroupKey
-{
-	uint64		group;			/* dlsm_floor_group_key */
-	uint64		epoch;			/* its floor's groups_epoch: unique to it */
-} DlsmGroupKey;
-
-typedef struct DlsmParkedGroup
-{
-	DlsmGroupKey key;			/* stale when epoch is not its floor's */
-	int64		lowest;
-	uint64		parked_at;		/* floor_clock when it was parked */
-	int			slot;			/* its floor */
-	bool		solid;			/* parked for units in progress, as committed:
-								 * only a unit's end unparks it */
-} DlsmParkedGroup;
-
-/* The floors of the queues. */
-typedef struct DlsmFloorShared
-{
-	LWLockPadded *locks;		/* the tranche "dlsm_floor": see above */
-	pg_atomic_uint64 floor_clock;	/* moved on by every lowering */
-	int			floor_victim;	/* the next slot to take when all are used */
-	uint64		groups_stale;	/* stale entries in parked_groups */
-	/* each slot's queue: database << 32 | relid, or 0 when free */
-	pg_atomic_uint64 owners[DLSM_MAX_FLOORS];
-	DlsmFloor	floors[DLSM_MAX_FLOORS];	/* each under its slot's lock */
-	uint64		entity_seed;	/* random, set at creation: see above */
-	/* times each table had no room (dlsm_floor_usage) */
-	pg_atomic_uint64 floors_taken;	/* a floor taken from another queue */
-	pg_atomic_uint64 groups_left;	/* a group not parked: the table full */
-	pg_atomic_uint64 in_flight_left;	/* a claimed row the floor did not
-										 * take */
-	pg_atomic_uint64 entities_left; /* parked entities a floor did not take */
-} DlsmFloorShared;
+#include "floor_internals.h"
 
 static DlsmFloorShared *shared = NULL;
-static HTAB *parked_groups = NULL;	/* DlsmParkedGroup, under groups_lock */
 static uint64 entity_seed = 0;	/* this backend's copy; 0: not read yet */
 
 /* A random non-zero seed. */
@@ -288,7 +152,6 @@ void
 dlsm_floor_shmem_init(LWLockPadded *locks)
 {
 	bool		found;
-	HASHCTL		ctl;
 
 	shared = ShmemInitStruct("dlsm floors", sizeof(DlsmFloorShared), &found);
 	if (!found)
@@ -304,13 +167,7 @@ dlsm_floor_shmem_init(LWLockPadded *locks)
 		pg_atomic_init_u64(&shared->entities_left, 0);
 		shared->entity_seed = random_seed();
 	}
-	/* fixed: past it, groups are not parked (HASH_ENTER_NULL) */
-	ctl.keysize = sizeof(DlsmGroupKey);
-	ctl.entrysize = sizeof(DlsmParkedGroup);
-	parked_groups = DLSM_SHMEM_INIT_HASH("dlsm parked groups",
-										 DLSM_MAX_PARKED_GROUPS, &ctl,
-										 HASH_ELEM | HASH_BLOBS |
-										 HASH_FIXED_SIZE);
+	dlsm_floor_groups_attach(shared);
 }
 
 /* ---------------------------------------------------------------------
@@ -345,15 +202,15 @@ dlsm_floor_group_key(const char *group)
 }
 
 /* The clock's next value, for a lowering, a parking or a new epoch. */
-static uint64
-tick(void)
+uint64
+dlsm_floor_tick(void)
 {
 	return pg_atomic_add_fetch_u64(&shared->floor_clock, 1);
 }
 
 /* A full table's count moves on. */
-static void
-count_left(pg_atomic_uint64 *counter)
+void
+dlsm_floor_count_left(pg_atomic_uint64 *counter)
 {
 	pg_atomic_fetch_add_u64(counter, 1);
 }
@@ -376,8 +233,8 @@ find_slot(uint64 owner)
 }
 
 /* The slot of floor f. */
-static int
-slot_of(const DlsmFloor *f)
+int
+dlsm_floor_slot_of(const DlsmFloor *f)
 {
 	return (int) (f - shared->floors);
 }
@@ -390,8 +247,8 @@ slot_lock(int slot)
 }
 
 /* The floor of relid in this database, its lock taken in mode; or NULL. */
-static DlsmFloor *
-lock_floor(Oid relid, LWLockMode mode)
+DlsmFloor *
+dlsm_floor_lock(Oid relid, LWLockMode mode)
 {
 	uint64		owner = floor_owner(relid);
 	int			slot;
@@ -407,123 +264,11 @@ lock_floor(Oid relid, LWLockMode mode)
 	return NULL;
 }
 
-/* Release the lock of floor f, taken by lock_floor or add_floor. */
-static void
-unlock_floor(DlsmFloor *f)
+/* Release the lock of floor f, taken by dlsm_floor_lock or add_floor. */
+void
+dlsm_floor_unlock(DlsmFloor *f)
 {
-	LWLockRelease(slot_lock(slot_of(f)));
-}
-
-/* The key of group of floor f in parked_groups. */
-static DlsmGroupKey
-parked_group_key(const DlsmFloor *f, uint64 group)
-{
-	DlsmGroupKey key;
-
-	key.group = group;
-	key.epoch = f->groups_epoch;
-	return key;
-}
-
-/* The parked group of floor f, or NULL.  Its lock and groups_lock held. */
-static DlsmParkedGroup *
-find_parked_group(const DlsmFloor *f, uint64 group)
-{
-	DlsmGroupKey key;
-
-	if (f->ngroups == 0)
-		return NULL;
-	key = parked_group_key(f, group);
-	return hash_search(parked_groups, &key, HASH_FIND, NULL);
-}
-
-/* Is group parked at floor f?  Its lock held. */
-static bool
-group_is_parked(const DlsmFloor *f, uint64 group)
-{
-	bool		parked;
-
-	if (f->ngroups == 0)
-		return false;
-	LWLockAcquire(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock, LW_SHARED);
-	parked = find_parked_group(f, group) != NULL;
-	LWLockRelease(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock);
-	return parked;
-}
-
-/*
- * Unpark every group of floor f: its entries go stale, under a new epoch.
- * Its lock held exclusively.
- */
-static void
-drop_parked_groups(DlsmFloor *f)
-{
-	if (f->ngroups == 0)
-		return;
-	LWLockAcquire(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock, LW_EXCLUSIVE);
-	shared->groups_stale += f->ngroups;
-	f->groups_epoch = tick();
-	LWLockRelease(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock);
-	f->ngroups = 0;
-}
-
-/*
- * Remove the stale entries of parked_groups (see the header), if enough
- * are to make room; groups_lock held exclusively.
- */
-static void
-sweep_parked_groups(void)
-{
-	HASH_SEQ_STATUS status;
-	DlsmParkedGroup *p;
-
-	if (shared->groups_stale < DLSM_GROUPS_SWEEP)
-		return;
-	hash_seq_init(&status, parked_groups);
-	while ((p = hash_seq_search(&status)) != NULL)
-		if (p->key.epoch != shared->floors[p->slot].groups_epoch)
-			hash_search(parked_groups, &p->key, HASH_REMOVE, NULL);
-	shared->groups_stale = 0;
-}
-
-/*
- * The entry of group of floor f in parked_groups, made if need be (found
- * says whether it was there); NULL when the table is full.  Its lock and
- * groups_lock held exclusively.
- */
-static DlsmParkedGroup *
-enter_parked_group(DlsmFloor *f, uint64 group, bool *found)
-{
-	DlsmGroupKey key = parked_group_key(f, group);
-	DlsmParkedGroup *p;
-
-	p = hash_search(parked_groups, &key, HASH_ENTER_NULL, found);
-	if (p == NULL && shared->groups_stale >= DLSM_GROUPS_SWEEP)
-	{
-		sweep_parked_groups();
-		p = hash_search(parked_groups, &key, HASH_ENTER_NULL, found);
-	}
-	if (p != NULL)
-		p->slot = slot_of(f);
-	return p;
-}
-
-/*
- * Every group of floor f may have come free, now: no claim that read the
- * floors' clock before parks one.  Its lock held exclusively.
- */
-static void
-all_groups_freed(DlsmFloor *f)
-{
-	uint64		clock = tick();
-
-	for (int b = 0; b < DLSM_GROUP_BUCKETS; b++)
-	{
-		f->group_freed[b].freed_before = clock;
-		f->group_freed[b].freed = clock;
-		f->group_freed[b].ended = clock;
-		f->group_freed[b].prober = -1;
-	}
+	LWLockRelease(slot_lock(dlsm_floor_slot_of(f)));
 }
 
 /*
@@ -533,10 +278,10 @@ all_groups_freed(DlsmFloor *f)
 static void
 clear_floor(DlsmFloor *f)
 {
-	drop_parked_groups(f);
+	dlsm_floor_drop_groups(f);
 	LWLockAcquire(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock, LW_EXCLUSIVE);
 	memset(f, 0, sizeof(DlsmFloor));
-	f->groups_epoch = tick();
+	f->groups_epoch = dlsm_floor_tick();
 	LWLockRelease(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock);
 }
 
@@ -565,7 +310,7 @@ add_floor(Oid relid)
 	{
 		slot = shared->floor_victim;
 		shared->floor_victim = (shared->floor_victim + 1) % DLSM_MAX_FLOORS;
-		count_left(&shared->floors_taken);
+		dlsm_floor_count_left(&shared->floors_taken);
 	}
 	LWLockAcquire(slot_lock(slot), LW_EXCLUSIVE);
 	f = &shared->floors[slot];
@@ -573,7 +318,7 @@ add_floor(Oid relid)
 	f->gen = pg_atomic_read_u64(&shared->floor_clock);
 	f->forgotten = f->gen;		/* what came before is not known */
 	/* nor which groups came free: any may have, since any clock read */
-	all_groups_freed(f);
+	dlsm_floor_all_groups_freed(f);
 	pg_atomic_write_u64(&shared->owners[slot], owner);
 	LWLockRelease(map_lock);
 	return f;
@@ -601,7 +346,7 @@ dlsm_floor_read(Oid relid, int64 after, int check_ms,
 	seen->nin_flight = 0;
 	if (shared == NULL)
 		return;
-	f = lock_floor(relid, LW_SHARED);
+	f = dlsm_floor_lock(relid, LW_SHARED);
 
 	/*
 	 * The queue's first claim (since the floor was last taken for another
@@ -639,8 +384,8 @@ dlsm_floor_read(Oid relid, int64 after, int check_ms,
 												   check_ms))
 	{
 		/* this claim checks the floor; the others go on */
-		unlock_floor(f);
-		f = lock_floor(relid, LW_EXCLUSIVE);
+		dlsm_floor_unlock(f);
+		f = dlsm_floor_lock(relid, LW_EXCLUSIVE);
 		if (f != NULL && TimestampDifferenceExceeds(f->checked_at, now,
 													check_ms))
 		{
@@ -651,7 +396,7 @@ dlsm_floor_read(Oid relid, int64 after, int check_ms,
 		}
 	}
 	if (f != NULL)
-		unlock_floor(f);
+		dlsm_floor_unlock(f);
 }
 
 /*
@@ -696,7 +441,7 @@ park(DlsmFloor *f, const DlsmFloorSeen *seen, const DlsmParked *parked,
 			k++;
 		if (k == count && count == DLSM_MAX_PARKED)
 		{
-			count_left(&shared->entities_left);
+			dlsm_floor_count_left(&shared->entities_left);
 			return false;
 		}
 		if (k == count)
@@ -707,89 +452,6 @@ park(DlsmFloor *f, const DlsmFloorSeen *seen, const DlsmParked *parked,
 	memcpy(f->parked, all, sizeof(DlsmParked) * count);
 	f->nparked = count;
 	return true;
-}
-
-/*
- * Did no group of the bucket of group of floor f come free since clock,
- * but by this backend's own probes?
- */
-static bool
-unfreed(const DlsmFloor *f, uint64 group, uint64 clock)
-{
-	const DlsmGroupBucket *b = &f->group_freed[group % DLSM_GROUP_BUCKETS];
-
-	if (b->freed <= clock)
-		return true;
-	return b->prober == DLSM_MY_PROC_NUMBER && b->freed_before <= clock;
-}
-
-/*
- * A group of floor f came free (by a probe of backend prober, or -1):
- * note it in its bucket.  Its lock held exclusively.
- */
-static void
-note_freed(DlsmFloor *f, uint64 group, int prober)
-{
-	DlsmGroupBucket *b = &f->group_freed[group % DLSM_GROUP_BUCKETS];
-
-	if (b->prober < 0 || b->prober != prober)
-		b->freed_before = b->freed;
-	b->freed = tick();
-	b->prober = prober;
-	if (prober < 0)
-		b->ended = b->freed;
-}
-
-/*
- * Park at floor f the groups a claim found at their limit (n of them, by
- * their lowest row, ascending), whose rows it passed over up to line;
- * returns how far the floor may go: below the lowest row of the first
- * group that may have come free since the claim read the floor (seen), or
- * that does not fit.  Its lock held exclusively.
- */
-static int64
-park_groups(DlsmFloor *f, const DlsmFloorSeen *seen, int64 line,
-			const DlsmParked *groups, int n)
-{
-	LWLock	   *groups_lock = &shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock;
-
-	if (n == 0 || groups[0].lowest > line)
-		return line;
-	LWLockAcquire(groups_lock, LW_EXCLUSIVE);
-	for (int i = 0; i < n && groups[i].lowest <= line; i++)
-	{
-		DlsmParkedGroup *p = find_parked_group(f, groups[i].key);
-		bool		found = p != NULL;
-
-		/*
-		 * Parked already (by another claim): it waits still.  One filled by
-		 * its units in progress was parked when found, and is gone only if
-		 * one of them ended since.
-		 */
-		if (!found && (groups[i].solid ||
-					   !unfreed(f, groups[i].key, seen->clock)))
-			line = groups[i].lowest - 1;
-		else if (!found)
-			p = enter_parked_group(f, groups[i].key, &found);
-		if (p == NULL && line >= groups[i].lowest)
-		{
-			count_left(&shared->groups_left);
-			line = groups[i].lowest - 1;
-		}
-		if (p == NULL)
-			break;
-		if (!found)
-		{
-			p->lowest = groups[i].lowest;
-			p->parked_at = tick();
-			p->solid = groups[i].solid;
-			f->ngroups++;
-		}
-		else
-			p->lowest = Min(p->lowest, groups[i].lowest);
-	}
-	LWLockRelease(groups_lock);
-	return line;
 }
 
 /*
@@ -808,7 +470,7 @@ dlsm_floor_publish(Oid relid, const DlsmFloorSeen *seen, int64 line,
 	if (shared == NULL || !seen->publish ||
 		(line == seen->line && n == 0 && ngroups == 0 && !seen->check))
 		return;
-	f = lock_floor(relid, LW_EXCLUSIVE);
+	f = dlsm_floor_lock(relid, LW_EXCLUSIVE);
 	if (f == NULL && n == 0 && ngroups == 0 &&
 		seen->gen == pg_atomic_read_u64(&shared->floor_clock))
 		f = add_floor(relid);
@@ -820,24 +482,24 @@ dlsm_floor_publish(Oid relid, const DlsmFloorSeen *seen, int64 line,
 		if (seen->check)
 			f->checked_at = GetCurrentTimestamp();
 		f->base = seen->base;
-		f->line = park_groups(f, seen, line, groups, ngroups);
+		f->line = dlsm_floor_park_groups(f, seen, line, groups, ngroups);
 	}
 	if (f != NULL)
-		unlock_floor(f);
+		dlsm_floor_unlock(f);
 }
 
 /*
  * Lower floor f below id below, after the commit of a change.  Its lock
  * held exclusively.
  */
-static void
-lower(DlsmFloor *f, int64 below)
+void
+dlsm_floor_lower_locked(DlsmFloor *f, int64 below)
 {
 	DlsmLowering *kept = &f->recent[f->next_recent];
 
 	f->line = Max(f->base, Min(f->line, below == PG_INT64_MIN ?
 							   PG_INT64_MIN : below - 1));
-	f->gen = tick();
+	f->gen = dlsm_floor_tick();
 	/* the lowering it replaces is forgotten */
 	f->forgotten = Max(f->forgotten, kept->gen);
 	kept->gen = f->gen;
@@ -857,14 +519,14 @@ dlsm_floor_lower(Oid relid, int64 below)
 
 	if (shared == NULL)
 		return;
-	f = lock_floor(relid, LW_EXCLUSIVE);
+	f = dlsm_floor_lock(relid, LW_EXCLUSIVE);
 	if (f != NULL)
 	{
-		lower(f, below);
-		unlock_floor(f);
+		dlsm_floor_lower_locked(f, below);
+		dlsm_floor_unlock(f);
 	}
 	else
-		tick();
+		dlsm_floor_tick();
 }
 
 /*
@@ -878,16 +540,16 @@ dlsm_floor_reset(Oid relid)
 
 	if (shared == NULL)
 		return;
-	f = lock_floor(relid, LW_EXCLUSIVE);
+	f = dlsm_floor_lock(relid, LW_EXCLUSIVE);
 	if (f != NULL)
 	{
-		lower(f, PG_INT64_MIN);
+		dlsm_floor_lower_locked(f, PG_INT64_MIN);
 		f->nparked = 0;
-		drop_parked_groups(f);
-		unlock_floor(f);
+		dlsm_floor_drop_groups(f);
+		dlsm_floor_unlock(f);
 	}
 	else
-		tick();
+		dlsm_floor_tick();
 }
 
 /*
@@ -917,7 +579,7 @@ dlsm_floor_forget(Oid relid)
 		LWLockRelease(slot_lock(slot));
 	}
 	LWLockRelease(map_lock);
-	tick();
+	dlsm_floor_tick();
 }
 
 /*
@@ -931,7 +593,7 @@ dlsm_floor_entities(Oid relid, const uint64 *entities, int n)
 
 	if (shared == NULL || n == 0)
 		return;
-	f = lock_floor(relid, LW_EXCLUSIVE);
+	f = dlsm_floor_lock(relid, LW_EXCLUSIVE);
 	if (f == NULL)
 		return;
 	for (int i = 0; i < n; i++)
@@ -941,150 +603,11 @@ dlsm_floor_entities(Oid relid, const uint64 *entities, int n)
 		{
 			if (f->parked[k].key != entities[i])
 				continue;
-			lower(f, f->parked[k].lowest);
+			dlsm_floor_lower_locked(f, f->parked[k].lowest);
 			f->parked[k--] = f->parked[--f->nparked];
 		}
 	}
-	unlock_floor(f);
-}
-
-/*
- * Is group parked at relid's floor?  A walk passes over its rows: should
- * it come free before the walk's claim publishes, the floor goes below
- * them, and the claim's publish is refused (unlowered).
- */
-bool
-dlsm_floor_group_parked(Oid relid, uint64 group)
-{
-	DlsmFloor  *f;
-	bool		parked = false;
-
-	if (shared == NULL)
-		return false;
-	f = lock_floor(relid, LW_SHARED);
-	if (f != NULL)
-	{
-		parked = group_is_parked(f, group);
-		unlock_floor(f);
-	}
-	return parked;
-}
-
-/*
- * Unpark group p of floor f, lowering the floor below its lowest row.
- * Its lock and groups_lock held exclusively.
- */
-static void
-unpark_group(DlsmFloor *f, DlsmParkedGroup *p)
-{
-	lower(f, p->lowest);
-	hash_search(parked_groups, &p->key, HASH_REMOVE, NULL);
-	f->ngroups--;
-}
-
-/*
- * Groups of relid may have room (n keys: a unit of each ended, or a slot
- * of each came free): unpark them.  Call once the change is visible.
- */
-void
-dlsm_floor_groups(Oid relid, const uint64 *groups, int n)
-{
-	DlsmFloor  *f;
-	LWLock	   *groups_lock;
-
-	if (shared == NULL || n == 0)
-		return;
-	groups_lock = &shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock;
-	f = lock_floor(relid, LW_EXCLUSIVE);
-	if (f == NULL)
-		return;
-	if (f->ngroups > 0)
-		LWLockAcquire(groups_lock, LW_EXCLUSIVE);
-	for (int i = 0; i < n; i++)
-	{
-		DlsmParkedGroup *p = find_parked_group(f, groups[i]);
-
-		note_freed(f, groups[i], -1);
-		if (p != NULL)
-			unpark_group(f, p);
-	}
-	if (LWLockHeldByMe(groups_lock))
-		LWLockRelease(groups_lock);
-	unlock_floor(f);
-}
-
-/*
- * This backend took a slot of group of relid after the floor's clock read
- * since, found the group without room and gave the slot back: other
- * claims may have counted it, so the group comes free, and a parking of
- * it since then is undone; this backend's own claim may still park it.
- */
-void
-dlsm_floor_group_probed(Oid relid, uint64 group, uint64 since)
-{
-	DlsmFloor  *f;
-	DlsmParkedGroup *p;
-
-	if (shared == NULL)
-		return;
-	f = lock_floor(relid, LW_EXCLUSIVE);
-	if (f == NULL)
-		return;
-	note_freed(f, group, DLSM_MY_PROC_NUMBER);
-	if (f->ngroups > 0)
-	{
-		LWLockAcquire(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock,
-					  LW_EXCLUSIVE);
-		p = find_parked_group(f, group);
-		if (p != NULL && !p->solid && p->parked_at > since)
-			unpark_group(f, p);
-		LWLockRelease(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock);
-	}
-	unlock_floor(f);
-}
-
-/*
- * A claim found group of relid filled by its units in progress, as
- * committed, counted after the floors' clock read since, at its row
- * lowest: park it now, unless a unit of a group of its bucket ended since
- * (false).  Only a unit's end unparks it.
- */
-bool
-dlsm_floor_group_park(Oid relid, uint64 group, int64 lowest, uint64 since)
-{
-	DlsmFloor  *f;
-	DlsmParkedGroup *p;
-	LWLock	   *groups_lock;
-	bool		found;
-
-	if (shared == NULL)
-		return false;
-	f = lock_floor(relid, LW_EXCLUSIVE);
-	if (f == NULL)
-		return false;
-	if (f->group_freed[group % DLSM_GROUP_BUCKETS].ended > since)
-	{
-		unlock_floor(f);
-		return false;
-	}
-	groups_lock = &shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock;
-	LWLockAcquire(groups_lock, LW_EXCLUSIVE);
-	p = enter_parked_group(f, group, &found);
-	if (p == NULL)
-		count_left(&shared->groups_left);
-	else if (!found)
-	{
-		p->lowest = lowest;
-		p->parked_at = tick();
-		f->ngroups++;
-	}
-	else
-		p->lowest = Min(p->lowest, lowest);
-	if (p != NULL)
-		p->solid = true;
-	LWLockRelease(groups_lock);
-	unlock_floor(f);
-	return p != NULL;
+	dlsm_floor_unlock(f);
 }
 
 /*
@@ -1111,12 +634,12 @@ dlsm_floor_prepared_ended(Oid dboid)
 		owner = pg_atomic_read_u64(&shared->owners[i]);
 		if (owner != 0 && (Oid) (owner >> 32) == dboid)
 		{
-			lower(f, PG_INT64_MIN);
+			dlsm_floor_lower_locked(f, PG_INT64_MIN);
 			f->nparked = 0;
 			for (int b = 0; b < DLSM_ENTITY_BUCKETS; b++)
 				f->bucket_gen[b]++;
-			drop_parked_groups(f);
-			all_groups_freed(f);
+			dlsm_floor_drop_groups(f);
+			dlsm_floor_all_groups_freed(f);
 		}
 		LWLockRelease(slot_lock(i));
 	}
@@ -1158,17 +681,17 @@ dlsm_floor_claimed(Oid relid, const int64 *ids, int n, bool *taken)
 	DlsmFloor  *f = NULL;
 
 	if (shared != NULL && n > 0)
-		f = lock_floor(relid, LW_EXCLUSIVE);
+		f = dlsm_floor_lock(relid, LW_EXCLUSIVE);
 	for (int i = 0; i < n; i++)
 	{
 		taken[i] = f != NULL && f->nin_flight < DLSM_MAX_IN_FLIGHT;
 		if (taken[i])
 			f->in_flight[f->nin_flight++] = ids[i];
 		else if (f != NULL)
-			count_left(&shared->in_flight_left);
+			dlsm_floor_count_left(&shared->in_flight_left);
 	}
 	if (f != NULL)
-		unlock_floor(f);
+		dlsm_floor_unlock(f);
 }
 
 /*
@@ -1185,7 +708,7 @@ dlsm_floor_unclaimed(Oid relid, const int64 *ids, int n, bool ready)
 
 	if (shared == NULL || n == 0)
 		return;
-	f = lock_floor(relid, LW_EXCLUSIVE);
+	f = dlsm_floor_lock(relid, LW_EXCLUSIVE);
 	if (f == NULL)
 		return;
 	for (int k = 0; k < n; k++)
@@ -1201,8 +724,8 @@ dlsm_floor_unclaimed(Oid relid, const int64 *ids, int n, bool ready)
 	}
 	/* one lowering below the lowest is one below each */
 	if (ready && lowest != PG_INT64_MAX)
-		lower(f, lowest);
-	unlock_floor(f);
+		dlsm_floor_lower_locked(f, lowest);
+	dlsm_floor_unlock(f);
 }
 
 /*
@@ -1238,10 +761,7 @@ dlsm_floor_usage(DlsmTableUsage *out)
 		}
 		LWLockRelease(slot_lock(i));
 	}
-	LWLockAcquire(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock, LW_SHARED);
-	groups = (int64) hash_get_num_entries(parked_groups) -
-		(int64) shared->groups_stale;
-	LWLockRelease(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock);
+	groups = dlsm_floor_groups_in_use();
 	out[0] = (DlsmTableUsage)
 	{
 		"floors", DLSM_MAX_FLOORS, floors,

@@ -6,7 +6,9 @@
 # src/dlsm.c; only its owner touches a part of the shared state; no
 # function runs past 100 lines; every .c opens with what it owns and what it calls; no
 # statement parameter or result column is indexed by a bare number; no
-# comment sends the reader to a document outside the repository;
+# comment sends the reader to a document outside the repository; a
+# module's private header (NAME_internals.h) is included only by the
+# module's own files;
 # includes keep PostgreSQL's order (postgres.h first, each block sorted);
 # src/typedefs.list (what pgindent reads) lists exactly the typedefs of
 # src/; no two files define a function of the same name (static ones
@@ -28,8 +30,9 @@ my $src = ($0 =~ m{(.*)/test/arch\.pl$} ? $1 : '.') . '/src';
 # compat.h and usage.h are under every layer: compat.h's macros over PostgreSQL's own headers for
 # its majors, which the base layer needs as much as the rest (floor.c
 # names a backend's process number through it)
-# floor.c and rate.c call nothing of dlsm: base, under the claims, wake.c
-# and grouplimit.c that read and write them; pool.c calls names.c and is
+# the floor module (floor.c, floorgroup.c) and rate.c call nothing of
+# dlsm: base, under the claims, wake.c and grouplimit.c that read and
+# write them; pool.c calls names.c and is
 # called by wake.c and queue.c (layer 2) as well as by the launcher and the
 # workers: services; shmem.c calls every owner of shared state to size and
 # create its part, as PostgreSQL's ipci.c does, and only dlsm.c calls it:
@@ -50,9 +53,21 @@ my %layer = (
 # the modules that own a part of the shared state (shmem.c creates them)
 my %owner = map { $_ => 1 } qw(waits pool namedlock notify floor rate);
 # who may call the floors' group functions (a group's key, park when full,
-# parked?, a probe, freed, the clock): floor.c and grouplimit.c, which
-# claims and settles ask
+# parked?, a probe, freed, the clock): the floor module's files and
+# grouplimit.c, which claims and settles ask
 my %group_caller = map { $_ => 1 } qw(floor grouplimit);
+# a module split in files, as PostgreSQL's predicate.c keeps its layout in
+# predicate_internals.h: each file counts as the module (its layer, its
+# ownership, its calls)
+my %part_of = (floorgroup => 'floor', floor_internals => 'floor');
+
+# The module of a file of src/.
+sub module_of
+{
+	my ($file) = @_;
+	(my $module = $file) =~ s/\.[ch]$//;
+	return $part_of{$module} // $module;
+}
 my $n = 0;
 my $failed = 0;
 
@@ -79,6 +94,7 @@ closedir $dh;
 my @c = grep { /\.c$/ } @files;
 
 my (@up, @unknown, @shared, @long, @headerless, @bare, @outside, @spliced);
+my @internal;	# includes of a module's private header by another module
 my @include_order;
 my %typedef;
 my %defined;	# function name -> files defining it
@@ -107,10 +123,10 @@ for my $file (@files)
 	  while $text =~ /\btypedef\s+[^;{]*?\(\s*\*\s*(\w+)\s*\)\s*\([^;]*\);/g;
 	$typedef{$1} = 1
 	  while $text =~ /\btypedef\s+(?:(?:struct|enum|union)\s+)?[\w \t*]+?\b(\w+)\s*;/g;
-	(my $module = $file) =~ s/\.[ch]$//;
-	if ($file =~ /\.c$/ && $owner{$module})
+	my $module = module_of($file);
+	if (($file =~ /\.c$/ || $file =~ /_internals\.h$/) && $owner{$module})
 	{
-		$private{$1} = $file
+		$private{$1} = $module
 		  while $text =~ /\btypedef\s+(?:struct|enum|union)\s*\w*\s*\{.*?\}\s*(Dlsm\w+)\s*;/gs;
 	}
 	if (!defined $layer{$module})
@@ -120,8 +136,12 @@ for my $file (@files)
 	}
 	while ($text =~ /^#include "(\w+)\.h"/mg)
 	{
-		next if $1 eq $module || !defined $layer{$1};	# its own, PostgreSQL's
-		push @up, "$file includes $1.h" if $layer{$1} >= $layer{$module};
+		my $header = $1;
+
+		push @internal, "$file includes $header.h"
+		  if $header =~ /_internals$/ && module_of("$header.h") ne $module;
+		next if $header eq $module || !defined $layer{$header};	# its own, PostgreSQL's
+		push @up, "$file includes $header.h" if $layer{$header} >= $layer{$module};
 	}
 	# PostgreSQL's order: postgres.h first in a .c, then blocks of
 	# includes (system, PostgreSQL's, dlsm's), each in alphabetical order
@@ -201,11 +221,11 @@ for my $name (sort grep { defined $body{$_} } keys %handler)
 my @foreign;
 for my $file (sort keys %text)
 {
-	(my $module = $file) =~ s/\.[ch]$//;
+	my $module = module_of($file);
 	my $code = $text{$file} =~ s{/\*.*?\*/}{}gsr;
 	my $calls = $file =~ /\.c$/ ? $code : '';
 
-	for my $type (sort grep { $private{$_} ne $file } keys %private)
+	for my $type (sort grep { $private{$_} ne $module } keys %private)
 	{
 		push @foreign, "$file names $type ($private{$type}'s)"
 		  if $text{$file} =~ /\b\Q$type\E\b/;
@@ -229,7 +249,7 @@ for my $file (sort keys %text)
 my @sql;
 for my $file (sort keys %text)
 {
-	(my $module = $file) =~ s/\.[ch]$//;
+	my $module = module_of($file);
 	my $code = $text{$file} =~ s{/\*.*?\*/}{"\n" x ($& =~ tr/\n//)}gser;
 
 	while ($module ne 'querytext'
@@ -250,8 +270,10 @@ for my $file (sort keys %text)
 check(!@unknown, 'every file of src/ belongs to a layer', @unknown);
 check(!@up, 'every include of a dlsm header goes to a lower layer', @up);
 check(!@shared, 'only the owners of shared state touch it', @shared);
+check(!@internal, 'a module\'s private header is included only by its own files',
+	@internal);
 check(!@foreign,
-	'each part of the shared state is touched only by its owner, created by shmem.c alone, and the floors\' group functions are called only by grouplimit.c',
+	'each part of the shared state is touched only by its owner, created by shmem.c alone, and the floors\' group functions are called only by the floor module and grouplimit.c',
 	@foreign);
 check(!@include_order,
 	'includes: postgres.h first, then each block in alphabetical order',

@@ -120,7 +120,8 @@ my (%macros, %created);
 for my $file (glob("$ENV{TESTDIR}/src/*.[ch]"))
 {
 	my $text = slurp_file($file);
-	my ($module) = $file =~ m{/(\w+)\.[ch]$};
+	# a module's private header (floor_internals.h) holds its capacities
+	my ($module) = $file =~ m{/(\w+?)(?:_internals)?\.[ch]$};
 	my $c = -e "$ENV{TESTDIR}/src/$module.c" ? slurp_file("$ENV{TESTDIR}/src/$module.c") : '';
 	next unless $c =~ /ShmemInitStruct|DLSM_SHMEM_INIT_HASH/;
 	$macros{$1} = $2 while $text =~ /^#define (DLSM_MAX_\w+) (\d+)/mg;
