@@ -71,6 +71,13 @@
 #define REPLAN_GROWTH 4
 
 /*
+ * The size, in pages (8 MB), from which a queue grown without statistics
+ * is worth a NOTICE: below it a guessed plan costs little, and a session
+ * filling a small new queue should not hear of it.
+ */
+#define UNANALYSED_SAY_BLOCKS 1024
+
+/*
  * Such a plan reads the table's size (a system call) at one run in this
  * many: a bad plan outlives the growth that condemns it by as many runs.
  */
@@ -297,8 +304,9 @@ size_without_statistics(Oid relid)
 }
 
 /*
- * The queue's table grew past the size its plans were made for, and has
- * no statistics yet: say so to the session, once for each queue.  The
+ * The queue's table grew past the size its plans were made for, to 8 MB
+ * or more, and has no statistics yet: say so to the session, once for
+ * each queue.  The
  * plans are made again, but the planner still guesses until an ANALYZE.
  */
 static void
@@ -333,7 +341,8 @@ queue_plan(DlsmPlanSet *set, DlsmQueryId query)
 		}
 		else if (now / REPLAN_GROWTH >= set->planned_for[query])
 		{
-			say_unanalysed(set);
+			if (now >= UNANALYSED_SAY_BLOCKS)
+				say_unanalysed(set);
 			/* it may run in an outer call: freed when the transaction ends */
 			retire_plan(set->plans[query]);
 			set->plans[query] = NULL;
