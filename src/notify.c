@@ -79,6 +79,7 @@
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "guc.h"
