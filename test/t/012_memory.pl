@@ -81,22 +81,30 @@ $session->quit;
 # The worker
 # ---------------------------------------------------------------------
 
-# The worker's memory, in bytes, as it logs it when asked.
+# The worker's memory, in bytes, as it logs it when asked, at rest.  The
+# worker may be between passes when polled and inside one (its reaping
+# pass runs every second) when it serves the request: its log then shows
+# an executor's or SPI's contexts, and it is asked again.
 sub worker_memory
 {
 	my $pid = $node->safe_psql('postgres',
 		q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'dlsm worker'});
-	# measured at rest, waiting on its latch between passes: inside a
-	# pass its transaction's memory is still there
-	$node->poll_query_until('postgres',
-		"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid")
-	  or die "the dlsm worker never came to rest";
-	my $offset = -s $node->logfile;
-	$node->safe_psql('postgres', "SELECT pg_log_backend_memory_contexts($pid)");
-	$node->wait_for_log(qr/\[$pid\].*Grand total: \d+ bytes/, $offset);
-	my $log = slurp_file($node->logfile, $offset);
-	my ($bytes) = $log =~ /\[$pid\].*Grand total: (\d+) bytes/;
-	return $bytes;
+	for my $try (1 .. 50)
+	{
+		# measured at rest, waiting on its latch between passes: inside a
+		# pass its transaction's memory is still there
+		$node->poll_query_until('postgres',
+			"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid")
+		  or die "the dlsm worker never came to rest";
+		my $offset = -s $node->logfile;
+		$node->safe_psql('postgres', "SELECT pg_log_backend_memory_contexts($pid)");
+		$node->wait_for_log(qr/\[$pid\].*Grand total: \d+ bytes/, $offset);
+		my $log = slurp_file($node->logfile, $offset);
+		my ($bytes) = $log =~ /\[$pid\].*Grand total: (\d+) bytes/;
+		return $bytes unless $log =~ /\[$pid\].*; (?:SPI Proc|ExecutorState): /;
+		diag("the worker was inside a pass when it logged its memory (try $try)");
+	}
+	die "the dlsm worker was inside a pass at each of 50 tries";
 }
 
 # Enqueue n requests into the handler queue and wait for the worker.
