@@ -16,7 +16,6 @@ OBJS = \
 	src/extension.o \
 	src/fence.o \
 	src/floor.o \
-	src/floorgroup.o \
 	src/guc.o \
 	src/handler.o \
 	src/hooks.o \

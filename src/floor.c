@@ -5,12 +5,11 @@
  *	  shared memory, with the entities and groups they pass over and the
  *	  rows claimed by transactions in flight.
  *
- * The floor module owns the floors' shared state: this file, floorgroup.c
- * (the table of parked groups) and floor_internals.h (the layout the two
- * share, which no other file includes).  Others call the named operations
- * of floor.h, each of which takes and releases its locks itself.  Without
- * preloading there are no floors: a claim scans from its line in the sand
- * every time.
+ * The floor module owns the floors' shared state: this file, with the
+ * table of parked groups, and floor_internals.h (its layout, which no other
+ * file includes).  Others call the named operations of floor.h, each of
+ * which takes and releases its locks itself.  Without preloading there are
+ * no floors: a claim scans from its line in the sand every time.
  *
  * The words of this file, and of those that call it:
  *	floor		a queue's row id up to which (from its base) no row is
@@ -39,8 +38,7 @@
  *				has room, and given back at once because it had none
  *				(grouplimit.c).  Other claims may have counted it, so a
  *				probe frees the group as a unit's end does, but for the
- *				prober's own claim (floorgroup.c: dlsm_floor_group_probed,
- *				unfreed).
+ *				prober's own claim (dlsm_floor_group_probed, unfreed).
  *	in flight	a row claimed by a transaction not yet ended, which the
  *				floor knows (dlsm_floor_claimed): other walks pass over it;
  *				a rollback lowers the floor below it again.
@@ -81,9 +79,22 @@
  *				unpark.
  *
  * floor_clock and the counters of full tables are atomics, moved without
- * a lock.  How a floor's parked groups are dropped, by a new groups_epoch,
- * and when the table's stale entries are swept out is told in
- * floorgroup.c's header.
+ * a lock.
+ *
+ * A group at its concurrency limit is parked at a floor: its rows, from
+ * its lowest up, wait for a unit of it to end, and the floor passes over
+ * them.  All floors' parked groups are kept in one shared table, of at
+ * most DLSM_MAX_PARKED_GROUPS entries, under the groups lock; a walk asks
+ * it for each group it meets (dlsm_floor_group_parked).  When the table is
+ * full a group is not parked, and each walk that meets it asks it again.
+ *
+ * A floor's parked groups are dropped (on eviction, reset, forget and
+ * every COMMIT PREPARED) by giving the floor a new groups_epoch, which no
+ * entry of the table carries: the old entries are stale, counted in
+ * groups_stale, and swept out only when the table is full and a sixteenth
+ * of it is stale.  That sweep is the one walk of the whole table under a
+ * cluster-wide lock: it comes at most once per 1,024 stale entries, and
+ * its cost is paid back by the entries it frees.
  *
  * entity_seed is written once, when the struct is created, and only read
  * afterwards, without a lock.  It seeds the hash of entity names in the
@@ -91,7 +102,7 @@
  * every start of the server, so that a producer cannot name an entity to
  * collide with another's and have its rows passed over.
  *
- * Calls nothing of dlsm but floorgroup.c, the other file of its module.
+ * Calls nothing of dlsm.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -116,6 +127,15 @@
 
 static DlsmFloorShared *shared = NULL;
 static uint64 entity_seed = 0;	/* this backend's copy; 0: not read yet */
+static HTAB *parked_groups = NULL;	/* DlsmParkedGroup, under groups_lock */
+
+/* the table of parked groups, at the end of this file */
+static void attach_parked_groups(void);
+static int64 parked_groups_in_use(void);
+static void drop_groups(DlsmFloor *f);
+static void all_groups_freed(DlsmFloor *f);
+static int64 park_groups(DlsmFloor *f, const DlsmFloorSeen *seen, int64 line,
+						 const DlsmParked *groups, int n);
 
 /* A random non-zero seed. */
 static uint64
@@ -167,7 +187,7 @@ dlsm_floor_shmem_init(LWLockPadded *locks)
 		pg_atomic_init_u64(&shared->entities_left, 0);
 		shared->entity_seed = random_seed();
 	}
-	dlsm_floor_groups_attach(shared);
+	attach_parked_groups();
 }
 
 /* ---------------------------------------------------------------------
@@ -202,15 +222,15 @@ dlsm_floor_group_key(const char *group)
 }
 
 /* The clock's next value, for a lowering, a parking or a new epoch. */
-uint64
-dlsm_floor_tick(void)
+static uint64
+floor_tick(void)
 {
 	return pg_atomic_add_fetch_u64(&shared->floor_clock, 1);
 }
 
 /* A full table's count moves on. */
-void
-dlsm_floor_count_left(pg_atomic_uint64 *counter)
+static void
+count_left(pg_atomic_uint64 *counter)
 {
 	pg_atomic_fetch_add_u64(counter, 1);
 }
@@ -233,8 +253,8 @@ find_slot(uint64 owner)
 }
 
 /* The slot of floor f. */
-int
-dlsm_floor_slot_of(const DlsmFloor *f)
+static int
+slot_of(const DlsmFloor *f)
 {
 	return (int) (f - shared->floors);
 }
@@ -247,8 +267,8 @@ slot_lock(int slot)
 }
 
 /* The floor of relid in this database, its lock taken in mode; or NULL. */
-DlsmFloor *
-dlsm_floor_lock(Oid relid, LWLockMode mode)
+static DlsmFloor *
+lock_floor(Oid relid, LWLockMode mode)
 {
 	uint64		owner = floor_owner(relid);
 	int			slot;
@@ -264,11 +284,11 @@ dlsm_floor_lock(Oid relid, LWLockMode mode)
 	return NULL;
 }
 
-/* Release the lock of floor f, taken by dlsm_floor_lock or add_floor. */
-void
-dlsm_floor_unlock(DlsmFloor *f)
+/* Release the lock of floor f, taken by lock_floor or add_floor. */
+static void
+unlock_floor(DlsmFloor *f)
 {
-	LWLockRelease(slot_lock(dlsm_floor_slot_of(f)));
+	LWLockRelease(slot_lock(slot_of(f)));
 }
 
 /*
@@ -278,10 +298,10 @@ dlsm_floor_unlock(DlsmFloor *f)
 static void
 clear_floor(DlsmFloor *f)
 {
-	dlsm_floor_drop_groups(f);
+	drop_groups(f);
 	LWLockAcquire(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock, LW_EXCLUSIVE);
 	memset(f, 0, sizeof(DlsmFloor));
-	f->groups_epoch = dlsm_floor_tick();
+	f->groups_epoch = floor_tick();
 	LWLockRelease(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock);
 }
 
@@ -310,7 +330,7 @@ add_floor(Oid relid)
 	{
 		slot = shared->floor_victim;
 		shared->floor_victim = (shared->floor_victim + 1) % DLSM_MAX_FLOORS;
-		dlsm_floor_count_left(&shared->floors_taken);
+		count_left(&shared->floors_taken);
 	}
 	LWLockAcquire(slot_lock(slot), LW_EXCLUSIVE);
 	f = &shared->floors[slot];
@@ -318,7 +338,7 @@ add_floor(Oid relid)
 	f->gen = pg_atomic_read_u64(&shared->floor_clock);
 	f->forgotten = f->gen;		/* what came before is not known */
 	/* nor which groups came free: any may have, since any clock read */
-	dlsm_floor_all_groups_freed(f);
+	all_groups_freed(f);
 	pg_atomic_write_u64(&shared->owners[slot], owner);
 	LWLockRelease(map_lock);
 	return f;
@@ -346,7 +366,7 @@ dlsm_floor_read(Oid relid, int64 after, int check_ms,
 	seen->nin_flight = 0;
 	if (shared == NULL)
 		return;
-	f = dlsm_floor_lock(relid, LW_SHARED);
+	f = lock_floor(relid, LW_SHARED);
 
 	/*
 	 * The queue's first claim (since the floor was last taken for another
@@ -384,8 +404,8 @@ dlsm_floor_read(Oid relid, int64 after, int check_ms,
 												   check_ms))
 	{
 		/* this claim checks the floor; the others go on */
-		dlsm_floor_unlock(f);
-		f = dlsm_floor_lock(relid, LW_EXCLUSIVE);
+		unlock_floor(f);
+		f = lock_floor(relid, LW_EXCLUSIVE);
 		if (f != NULL && TimestampDifferenceExceeds(f->checked_at, now,
 													check_ms))
 		{
@@ -396,7 +416,7 @@ dlsm_floor_read(Oid relid, int64 after, int check_ms,
 		}
 	}
 	if (f != NULL)
-		dlsm_floor_unlock(f);
+		unlock_floor(f);
 }
 
 /*
@@ -441,7 +461,7 @@ park(DlsmFloor *f, const DlsmFloorSeen *seen, const DlsmParked *parked,
 			k++;
 		if (k == count && count == DLSM_MAX_PARKED)
 		{
-			dlsm_floor_count_left(&shared->entities_left);
+			count_left(&shared->entities_left);
 			return false;
 		}
 		if (k == count)
@@ -470,7 +490,7 @@ dlsm_floor_publish(Oid relid, const DlsmFloorSeen *seen, int64 line,
 	if (shared == NULL || !seen->publish ||
 		(line == seen->line && n == 0 && ngroups == 0 && !seen->check))
 		return;
-	f = dlsm_floor_lock(relid, LW_EXCLUSIVE);
+	f = lock_floor(relid, LW_EXCLUSIVE);
 	if (f == NULL && n == 0 && ngroups == 0 &&
 		seen->gen == pg_atomic_read_u64(&shared->floor_clock))
 		f = add_floor(relid);
@@ -482,24 +502,24 @@ dlsm_floor_publish(Oid relid, const DlsmFloorSeen *seen, int64 line,
 		if (seen->check)
 			f->checked_at = GetCurrentTimestamp();
 		f->base = seen->base;
-		f->line = dlsm_floor_park_groups(f, seen, line, groups, ngroups);
+		f->line = park_groups(f, seen, line, groups, ngroups);
 	}
 	if (f != NULL)
-		dlsm_floor_unlock(f);
+		unlock_floor(f);
 }
 
 /*
  * Lower floor f below id below, after the commit of a change.  Its lock
  * held exclusively.
  */
-void
-dlsm_floor_lower_locked(DlsmFloor *f, int64 below)
+static void
+lower_locked(DlsmFloor *f, int64 below)
 {
 	DlsmLowering *kept = &f->recent[f->next_recent];
 
 	f->line = Max(f->base, Min(f->line, below == PG_INT64_MIN ?
 							   PG_INT64_MIN : below - 1));
-	f->gen = dlsm_floor_tick();
+	f->gen = floor_tick();
 	/* the lowering it replaces is forgotten */
 	f->forgotten = Max(f->forgotten, kept->gen);
 	kept->gen = f->gen;
@@ -519,14 +539,14 @@ dlsm_floor_lower(Oid relid, int64 below)
 
 	if (shared == NULL)
 		return;
-	f = dlsm_floor_lock(relid, LW_EXCLUSIVE);
+	f = lock_floor(relid, LW_EXCLUSIVE);
 	if (f != NULL)
 	{
-		dlsm_floor_lower_locked(f, below);
-		dlsm_floor_unlock(f);
+		lower_locked(f, below);
+		unlock_floor(f);
 	}
 	else
-		dlsm_floor_tick();
+		floor_tick();
 }
 
 /*
@@ -540,16 +560,16 @@ dlsm_floor_reset(Oid relid)
 
 	if (shared == NULL)
 		return;
-	f = dlsm_floor_lock(relid, LW_EXCLUSIVE);
+	f = lock_floor(relid, LW_EXCLUSIVE);
 	if (f != NULL)
 	{
-		dlsm_floor_lower_locked(f, PG_INT64_MIN);
+		lower_locked(f, PG_INT64_MIN);
 		f->nparked = 0;
-		dlsm_floor_drop_groups(f);
-		dlsm_floor_unlock(f);
+		drop_groups(f);
+		unlock_floor(f);
 	}
 	else
-		dlsm_floor_tick();
+		floor_tick();
 }
 
 /*
@@ -579,7 +599,7 @@ dlsm_floor_forget(Oid relid)
 		LWLockRelease(slot_lock(slot));
 	}
 	LWLockRelease(map_lock);
-	dlsm_floor_tick();
+	floor_tick();
 }
 
 /*
@@ -593,7 +613,7 @@ dlsm_floor_entities(Oid relid, const uint64 *entities, int n)
 
 	if (shared == NULL || n == 0)
 		return;
-	f = dlsm_floor_lock(relid, LW_EXCLUSIVE);
+	f = lock_floor(relid, LW_EXCLUSIVE);
 	if (f == NULL)
 		return;
 	for (int i = 0; i < n; i++)
@@ -603,11 +623,11 @@ dlsm_floor_entities(Oid relid, const uint64 *entities, int n)
 		{
 			if (f->parked[k].key != entities[i])
 				continue;
-			dlsm_floor_lower_locked(f, f->parked[k].lowest);
+			lower_locked(f, f->parked[k].lowest);
 			f->parked[k--] = f->parked[--f->nparked];
 		}
 	}
-	dlsm_floor_unlock(f);
+	unlock_floor(f);
 }
 
 /*
@@ -634,12 +654,12 @@ dlsm_floor_prepared_ended(Oid dboid)
 		owner = pg_atomic_read_u64(&shared->owners[i]);
 		if (owner != 0 && (Oid) (owner >> 32) == dboid)
 		{
-			dlsm_floor_lower_locked(f, PG_INT64_MIN);
+			lower_locked(f, PG_INT64_MIN);
 			f->nparked = 0;
 			for (int b = 0; b < DLSM_ENTITY_BUCKETS; b++)
 				f->bucket_gen[b]++;
-			dlsm_floor_drop_groups(f);
-			dlsm_floor_all_groups_freed(f);
+			drop_groups(f);
+			all_groups_freed(f);
 		}
 		LWLockRelease(slot_lock(i));
 	}
@@ -681,17 +701,17 @@ dlsm_floor_claimed(Oid relid, const int64 *ids, int n, bool *taken)
 	DlsmFloor  *f = NULL;
 
 	if (shared != NULL && n > 0)
-		f = dlsm_floor_lock(relid, LW_EXCLUSIVE);
+		f = lock_floor(relid, LW_EXCLUSIVE);
 	for (int i = 0; i < n; i++)
 	{
 		taken[i] = f != NULL && f->nin_flight < DLSM_MAX_IN_FLIGHT;
 		if (taken[i])
 			f->in_flight[f->nin_flight++] = ids[i];
 		else if (f != NULL)
-			dlsm_floor_count_left(&shared->in_flight_left);
+			count_left(&shared->in_flight_left);
 	}
 	if (f != NULL)
-		dlsm_floor_unlock(f);
+		unlock_floor(f);
 }
 
 /*
@@ -708,7 +728,7 @@ dlsm_floor_unclaimed(Oid relid, const int64 *ids, int n, bool ready)
 
 	if (shared == NULL || n == 0)
 		return;
-	f = dlsm_floor_lock(relid, LW_EXCLUSIVE);
+	f = lock_floor(relid, LW_EXCLUSIVE);
 	if (f == NULL)
 		return;
 	for (int k = 0; k < n; k++)
@@ -724,8 +744,8 @@ dlsm_floor_unclaimed(Oid relid, const int64 *ids, int n, bool ready)
 	}
 	/* one lowering below the lowest is one below each */
 	if (ready && lowest != PG_INT64_MAX)
-		dlsm_floor_lower_locked(f, lowest);
-	dlsm_floor_unlock(f);
+		lower_locked(f, lowest);
+	unlock_floor(f);
 }
 
 /*
@@ -761,7 +781,7 @@ dlsm_floor_usage(DlsmTableUsage *out)
 		}
 		LWLockRelease(slot_lock(i));
 	}
-	groups = dlsm_floor_groups_in_use();
+	groups = parked_groups_in_use();
 	out[0] = (DlsmTableUsage)
 	{
 		"floors", DLSM_MAX_FLOORS, floors,
@@ -783,4 +803,374 @@ dlsm_floor_usage(DlsmTableUsage *out)
 			(int64) pg_atomic_read_u64(&shared->entities_left)
 	};
 	return 4;
+}
+
+/* ---------------------------------------------------------------------
+ * The table of parked groups
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Create or attach to the table of parked groups, for the floors
+ * (dlsm_floor_shmem_init); AddinShmemInitLock held.
+ */
+static void
+attach_parked_groups(void)
+{
+	HASHCTL		ctl;
+
+	/* fixed: past it, groups are not parked (HASH_ENTER_NULL) */
+	ctl.keysize = sizeof(DlsmGroupKey);
+	ctl.entrysize = sizeof(DlsmParkedGroup);
+	parked_groups = DLSM_SHMEM_INIT_HASH("dlsm parked groups",
+										 DLSM_MAX_PARKED_GROUPS, &ctl,
+										 HASH_ELEM | HASH_BLOBS |
+										 HASH_FIXED_SIZE);
+}
+
+/* How many groups the floors park now, stale entries set aside. */
+static int64
+parked_groups_in_use(void)
+{
+	int64		groups;
+
+	LWLockAcquire(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock, LW_SHARED);
+	groups = (int64) hash_get_num_entries(parked_groups) -
+		(int64) shared->groups_stale;
+	LWLockRelease(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock);
+	return groups;
+}
+
+/* The key of group of floor f in parked_groups. */
+static DlsmGroupKey
+parked_group_key(const DlsmFloor *f, uint64 group)
+{
+	DlsmGroupKey key;
+
+	key.group = group;
+	key.epoch = f->groups_epoch;
+	return key;
+}
+
+/* The parked group of floor f, or NULL.  Its lock and groups_lock held. */
+static DlsmParkedGroup *
+find_parked_group(const DlsmFloor *f, uint64 group)
+{
+	DlsmGroupKey key;
+
+	if (f->ngroups == 0)
+		return NULL;
+	key = parked_group_key(f, group);
+	return hash_search(parked_groups, &key, HASH_FIND, NULL);
+}
+
+/* Is group parked at floor f?  Its lock held. */
+static bool
+group_is_parked(const DlsmFloor *f, uint64 group)
+{
+	bool		parked;
+
+	if (f->ngroups == 0)
+		return false;
+	LWLockAcquire(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock, LW_SHARED);
+	parked = find_parked_group(f, group) != NULL;
+	LWLockRelease(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock);
+	return parked;
+}
+
+/*
+ * Unpark every group of floor f: its entries go stale, under a new epoch.
+ * Its lock held exclusively.
+ */
+static void
+drop_groups(DlsmFloor *f)
+{
+	if (f->ngroups == 0)
+		return;
+	LWLockAcquire(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock, LW_EXCLUSIVE);
+	shared->groups_stale += f->ngroups;
+	f->groups_epoch = floor_tick();
+	LWLockRelease(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock);
+	f->ngroups = 0;
+}
+
+/*
+ * Remove the stale entries of parked_groups (see the header), if enough
+ * are to make room; groups_lock held exclusively.
+ */
+static void
+sweep_parked_groups(void)
+{
+	HASH_SEQ_STATUS status;
+	DlsmParkedGroup *p;
+
+	if (shared->groups_stale < DLSM_GROUPS_SWEEP)
+		return;
+	hash_seq_init(&status, parked_groups);
+	while ((p = hash_seq_search(&status)) != NULL)
+		if (p->key.epoch != shared->floors[p->slot].groups_epoch)
+			hash_search(parked_groups, &p->key, HASH_REMOVE, NULL);
+	shared->groups_stale = 0;
+}
+
+/*
+ * The entry of group of floor f in parked_groups, made if need be (found
+ * says whether it was there); NULL when the table is full.  Its lock and
+ * groups_lock held exclusively.
+ */
+static DlsmParkedGroup *
+enter_parked_group(DlsmFloor *f, uint64 group, bool *found)
+{
+	DlsmGroupKey key = parked_group_key(f, group);
+	DlsmParkedGroup *p;
+
+	p = hash_search(parked_groups, &key, HASH_ENTER_NULL, found);
+	if (p == NULL && shared->groups_stale >= DLSM_GROUPS_SWEEP)
+	{
+		sweep_parked_groups();
+		p = hash_search(parked_groups, &key, HASH_ENTER_NULL, found);
+	}
+	if (p != NULL)
+		p->slot = slot_of(f);
+	return p;
+}
+
+/*
+ * Every group of floor f may have come free, now: no claim that read the
+ * floors' clock before parks one.  Its lock held exclusively.
+ */
+static void
+all_groups_freed(DlsmFloor *f)
+{
+	uint64		clock = floor_tick();
+
+	for (int b = 0; b < DLSM_GROUP_BUCKETS; b++)
+	{
+		f->group_freed[b].freed_before = clock;
+		f->group_freed[b].freed = clock;
+		f->group_freed[b].ended = clock;
+		f->group_freed[b].prober = -1;
+	}
+}
+
+/*
+ * Did no group of the bucket of group of floor f come free since clock,
+ * but by this backend's own probes?
+ */
+static bool
+unfreed(const DlsmFloor *f, uint64 group, uint64 clock)
+{
+	const DlsmGroupBucket *b = &f->group_freed[group % DLSM_GROUP_BUCKETS];
+
+	if (b->freed <= clock)
+		return true;
+	return b->prober == DLSM_MY_PROC_NUMBER && b->freed_before <= clock;
+}
+
+/*
+ * A group of floor f came free (by a probe of backend prober, or -1):
+ * note it in its bucket.  Its lock held exclusively.
+ */
+static void
+note_freed(DlsmFloor *f, uint64 group, int prober)
+{
+	DlsmGroupBucket *b = &f->group_freed[group % DLSM_GROUP_BUCKETS];
+
+	if (b->prober < 0 || b->prober != prober)
+		b->freed_before = b->freed;
+	b->freed = floor_tick();
+	b->prober = prober;
+	if (prober < 0)
+		b->ended = b->freed;
+}
+
+/*
+ * Park at floor f the groups a claim found at their limit (n of them, by
+ * their lowest row, ascending), whose rows it passed over up to line;
+ * returns how far the floor may go: below the lowest row of the first
+ * group that may have come free since the claim read the floor (seen), or
+ * that does not fit.  Its lock held exclusively.
+ */
+static int64
+park_groups(DlsmFloor *f, const DlsmFloorSeen *seen, int64 line,
+			const DlsmParked *groups, int n)
+{
+	LWLock	   *groups_lock = &shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock;
+
+	if (n == 0 || groups[0].lowest > line)
+		return line;
+	LWLockAcquire(groups_lock, LW_EXCLUSIVE);
+	for (int i = 0; i < n && groups[i].lowest <= line; i++)
+	{
+		DlsmParkedGroup *p = find_parked_group(f, groups[i].key);
+		bool		found = p != NULL;
+
+		/*
+		 * Parked already (by another claim): it waits still.  One filled by
+		 * its units in progress was parked when found, and is gone only if
+		 * one of them ended since.
+		 */
+		if (!found && (groups[i].solid ||
+					   !unfreed(f, groups[i].key, seen->clock)))
+			line = groups[i].lowest - 1;
+		else if (!found)
+			p = enter_parked_group(f, groups[i].key, &found);
+		if (p == NULL && line >= groups[i].lowest)
+		{
+			count_left(&shared->groups_left);
+			line = groups[i].lowest - 1;
+		}
+		if (p == NULL)
+			break;
+		if (!found)
+		{
+			p->lowest = groups[i].lowest;
+			p->parked_at = floor_tick();
+			p->solid = groups[i].solid;
+			f->ngroups++;
+		}
+		else
+			p->lowest = Min(p->lowest, groups[i].lowest);
+	}
+	LWLockRelease(groups_lock);
+	return line;
+}
+
+/*
+ * Is group parked at relid's floor?  A walk passes over its rows: should
+ * it come free before the walk's claim publishes, the floor goes below
+ * them, and the claim's publish is refused (unlowered).
+ */
+bool
+dlsm_floor_group_parked(Oid relid, uint64 group)
+{
+	DlsmFloor  *f;
+	bool		parked = false;
+
+	if (shared == NULL)
+		return false;
+	f = lock_floor(relid, LW_SHARED);
+	if (f != NULL)
+	{
+		parked = group_is_parked(f, group);
+		unlock_floor(f);
+	}
+	return parked;
+}
+
+/*
+ * Unpark group p of floor f, lowering the floor below its lowest row.
+ * Its lock and groups_lock held exclusively.
+ */
+static void
+unpark_group(DlsmFloor *f, DlsmParkedGroup *p)
+{
+	lower_locked(f, p->lowest);
+	hash_search(parked_groups, &p->key, HASH_REMOVE, NULL);
+	f->ngroups--;
+}
+
+/*
+ * Groups of relid may have room (n keys: a unit of each ended, or a slot
+ * of each came free): unpark them.  Call once the change is visible.
+ */
+void
+dlsm_floor_groups(Oid relid, const uint64 *groups, int n)
+{
+	DlsmFloor  *f;
+	LWLock	   *groups_lock;
+
+	if (shared == NULL || n == 0)
+		return;
+	groups_lock = &shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock;
+	f = lock_floor(relid, LW_EXCLUSIVE);
+	if (f == NULL)
+		return;
+	if (f->ngroups > 0)
+		LWLockAcquire(groups_lock, LW_EXCLUSIVE);
+	for (int i = 0; i < n; i++)
+	{
+		DlsmParkedGroup *p = find_parked_group(f, groups[i]);
+
+		note_freed(f, groups[i], -1);
+		if (p != NULL)
+			unpark_group(f, p);
+	}
+	if (LWLockHeldByMe(groups_lock))
+		LWLockRelease(groups_lock);
+	unlock_floor(f);
+}
+
+/*
+ * This backend took a slot of group of relid after the floor's clock read
+ * since, found the group without room and gave the slot back: other
+ * claims may have counted it, so the group comes free, and a parking of
+ * it since then is undone; this backend's own claim may still park it.
+ */
+void
+dlsm_floor_group_probed(Oid relid, uint64 group, uint64 since)
+{
+	DlsmFloor  *f;
+	DlsmParkedGroup *p;
+
+	if (shared == NULL)
+		return;
+	f = lock_floor(relid, LW_EXCLUSIVE);
+	if (f == NULL)
+		return;
+	note_freed(f, group, DLSM_MY_PROC_NUMBER);
+	if (f->ngroups > 0)
+	{
+		LWLockAcquire(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock,
+					  LW_EXCLUSIVE);
+		p = find_parked_group(f, group);
+		if (p != NULL && !p->solid && p->parked_at > since)
+			unpark_group(f, p);
+		LWLockRelease(&shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock);
+	}
+	unlock_floor(f);
+}
+
+/*
+ * A claim found group of relid filled by its units in progress, as
+ * committed, counted after the floors' clock read since, at its row
+ * lowest: park it now, unless a unit of a group of its bucket ended since
+ * (false).  Only a unit's end unparks it.
+ */
+bool
+dlsm_floor_group_park(Oid relid, uint64 group, int64 lowest, uint64 since)
+{
+	DlsmFloor  *f;
+	DlsmParkedGroup *p;
+	LWLock	   *groups_lock;
+	bool		found;
+
+	if (shared == NULL)
+		return false;
+	f = lock_floor(relid, LW_EXCLUSIVE);
+	if (f == NULL)
+		return false;
+	if (f->group_freed[group % DLSM_GROUP_BUCKETS].ended > since)
+	{
+		unlock_floor(f);
+		return false;
+	}
+	groups_lock = &shared->locks[DLSM_FLOOR_GROUPS_LOCK].lock;
+	LWLockAcquire(groups_lock, LW_EXCLUSIVE);
+	p = enter_parked_group(f, group, &found);
+	if (p == NULL)
+		count_left(&shared->groups_left);
+	else if (!found)
+	{
+		p->lowest = lowest;
+		p->parked_at = floor_tick();
+		f->ngroups++;
+	}
+	else
+		p->lowest = Min(p->lowest, lowest);
+	if (p != NULL)
+		p->solid = true;
+	LWLockRelease(groups_lock);
+	unlock_floor(f);
+	return p != NULL;
 }

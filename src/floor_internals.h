@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * floor_internals.h
- *	  The layout of the floors in shared memory, shared by the files of the
- *	  floor module (floor.c, floorgroup.c).
+ *	  The layout of the floors in shared memory, private to the floor
+ *	  module (floor.c).
  *
- * Only the floor module's files may include this header (test/arch.pl):
+ * Only the floor module may include this header (test/arch.pl):
  * everyone else calls the operations of floor.h.  The locks and what they
  * guard are described in floor.c's header.
  *
@@ -156,22 +156,5 @@ typedef struct DlsmFloorShared
 										 * take */
 	pg_atomic_uint64 entities_left; /* parked entities a floor did not take */
 } DlsmFloorShared;
-
-/* floor.c, for floorgroup.c */
-extern uint64 dlsm_floor_tick(void);
-extern void dlsm_floor_count_left(pg_atomic_uint64 *counter);
-extern int	dlsm_floor_slot_of(const DlsmFloor *f);
-extern DlsmFloor *dlsm_floor_lock(Oid relid, LWLockMode mode);
-extern void dlsm_floor_unlock(DlsmFloor *f);
-extern void dlsm_floor_lower_locked(DlsmFloor *f, int64 below);
-
-/* floorgroup.c, for floor.c */
-extern void dlsm_floor_groups_attach(DlsmFloorShared *floors);
-extern int64 dlsm_floor_groups_in_use(void);
-extern void dlsm_floor_drop_groups(DlsmFloor *f);
-extern void dlsm_floor_all_groups_freed(DlsmFloor *f);
-extern int64 dlsm_floor_park_groups(DlsmFloor *f, const DlsmFloorSeen *seen,
-									int64 line, const DlsmParked *groups,
-									int n);
 
 #endif							/* DLSM_FLOOR_INTERNALS_H */

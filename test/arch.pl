@@ -30,7 +30,7 @@ my $src = ($0 =~ m{(.*)/test/arch\.pl$} ? $1 : '.') . '/src';
 # compat.h and usage.h are under every layer: compat.h's macros over PostgreSQL's own headers for
 # its majors, which the base layer needs as much as the rest (floor.c
 # names a backend's process number through it)
-# the floor module (floor.c, floorgroup.c) and rate.c call nothing of
+# the floor module (floor.c) and rate.c call nothing of
 # dlsm: base, under the claims, wake.c and grouplimit.c that read and
 # write them; pool.c calls names.c and is
 # called by wake.c and queue.c (layer 2) as well as by the launcher and the
@@ -53,13 +53,13 @@ my %layer = (
 # the modules that own a part of the shared state (shmem.c creates them)
 my %owner = map { $_ => 1 } qw(waits pool namedlock notify floor rate);
 # who may call the floors' group functions (a group's key, park when full,
-# parked?, a probe, freed, the clock): the floor module's files and
+# parked?, a probe, freed, the clock): the floor module and
 # grouplimit.c, which claims and settles ask
 my %group_caller = map { $_ => 1 } qw(floor grouplimit);
-# a module split in files, as PostgreSQL's predicate.c keeps its layout in
-# predicate_internals.h: each file counts as the module (its layer, its
+# a module's private header, as PostgreSQL's predicate.c keeps its layout
+# in predicate_internals.h: it counts as the module (its layer, its
 # ownership, its calls)
-my %part_of = (floorgroup => 'floor', floor_internals => 'floor');
+my %part_of = (floor_internals => 'floor');
 
 # The module of a file of src/.
 sub module_of
