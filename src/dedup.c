@@ -25,10 +25,12 @@
  * ({dedup}, {id}, ...) backwards for the key under the same kind of
  * snapshot and returns the first row whose status and settled_at pass the
  * same test, read from the heap.  It is used only where it cannot differ:
- * a valid btree index without expressions whose first two keys are the
- * dedup key (text, compared by texteq under the column's collation) and
- * the id (an integer in its default ascending order), with no predicate
- * but "{dedup} IS NOT NULL"; a text status column of a deterministic
+ * a plain table (a partitioned one has no storage of its own to scan, and
+ * its index is a partitioned index); a valid btree index without
+ * expressions whose first two keys are the dedup key (text, compared by
+ * texteq under the column's collation) and the id (an integer in its
+ * default ascending order), with no predicate but "{dedup} IS NOT NULL";
+ * a text status column of a deterministic
  * collation (so that equality is equality of bytes); settled_at of type
  * timestamptz; and a caller who could run the statement as it is: SELECT
  * on the whole table, no row-level security on it, no executor permission
@@ -150,7 +152,8 @@ index_fits(Relation index, AttrNumber dedup, Oid key_collation,
 {
 	Form_pg_index form = index->rd_index;
 
-	return index->rd_rel->relam == BTREE_AM_OID &&
+	return index->rd_rel->relkind == RELKIND_INDEX &&
+		index->rd_rel->relam == BTREE_AM_OID &&
 		form->indisvalid && form->indisready && form->indislive &&
 		form->indnkeyatts >= 2 &&
 		form->indkey.values[0] == dedup && form->indkey.values[1] == id &&
@@ -181,7 +184,8 @@ find_target(DedupTarget *target, Relation heap, const DlsmQueueNames *names)
 	target->usable = false;
 	target->index = InvalidOid;
 	target->valid = true;
-	if (names->dedup == NULL)
+	/* a partitioned table: nothing to scan but its partitions */
+	if (names->dedup == NULL || heap->rd_rel->relkind != RELKIND_RELATION)
 		return;
 	dedup = column(heap, names->dedup, &type, &key_collation);
 	if (dedup == InvalidAttrNumber || type != TEXTOID)

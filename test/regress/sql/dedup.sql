@@ -312,3 +312,20 @@ SELECT dlsm_enqueue('dp', 'n1', 'job', dedup_key => 'kn') = :kn AS same_id;
 SELECT dlsm_enqueue('dp', 'd1', 'job', dedup_key => 'kd') = :kd AS same_id;
 SELECT dedup_key, count(*) FROM dp GROUP BY 1 ORDER BY 1;
 SELECT dlsm_drop_queue('dp', drop_table => true);
+-- a partitioned queue: its index is a partitioned one, not scanned (a
+-- scan of the partitioned table would crash the server); the statement
+-- answers
+CREATE TABLE dpp (id bigint GENERATED ALWAYS AS IDENTITY,
+	status text NOT NULL DEFAULT 'new', kind text NOT NULL DEFAULT 'create',
+	entity text NOT NULL, process_id uuid, k text, PRIMARY KEY (id))
+	PARTITION BY RANGE (id);
+CREATE TABLE dpp_1 PARTITION OF dpp FOR VALUES FROM (MINVALUE) TO (1000);
+CREATE TABLE dpp_2 PARTITION OF dpp FOR VALUES FROM (1000) TO (MAXVALUE);
+SELECT dlsm_register_queue('dpp', dedup_key => 'k');
+SELECT indexdef FROM pg_indexes WHERE tablename = 'dpp' AND indexdef LIKE '%(k, id)%';
+SELECT dlsm_enqueue('dpp', 'p1', 'job', dedup_key => 'kp') AS kp \gset
+SELECT dlsm_enqueue('dpp', 'p2', 'job', dedup_key => 'kp') = :kp AS same_id;
+SELECT dlsm_enqueue_deduplicated();
+SELECT dlsm_enqueue('dpp', 'p3', 'job', dedup_key => 'kq') <> :kp AS new_row;
+SELECT tableoid::regclass AS partition, entity, k FROM dpp ORDER BY id;
+SELECT dlsm_drop_queue('dpp', drop_table => true);
