@@ -10,9 +10,11 @@
  * days and a day as 24 hours, as PostgreSQL's interval comparisons do.
  * An interval too long for 64 bits of microseconds (a little under
  * 300,000 years), or infinite, has no such count: the arguments of dlsm's
- * functions are refused when they are 100 years or longer, and so are the
- * durations read from dlsm's own tables, where a hand may have written
- * anything.
+ * functions are refused when they are 100 years or longer.  The durations
+ * read from dlsm's own tables, where a hand may have written anything, are
+ * cut to just under 100 years instead (and a negative one to 0), as an
+ * error there would stop every use of the queue, the worker's passes over
+ * all its database's queues included, until the row was mended.
  *
  * Calls nothing of dlsm.
  *
@@ -66,4 +68,20 @@ dlsm_duration_usecs(const Interval *iv, const char *name)
 				 errmsg("%s is out of range", name),
 				 errdetail("It must be shorter than 100 years.")));
 	return us;
+}
+
+/*
+ * Interval iv, read from dlsm's own tables, in microseconds: cut to
+ * [0, DLSM_FOREVER_US - 1], never an error (see the header).
+ */
+int64
+dlsm_duration_stored_usecs(const Interval *iv)
+{
+	int64		us;
+
+	/* past 64 bits, or infinite: only its sign matters */
+	if (!dlsm_interval_usecs(iv, &us))
+		us = ((double) iv->month * DAYS_PER_MONTH + iv->day) * USECS_PER_DAY +
+			iv->time < 0 ? 0 : DLSM_FOREVER_US;
+	return Min(Max(us, 0), DLSM_FOREVER_US - 1);
 }

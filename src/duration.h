@@ -20,5 +20,6 @@
 
 extern bool dlsm_interval_usecs(const Interval *iv, int64 *result);
 extern int64 dlsm_duration_usecs(const Interval *iv, const char *name);
+extern int64 dlsm_duration_stored_usecs(const Interval *iv);
 
 #endif							/* DLSM_DURATION_H */

@@ -179,7 +179,7 @@ limit_from_row(uint64 i, DlsmLimit *limit)
 	d = dlsm_plan_value(i, A_LIMITS_PER, &isnull);
 	limit->per_us = 0;
 	if (!isnull)
-		limit->per_us = dlsm_duration_usecs(DatumGetIntervalP(d), "per");
+		limit->per_us = dlsm_duration_stored_usecs(DatumGetIntervalP(d));
 }
 
 /*
@@ -205,7 +205,8 @@ limits_read(Oid relid, MemoryContext parent)
 		MemoryContextSwitchTo(old);
 		return NULL;
 	}
-	context = AllocSetContextCreate(parent, "dlsm queue limits",
+	/* made under the caller's context: an error while filling frees it */
+	context = AllocSetContextCreate(old, "dlsm queue limits",
 									ALLOCSET_SMALL_SIZES);
 	MemoryContextSwitchTo(context);
 	limits = palloc0(sizeof(DlsmLimits));
@@ -236,6 +237,7 @@ limits_read(Oid relid, MemoryContext parent)
 	}
 	pfree(rows);
 	MemoryContextSwitchTo(old);
+	MemoryContextSetParent(context, parent);
 	return limits;
 }
 

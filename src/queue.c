@@ -365,18 +365,18 @@ column_is_uuid(Oid relid, int attno)
 }
 
 /*
- * An interval of the registry row (its column name) in milliseconds, 0
- * when NULL; one of 100 years or more is an error.
+ * An interval of the registry row in milliseconds, 0 when NULL; cut to
+ * under 100 years (duration.c).
  */
 static int64
-interval_ms(int attno, const char *name)
+interval_ms(int attno)
 {
 	bool		isnull;
 	Datum		d = dlsm_plan_value(0, attno, &isnull);
 
 	if (isnull)
 		return 0;
-	return dlsm_duration_usecs(DatumGetIntervalP(d), name) / 1000;
+	return dlsm_duration_stored_usecs(DatumGetIntervalP(d)) / 1000;
 }
 
 /* Fill queue from the registry row just read, in its own memory context. */
@@ -471,8 +471,7 @@ fill_from_row(DlsmQueue *queue, Form_pg_class form)
 	if (!isnull)
 		queue->retention = *DatumGetIntervalP(d);
 	queue->handler = dlsm_plan_text(0, A_LOOKUP_HANDLER);
-	queue->handler_timeout_ms = (int) Min(interval_ms(A_LOOKUP_HANDLER_TIMEOUT,
-													  "handler_timeout"),
+	queue->handler_timeout_ms = (int) Min(interval_ms(A_LOOKUP_HANDLER_TIMEOUT),
 										  INT_MAX);
 	queue->row_security = form->relrowsecurity;
 	queue->updates_wait_for_create =
@@ -534,7 +533,8 @@ load(Oid relid)
 			ReleaseSysCache(classtup);
 		return NULL;
 	}
-	context = AllocSetContextCreate(cache_context, "dlsm queue",
+	/* made under the caller's context: an error while filling frees it */
+	context = AllocSetContextCreate(CurrentMemoryContext, "dlsm queue",
 									ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(context);
 	queue = palloc0(sizeof(DlsmQueue));
@@ -542,6 +542,7 @@ load(Oid relid)
 	queue->context = context;
 	fill_from_row(queue, (Form_pg_class) GETSTRUCT(classtup));
 	MemoryContextSwitchTo(old);
+	MemoryContextSetParent(context, cache_context);
 	ReleaseSysCache(classtup);
 	SPI_freetuptable(SPI_tuptable);
 	return queue;
