@@ -45,17 +45,19 @@
  *
  * Its shared state, the listener counts, the relays and the marks, is its
  * own: created by shmem.c's hooks (dlsm_notify_shmem_init), under a lock
- * shmem.c gives it.  The lock guards every field but the marks, which are
- * atomics, set by producers without it and taken by the relay.
+ * shmem.c gives it.  The lock guards every field but the atomics: the
+ * marks, set by producers without it and taken by the relay, and the
+ * counts of producers' notifying commits.
  *
  * Locking: DlsmListenShared.lock (of the LWLock tranche "dlsm") is taken
  * exclusively by a backend that starts or stops listening (its count), by
  * a relay that attaches, detaches or pauses, by a backend that starts a
  * relay or marks a channel for the first time; shared by a producer that
- * asks whether anyone listens or wakes the relay after its commit, by the
- * relay taking the marks and by the views.  It is a leaf lock: taken after any heavyweight
- * lock, for a few field reads or writes, never across SPI, a wait or a
- * signal that could block.
+ * asks whether anyone listens, wakes the relay after its commit or counts
+ * its own notifying commit (exclusive the database's first time), by the
+ * relay taking the marks and by the views.  It is a leaf lock: taken after
+ * any heavyweight lock, for a few field reads or writes, never across SPI,
+ * a wait or a signal that could block.
  *
  * Calls nothing of dlsm; reads dlsm.notify_relay (guc.c).
  *
@@ -132,10 +134,11 @@ typedef struct DlsmRelay
 	Latch	   *latch;			/* while running: set by a first mark */
 	TimestampTz since;			/* asked for at (STARTING) */
 	TimestampTz stopped_until;	/* none starts before (DROP DATABASE) */
-	int			committing;		/* producers' notifying commits in flight */
-	int64		producer_notifies;	/* commits that notified a listener */
-	int64		crowded_notifies;	/* of them, in a crowd (NOTIFY_CROWD) */
-	bool		crowd_said;		/* the WARNING about a crowd was sent */
+	/* atomics, moved without the lock: */
+	pg_atomic_uint32 committing;	/* producers' notifying commits in flight */
+	pg_atomic_uint64 producer_notifies; /* commits that notified a listener */
+	pg_atomic_uint64 crowded_notifies;	/* of them, in a crowd (NOTIFY_CROWD) */
+	pg_atomic_uint32 crowd_said;	/* 1: the WARNING about a crowd was sent */
 } DlsmRelay;
 
 /* A channel of a database, marked for its relay. */
@@ -297,9 +300,7 @@ dlsm_notify_committed(bool committed)
 	nxact_marks = 0;
 	if (my_commit != NULL)
 	{
-		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-		my_commit->committing--;
-		LWLockRelease(shared->lock);
+		pg_atomic_fetch_sub_u32(&my_commit->committing, 1);
 		my_commit = NULL;
 	}
 }
@@ -323,6 +324,13 @@ dlsm_notify_shmem_init(LWLock *lock)
 	{
 		memset(shared, 0, sizeof(DlsmListenShared));
 		shared->lock = lock;
+		for (int i = 0; i < DLSM_MAX_DATABASES; i++)
+		{
+			pg_atomic_init_u32(&shared->relays[i].committing, 0);
+			pg_atomic_init_u64(&shared->relays[i].producer_notifies, 0);
+			pg_atomic_init_u64(&shared->relays[i].crowded_notifies, 0);
+			pg_atomic_init_u32(&shared->relays[i].crowd_said, 0);
+		}
 	}
 }
 
@@ -440,34 +448,40 @@ dlsm_notify_usage(DlsmTableUsage *out)
  * across its WAL flush: count it, in flight until dlsm_notify_committed.
  * When it finds a crowd of such commits in flight, count that too, and
  * the first time for the database, with the relay off, say so.  Costs a
- * lock of dlsm's shared state at commit, only where the notify lock is
- * taken anyway.
+ * shared lock of dlsm's shared state at commit (exclusive the database's
+ * first time), only where the notify lock is taken anyway; the counts are
+ * atomics of the database's entry, which is never freed.
  */
 static void
 count_producer_notify(Oid dboid)
 {
 	DlsmRelay  *entry;
+	uint32		committing;
 	int			crowd = 0;
 
-	if (!lock_listeners(LW_EXCLUSIVE))
+	if (!lock_listeners(LW_SHARED))
 		return;
-	entry = relay_of(dboid, true);
-	if (entry != NULL)
-	{
-		my_commit = entry;
-		entry->committing++;
-		entry->producer_notifies++;
-		if (entry->committing >= NOTIFY_CROWD)
-		{
-			entry->crowded_notifies++;
-			if (!entry->crowd_said && !dlsm_notify_relay)
-			{
-				entry->crowd_said = true;
-				crowd = entry->committing;
-			}
-		}
-	}
+	entry = relay_of(dboid, false);
 	LWLockRelease(shared->lock);
+	if (entry == NULL)
+	{
+		(void) lock_listeners(LW_EXCLUSIVE);
+		entry = relay_of(dboid, true);
+		LWLockRelease(shared->lock);
+		if (entry == NULL)
+			return;
+	}
+	my_commit = entry;
+	committing = pg_atomic_add_fetch_u32(&entry->committing, 1);
+	pg_atomic_fetch_add_u64(&entry->producer_notifies, 1);
+	if (committing >= NOTIFY_CROWD)
+	{
+		pg_atomic_fetch_add_u64(&entry->crowded_notifies, 1);
+		if (!dlsm_notify_relay &&
+			pg_atomic_read_u32(&entry->crowd_said) == 0 &&
+			pg_atomic_exchange_u32(&entry->crowd_said, 1) == 0)
+			crowd = (int) committing;
+	}
 	if (crowd > 0)
 	{
 		char	   *dbname = get_database_name(dboid);
@@ -499,8 +513,8 @@ dlsm_notify_producer_counts(Oid dboid, int64 *total, int64 *crowded)
 	entry = relay_of(dboid, false);
 	if (entry != NULL)
 	{
-		*total = entry->producer_notifies;
-		*crowded = entry->crowded_notifies;
+		*total = (int64) pg_atomic_read_u64(&entry->producer_notifies);
+		*crowded = (int64) pg_atomic_read_u64(&entry->crowded_notifies);
 	}
 	LWLockRelease(shared->lock);
 }
