@@ -52,7 +52,7 @@ PGFILEDESC = "dlsm - distributed lock state machine"
 # below after PGXS, keeps its generic page names apart from other extensions')
 DOCS = README.md CHANGELOG.md $(wildcard doc/*.md)
 
-REGRESS = queue claim settle group handler locks register capture errors privileges fences definer limits waitcreate deadletter dedup stale durations statistics
+REGRESS = queue claim settle group handler locks register capture errors privileges fences definer limits waitcreate deadletter dedup stale durations statistics drift
 REGRESS_OPTS = --inputdir=test/regress
 
 ISOLATION = article claim_race create_wait create_first busy_head group_busy settle_race reap_unit wake notify_commit lock_fifo lock_lease pending floor group_limit group_prepared create_late requeue_race dedup_race dedup_rollback capture_locks dedup_requeue dedup_settle limit_change requeue_settle

@@ -176,6 +176,7 @@ dlsm_create_queue(PG_FUNCTION_ARGS)
 	char	   *name;
 	Oid			relid;
 
+	dlsm_extension_check_call(fcinfo, 5);
 	require_primary("dlsm_create_queue()");
 	dlsm_arg_require(fcinfo, ARG_QUEUE, "queue");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(ARG_QUEUE));
@@ -212,6 +213,7 @@ dlsm_register_queue(PG_FUNCTION_ARGS)
 	DlsmQueueOptions opts;
 	Oid			relid;
 
+	dlsm_extension_check_call(fcinfo, 11);
 	require_primary("dlsm_register_queue()");
 	dlsm_arg_require(fcinfo, ARG_QUEUE, "queue");
 	relid = PG_GETARG_OID(ARG_QUEUE);
@@ -247,6 +249,7 @@ dlsm_alter_queue(PG_FUNCTION_ARGS)
 	DlsmQueueOptions opts;
 	DlsmQueue  *queue;
 
+	dlsm_extension_check_call(fcinfo, 6);
 	dlsm_arg_queue_options(fcinfo, ARG_OPTIONS, true, &opts);
 	if (!PG_ARGISNULL(ARG_HANDLER_TIMEOUT))
 	{
@@ -264,7 +267,7 @@ dlsm_alter_queue(PG_FUNCTION_ARGS)
 	if (PG_NARGS() > ARG_WAIT_FOR_CREATE && !PG_ARGISNULL(ARG_WAIT_FOR_CREATE))
 		opts.updates_wait_for_create = PG_GETARG_BOOL(ARG_WAIT_FOR_CREATE);
 	queue = begin_queue_call(fcinfo, "dlsm_alter_queue()", ACL_SELECT,
-							 DLSM_QUEUE_ANY_SECURITY);
+							 DLSM_QUEUE_ANY_SECURITY | DLSM_QUEUE_ANY_SHAPE);
 	dlsm_queue_alter(queue->relid, &opts);
 	/* updates that waited for their create may be ready now, or not */
 	if (opts.updates_wait_for_create >= 0)
@@ -284,9 +287,10 @@ dlsm_drop_queue(PG_FUNCTION_ARGS)
 	DlsmQueue  *queue;
 	Oid			relid;
 
+	dlsm_extension_check_call(fcinfo, 2);
 	dlsm_arg_require(fcinfo, ARG_DROP_TABLE, "drop_table");
 	queue = begin_queue_call(fcinfo, "dlsm_drop_queue()", ACL_SELECT,
-							 DLSM_QUEUE_ANY_SECURITY);
+							 DLSM_QUEUE_ANY_SECURITY | DLSM_QUEUE_ANY_SHAPE);
 	relid = queue->relid;
 	dlsm_queue_close(queue);
 	dlsm_queue_drop(relid, PG_GETARG_BOOL(ARG_DROP_TABLE));
@@ -305,7 +309,9 @@ dlsm_set_handler(PG_FUNCTION_ARGS)
 	};
 	DlsmQueue  *queue;
 
-	queue = begin_queue_call(fcinfo, "dlsm_set_handler()", ACL_SELECT, 0);
+	dlsm_extension_check_call(fcinfo, 2);
+	queue = begin_queue_call(fcinfo, "dlsm_set_handler()", ACL_SELECT,
+							 DLSM_QUEUE_ANY_SHAPE);
 	dlsm_queue_set_handler(queue->relid, PG_ARGISNULL(ARG_HANDLER) ?
 						   InvalidOid : PG_GETARG_OID(ARG_HANDLER));
 	if (!PG_ARGISNULL(ARG_HANDLER))
@@ -369,6 +375,7 @@ dlsm_enqueue(PG_FUNCTION_ARGS)
 	int64		id;
 	bool		deduplicated;
 
+	dlsm_extension_check_call(fcinfo, 8);
 	dlsm_arg_require(fcinfo, ARG_ENTITY, "entity");
 	dlsm_arg_require(fcinfo, ARG_KIND, "kind");
 	request.entity = PG_GETARG_DATUM(ARG_ENTITY);
@@ -412,6 +419,7 @@ dlsm_enqueue(PG_FUNCTION_ARGS)
 Datum
 dlsm_enqueue_deduplicated(PG_FUNCTION_ARGS)
 {
+	dlsm_extension_check_call(fcinfo, 0);
 	if (last_enqueue_deduplicated < 0)
 		PG_RETURN_NULL();
 	PG_RETURN_BOOL(last_enqueue_deduplicated == 1);
@@ -456,6 +464,7 @@ dlsm_claim(PG_FUNCTION_ARGS)
 	};
 	DlsmClaimArgs args;
 
+	dlsm_extension_check_call(fcinfo, 6);
 	dlsm_arg_require(fcinfo, ARG_AFTER, "after");
 	dlsm_arg_require(fcinfo, ARG_UNITS, "units");
 	args.lease_us = dlsm_arg_lease(fcinfo, ARG_LEASE);
@@ -495,6 +504,7 @@ dlsm_group_updates(PG_FUNCTION_ARGS)
 	DlsmQueue  *queue;
 	int64		n;
 
+	dlsm_extension_check_call(fcinfo, 3);
 	dlsm_arg_require(fcinfo, ARG_ENTITY, "entity");
 	dlsm_arg_require(fcinfo, ARG_PROCESS_ID, "process_id");
 	require_read_committed("dlsm_group_updates");
@@ -522,6 +532,7 @@ dlsm_settle(PG_FUNCTION_ARGS)
 	DlsmQueue  *queue;
 	int64		n;
 
+	dlsm_extension_check_call(fcinfo, 5);
 	dlsm_arg_require_process_id(fcinfo, ARG_PROCESS_ID);
 	dlsm_arg_settle(fcinfo, ARG_OUTCOME, &settle);
 	queue = begin_queue_call(fcinfo, "dlsm_settle()",
@@ -565,6 +576,7 @@ dlsm_settle_many(PG_FUNCTION_ARGS)
 	DlsmQueue  *queue;
 	ArrayType  *process_ids;
 
+	dlsm_extension_check_call(fcinfo, 5);
 	dlsm_arg_require(fcinfo, ARG_PROCESS_IDS, "process_ids");
 	process_ids = PG_GETARG_ARRAYTYPE_P(ARG_PROCESS_IDS);
 	if (ARR_NDIM(process_ids) > 1)
@@ -601,6 +613,7 @@ dlsm_heartbeat(PG_FUNCTION_ARGS)
 	int64		lease_us;
 	TimestampTz until;
 
+	dlsm_extension_check_call(fcinfo, 3);
 	dlsm_arg_require_process_id(fcinfo, ARG_PROCESS_ID);
 	lease_us = dlsm_arg_lease(fcinfo, ARG_LEASE);
 	queue = begin_queue_call(fcinfo, "dlsm_heartbeat()",
@@ -618,6 +631,7 @@ dlsm_reap(PG_FUNCTION_ARGS)
 	DlsmQueue  *queue;
 	int64		n;
 
+	dlsm_extension_check_call(fcinfo, 1);
 	queue = begin_queue_call(fcinfo, "dlsm_reap()",
 							 ACL_SELECT | ACL_UPDATE, 0);
 	n = dlsm_state_reap(queue);
@@ -649,7 +663,8 @@ dlsm_wake(PG_FUNCTION_ARGS)
 	}
 	dlsm_plan_connect();
 	queue = dlsm_queue_open(RelationGetRelid(trigdata->tg_relation),
-							DLSM_QUEUE_MISSING_OK | DLSM_QUEUE_ANY_SECURITY);
+							DLSM_QUEUE_MISSING_OK | DLSM_QUEUE_ANY_SECURITY |
+							DLSM_QUEUE_ANY_SHAPE);
 	if (queue != NULL)
 	{
 		dlsm_state_enqueued(queue);
@@ -680,6 +695,7 @@ dlsm_capture(PG_FUNCTION_ARGS)
 	DlsmQueue  *queue;
 	const char *group_column = NULL;
 
+	dlsm_extension_check_call(fcinfo, 6);
 	require_primary("dlsm_capture()");
 	dlsm_arg_require(fcinfo, ARG_SOURCE, "source");
 	dlsm_arg_require(fcinfo, ARG_QUEUE, "queue");
@@ -717,6 +733,7 @@ dlsm_uncapture(PG_FUNCTION_ARGS)
 		ARG_SOURCE, ARG_QUEUE
 	};
 
+	dlsm_extension_check_call(fcinfo, 2);
 	require_primary("dlsm_uncapture()");
 	dlsm_arg_require(fcinfo, ARG_SOURCE, "source");
 	dlsm_arg_require(fcinfo, ARG_QUEUE, "queue");
@@ -732,6 +749,7 @@ dlsm_capture_trigger(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 
+	dlsm_extension_check_call(fcinfo, 0);
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
 		!TRIGGER_FIRED_AFTER(trigdata->tg_event))
@@ -775,12 +793,15 @@ dlsm_try_lock(PG_FUNCTION_ARGS)
 	{
 		ARG_NAME, ARG_WAIT, ARG_LEASE
 	};
-	char	   *name = lock_name_arg(fcinfo, ARG_NAME);
-	int64		wait_us = dlsm_arg_wait(fcinfo, ARG_WAIT);
+	char	   *name;
+	int64		wait_us;
 	int64		lease_us = 0;
 	int64		fence;
 	bool		granted;
 
+	dlsm_extension_check_call(fcinfo, 3);
+	name = lock_name_arg(fcinfo, ARG_NAME);
+	wait_us = dlsm_arg_wait(fcinfo, ARG_WAIT);
 	if (!PG_ARGISNULL(ARG_LEASE))
 		lease_us = dlsm_arg_lease(fcinfo, ARG_LEASE);
 	require_primary("dlsm_try_lock()");
@@ -800,9 +821,11 @@ dlsm_unlock(PG_FUNCTION_ARGS)
 	{
 		ARG_NAME, ARG_FENCE
 	};
-	char	   *name = lock_name_arg(fcinfo, ARG_NAME);
+	char	   *name;
 	bool		released;
 
+	dlsm_extension_check_call(fcinfo, 2);
+	name = lock_name_arg(fcinfo, ARG_NAME);
 	dlsm_arg_require(fcinfo, ARG_FENCE, "fence");
 	require_primary("dlsm_unlock()");
 	dlsm_plan_connect();
@@ -819,10 +842,12 @@ dlsm_refresh_lock(PG_FUNCTION_ARGS)
 	{
 		ARG_NAME, ARG_FENCE, ARG_LEASE
 	};
-	char	   *name = lock_name_arg(fcinfo, ARG_NAME);
+	char	   *name;
 	int64		lease_us;
 	TimestampTz until;
 
+	dlsm_extension_check_call(fcinfo, 3);
+	name = lock_name_arg(fcinfo, ARG_NAME);
 	dlsm_arg_require(fcinfo, ARG_FENCE, "fence");
 	dlsm_arg_require(fcinfo, ARG_LEASE, "lease");
 	lease_us = dlsm_arg_lease(fcinfo, ARG_LEASE);
@@ -843,6 +868,7 @@ dlsm_raise_fence(PG_FUNCTION_ARGS)
 	};
 	int64		value;
 
+	dlsm_extension_check_call(fcinfo, 1);
 	dlsm_arg_require(fcinfo, ARG_AT_LEAST, "at_least");
 	require_primary("dlsm_raise_fence()");
 	dlsm_plan_connect();
@@ -858,6 +884,7 @@ dlsm_raise_fence(PG_FUNCTION_ARGS)
 Datum
 dlsm_fence_start(PG_FUNCTION_ARGS)
 {
+	dlsm_extension_check_call(fcinfo, 0);
 	require_primary("dlsm_fence_start()");
 	PG_RETURN_INT64(dlsm_fence_initial());
 }
@@ -869,6 +896,7 @@ dlsm_fence_start(PG_FUNCTION_ARGS)
 Datum
 dlsm_launcher_wake(PG_FUNCTION_ARGS)
 {
+	dlsm_extension_check_call(fcinfo, 0);
 	dlsm_wake_launcher_at_commit();
 	PG_RETURN_VOID();
 }
@@ -907,8 +935,10 @@ dlsm_set_limit(PG_FUNCTION_ARGS)
 	};
 	DlsmLimit	limit;
 	DlsmQueue  *queue;
-	char	   *group = dlsm_arg_text_or_null(fcinfo, ARG_GROUP_KEY);
+	char	   *group;
 
+	dlsm_extension_check_call(fcinfo, 5);
+	group = dlsm_arg_text_or_null(fcinfo, ARG_GROUP_KEY);
 	limit.concurrency = limit_arg(fcinfo, ARG_CONCURRENCY, "concurrency",
 								  DLSM_MAX_SLOTS);
 	limit.rate = limit_arg(fcinfo, ARG_RATE, "rate", PG_INT32_MAX);
@@ -961,8 +991,10 @@ dlsm_group_state(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Datum		values[N_OUT] = {0};
 	bool		nulls[N_OUT] = {true, true};
-	char	   *group = dlsm_arg_text_or_null(fcinfo, ARG_GROUP_KEY);
+	char	   *group;
 
+	dlsm_extension_check_call(fcinfo, 2);
+	group = dlsm_arg_text_or_null(fcinfo, ARG_GROUP_KEY);
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	if (!PG_ARGISNULL(ARG_QUEUE) && group != NULL &&
@@ -1027,6 +1059,7 @@ dlsm_requeue(PG_FUNCTION_ARGS)
 	DlsmQueue  *queue;
 	int64		n;
 
+	dlsm_extension_check_call(fcinfo, 2);
 	queue = begin_queue_call(fcinfo, "dlsm_requeue()",
 							 ACL_SELECT | ACL_UPDATE, 0);
 	n = dlsm_deadletter_requeue(queue, ids);
@@ -1046,6 +1079,7 @@ dlsm_cancel(PG_FUNCTION_ARGS)
 	DlsmQueue  *queue;
 	int64		n;
 
+	dlsm_extension_check_call(fcinfo, 2);
 	queue = begin_queue_call(fcinfo, "dlsm_cancel()",
 							 ACL_SELECT | ACL_UPDATE, 0);
 	n = dlsm_deadletter_cancel(queue, ids);

@@ -392,7 +392,7 @@ owns_queue(Oid queue)
 	if (!DLSM_CLASS_OWNERCHECK(queue, GetUserId()))
 		return false;
 	desc = dlsm_queue_open(queue, DLSM_QUEUE_MISSING_OK |
-						   DLSM_QUEUE_ANY_SECURITY);
+						   DLSM_QUEUE_ANY_SECURITY | DLSM_QUEUE_ANY_SHAPE);
 	if (desc == NULL)
 		return false;
 	dlsm_queue_close(desc);

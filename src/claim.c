@@ -651,8 +651,12 @@ static void
 look_at(ClaimPass *pass, Candidate *c)
 {
 	SeenEntity *seen;
-	bool		is_update = strcmp(c->kind, "update") == 0;
+	bool		is_update;
 
+	/* a row without an entity or a kind (a NULL in an adopted table) */
+	if (c->entity == NULL || c->kind == NULL)
+		return;
+	is_update = strcmp(c->kind, "update") == 0;
 	if (!c->due)
 	{
 		/*
@@ -843,6 +847,13 @@ walk_past(ClaimPass *pass, Candidate *c)
 	{
 		/* its claim lowers the floor again if it rolls back (pending.c) */
 		walk->line = c->id;
+		return;
+	}
+	if (c->entity == NULL || c->kind == NULL)
+	{
+		/* never claimed: the walk stops before it (look_at) */
+		walk->line = c->id - 1;
+		walk->open = false;
 		return;
 	}
 	seen = c->due ? seen_entity(pass, c) : NULL;

@@ -14,7 +14,10 @@
  * The library serves one version of the SQL objects, DLSM_SQL_VERSION:
  * with another version installed every dlsm function stops with an error
  * asking for ALTER EXTENSION dlsm UPDATE, rather than run statements
- * against tables of another shape.
+ * against tables of another shape, or read arguments an older declaration
+ * does not pass: each SQL-callable function calls
+ * dlsm_extension_check_call before it reads one.  Only dlsm's own
+ * CREATE or ALTER EXTENSION script may call them at another version.
  *
  * Calls nothing of dlsm.
  *
@@ -38,6 +41,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
@@ -57,6 +61,7 @@ typedef struct Installed
 	char		schema[NAMEDATALEN];
 	Oid			owner;
 	Oid			objects[DLSM_NUM_OBJECTS];
+	bool		exact;			/* at the library's version */
 } Installed;
 
 static Installed installed;
@@ -123,7 +128,9 @@ lookup(Installed *found, bool any_version)
 	ext = (Form_pg_extension) GETSTRUCT(tuple);
 	version = TextDatumGetCString(heap_getattr(tuple, Anum_pg_extension_extversion,
 											   RelationGetDescr(rel), &isnull));
-	current = strcmp(version, DLSM_SQL_VERSION) == 0 || creating_extension;
+	found->exact = strcmp(version, DLSM_SQL_VERSION) == 0;
+	current = found->exact ||
+		(creating_extension && CurrentExtensionObject == ext->oid);
 	if (!current && !any_version)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -155,11 +162,32 @@ extension_refresh(void)
 		return;
 	memset(&found, 0, sizeof(found));
 	(void) lookup(&found, false);
-	stale = false;				/* an invalidation from here on counts */
+	/* at another version while dlsm's script runs: look again after it */
+	stale = !found.exact;		/* an invalidation from here on counts */
 	if (!looked_up || memcmp(&found, &installed, sizeof(found)) != 0)
 		generation++;
 	installed = found;
 	looked_up = true;
+}
+
+/*
+ * The first thing every SQL-callable function of dlsm does, before it
+ * reads an argument: the extension's SQL objects must be at the library's
+ * version (55000 otherwise), and the declaration that called it must pass
+ * the nargs arguments the library reads.  An older declaration passes
+ * fewer, and reading past them would read whatever memory follows.
+ */
+void
+dlsm_extension_check_call(FunctionCallInfo fcinfo, int nargs)
+{
+	extension_refresh();
+	if (PG_NARGS() < nargs)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("function %s passes %d arguments, but the dlsm library reads %d",
+						format_procedure(fcinfo->flinfo->fn_oid),
+						PG_NARGS(), nargs),
+				 errhint("Run ALTER EXTENSION dlsm UPDATE.")));
 }
 
 /*

@@ -14,6 +14,8 @@
 #ifndef DLSM_EXTENSION_H
 #define DLSM_EXTENSION_H
 
+#include "fmgr.h"
+
 /* The version of the SQL objects this library serves. */
 #define DLSM_SQL_VERSION "1.6"
 
@@ -29,6 +31,7 @@ typedef enum DlsmObject
 } DlsmObject;
 
 extern void dlsm_extension_init(void);
+extern void dlsm_extension_check_call(FunctionCallInfo fcinfo, int nargs);
 extern bool dlsm_extension_exists(void);
 extern bool dlsm_extension_current(void);
 extern const char *dlsm_extension_schema(void);

@@ -206,6 +206,9 @@ dlsm_floor_entity_key(const char *entity)
 {
 	if (entity_seed == 0)
 		entity_seed = shared != NULL ? shared->entity_seed : random_seed();
+	/* a NULL entity (a row written by hand) is the empty one */
+	if (entity == NULL)
+		entity = "";
 	return hash_bytes_extended((const unsigned char *) entity,
 							   strlen(entity), entity_seed);
 }

@@ -105,8 +105,11 @@ collect_row(void *arg, Datum *values, bool *nulls)
 	old = MemoryContextSwitchTo(unit->context);
 	if (unit->rows++ == 0)
 	{
-		unit->kind = TextDatumGetCString(values[A_CLAIM_KIND - 1]);
-		unit->entity = TextDatumGetCString(values[A_CLAIM_ENTITY - 1]);
+		/* NULL only if written so by hand since the claim's scan */
+		unit->kind = nulls[A_CLAIM_KIND - 1] ? "" :
+			TextDatumGetCString(values[A_CLAIM_KIND - 1]);
+		unit->entity = nulls[A_CLAIM_ENTITY - 1] ? "" :
+			TextDatumGetCString(values[A_CLAIM_ENTITY - 1]);
 		memcpy(&unit->process_id,
 			   DatumGetUUIDP(values[A_CLAIM_PROCESS_ID - 1]), UUID_LEN);
 	}

@@ -88,11 +88,13 @@
 #define DLSM_LOCKTAG_SLOT		0x0800	/* field4 mark of group slots */
 #define DLSM_LOCKTAG_DEDUP		0x1000	/* field4 mark of dedup keys */
 
+/* An entity's lock; a NULL entity (a row written by hand) is the empty one. */
 static void
 entity_tag(LOCKTAG *tag, Oid queue, const char *entity)
 {
-	uint64		h = hash_bytes_extended((const unsigned char *) entity,
-										strlen(entity), queue);
+	const char *name = entity != NULL ? entity : "";
+	uint64		h = hash_bytes_extended((const unsigned char *) name,
+										strlen(name), queue);
 
 	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, queue, (uint32) h,
 						 (uint16) (DLSM_LOCKTAG_ENTITY | ((h >> 32) & 0x7FFF)));

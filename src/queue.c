@@ -143,6 +143,11 @@ static List *descriptors = NIL; /* every live DlsmQueue, current or not */
 static List *pins = NIL;		/* of QueuePin, newest last */
 static uint64 invalidations = 0;	/* invalidations that reached a queue */
 
+static bool shape_problem(Oid relid, const char *const *columns,
+						  const char *group, const char *dedup,
+						  DlsmShapeProblem *problem);
+static void report_problem(Oid relid, const DlsmShapeProblem *problem);
+
 /*
  * The columns of a queue dlsm created, by role; also the names of
  * dlsm_register_queue's arguments that map them.
@@ -353,6 +358,16 @@ column_name(int attno)
 	return pstrdup(quote_identifier(NameStr(*DatumGetName(d))));
 }
 
+/* A name column of the registry row as it is, or NULL, in the current context. */
+static char *
+raw_column_name(int attno)
+{
+	bool		isnull;
+	Datum		d = dlsm_plan_value(0, attno, &isnull);
+
+	return isnull ? NULL : pstrdup(NameStr(*DatumGetName(d)));
+}
+
 /* Is the column named in registry column attno of type uuid in relid? */
 static bool
 column_is_uuid(Oid relid, int attno)
@@ -379,7 +394,6 @@ interval_ms(int attno)
 	return dlsm_duration_stored_usecs(DatumGetIntervalP(d)) / 1000;
 }
 
-/* Fill queue from the registry row just read, in its own memory context. */
 /*
  * The name of relid's unique index of creates, or NULL: unique, with a
  * predicate, on entity (a quoted column name) alone.
@@ -439,6 +453,31 @@ dlsm_queue_creates_index(DlsmQueue *queue)
 	return queue->creates_index;
 }
 
+/*
+ * Does the table still fit dlsm, as its registry row describes it?  Noted
+ * in queue->problem, and raised by dlsm_queue_open (queue.h).
+ */
+static void
+find_shape_problem(DlsmQueue *queue)
+{
+	static const int attnos[DLSM_NUM_COLUMNS] = {
+		[DLSM_COL_ID] = A_LOOKUP_ID_COLUMN,
+		[DLSM_COL_STATUS] = A_LOOKUP_STATUS_COLUMN,
+		[DLSM_COL_KIND] = A_LOOKUP_KIND_COLUMN,
+		[DLSM_COL_ENTITY] = A_LOOKUP_ENTITY_COLUMN,
+		[DLSM_COL_PROCESS_ID] = A_LOOKUP_PROCESS_ID_COLUMN,
+	};
+	const char *columns[DLSM_NUM_COLUMNS];
+
+	for (int i = 0; i < DLSM_NUM_COLUMNS; i++)
+		columns[i] = raw_column_name(attnos[i]);
+	queue->misfit = shape_problem(queue->relid, columns,
+								  raw_column_name(A_LOOKUP_GROUP_COLUMN),
+								  raw_column_name(A_LOOKUP_DEDUP_COLUMN),
+								  &queue->problem);
+}
+
+/* Fill queue from the registry row just read, in its own memory context. */
 static void
 fill_from_row(DlsmQueue *queue, Form_pg_class form)
 {
@@ -477,6 +516,7 @@ fill_from_row(DlsmQueue *queue, Form_pg_class form)
 	queue->updates_wait_for_create =
 		DatumGetBool(dlsm_plan_value(0, A_LOOKUP_UPDATES_WAIT_FOR_CREATE,
 									 &isnull));
+	find_shape_problem(queue);
 }
 
 /* Do two descriptors say the same? */
@@ -571,6 +611,9 @@ queue_refresh(QueueEntry *entry)
 	if (old != NULL && fresh != NULL && old->pins == 0 &&
 		same_description(old, fresh))
 	{
+		/* the registry says the same; the table may have changed */
+		old->misfit = fresh->misfit;
+		old->problem = fresh->problem;
 		MemoryContextDelete(fresh->context);
 		old->stale = false;
 		old->limits_known = false;	/* grouplimit.c reads them again */
@@ -597,7 +640,12 @@ queue_refresh(QueueEntry *entry)
  * ROW EXCLUSIVE first, before any statement of the caller reads it: a
  * statement that read it under a weaker lock (a scan, a claim's FOR
  * UPDATE, the planning of a WITH query) and wrote it afterwards would
- * deadlock against DDL waiting in between.  The caller holds an SPI
+ * deadlock against DDL waiting in between; without it, ACCESS SHARE.  A
+ * table that no longer fits dlsm (a column's type changed since it was
+ * registered, say: queue.h's DLSM_SHAPE_*) is refused with the error its
+ * registration would get, unless DLSM_QUEUE_ANY_SHAPE, for callers that
+ * only read the descriptor and run no statement on the table: they leave
+ * it unlocked, but for DLSM_QUEUE_WRITE.  The caller holds an SPI
  * connection, and closes the descriptor with dlsm_queue_close.
  */
 DlsmQueue *
@@ -630,29 +678,50 @@ dlsm_queue_open(Oid relid, int flags)
 		entry->current = NULL;
 		entry->recheck = false;
 	}
-	queue = entry->current;
-	if (queue == NULL || queue->stale || entry->recheck)
-		queue = queue_refresh(entry);
-	if (queue == NULL)
+	for (;;)
 	{
-		hash_search(queue_cache, &relid, HASH_REMOVE, NULL);
-		if (flags & DLSM_QUEUE_MISSING_OK)
-			return NULL;
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("table \"%s\" is not a dlsm queue",
-						dlsm_rel_label(relid)),
-				 errhint("Create a queue with dlsm_create_queue().")));
+		queue = entry->current;
+		if (queue == NULL || queue->stale || entry->recheck)
+			queue = queue_refresh(entry);
+		if (queue == NULL)
+		{
+			hash_search(queue_cache, &relid, HASH_REMOVE, NULL);
+			if (flags & DLSM_QUEUE_MISSING_OK)
+				return NULL;
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("table \"%s\" is not a dlsm queue",
+							dlsm_rel_label(relid)),
+					 errhint("Create a queue with dlsm_create_queue().")));
+		}
+		if (queue->row_security && !(flags & DLSM_QUEUE_ANY_SECURITY))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("dlsm queue \"%s\" has row-level security enabled",
+							dlsm_rel_label(relid)),
+					 errdetail("dlsm keeps one unit per entity in progress only when it sees every row of the queue."),
+					 errhint("Disable row-level security on the table.")));
+		if (flags & DLSM_QUEUE_ANY_SHAPE)
+		{
+			if (flags & DLSM_QUEUE_WRITE)
+				LockRelationOid(relid, RowExclusiveLock);
+			break;
+		}
+
+		/*
+		 * The table's shape holds only while it is locked: an ALTER TABLE
+		 * that committed before the lock was granted has sent its
+		 * invalidation by then, and none can commit until this transaction
+		 * ends.  When one came, look again.
+		 */
+		LockRelationOid(relid, (flags & DLSM_QUEUE_WRITE) ?
+						RowExclusiveLock : AccessShareLock);
+		if (queue->stale || entry->recheck)
+			continue;
+		if (queue->misfit)
+			report_problem(relid, &queue->problem);
+		break;
 	}
-	if (queue->row_security && !(flags & DLSM_QUEUE_ANY_SECURITY))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("dlsm queue \"%s\" has row-level security enabled",
-						dlsm_rel_label(relid)),
-				 errdetail("dlsm keeps one unit per entity in progress only when it sees every row of the queue."),
-				 errhint("Disable row-level security on the table.")));
-	if (flags & DLSM_QUEUE_WRITE)
-		LockRelationOid(relid, RowExclusiveLock);
 	pin = MemoryContextAlloc(cache_context, sizeof(QueuePin));
 	pin->queue = queue;
 	pin->subid = GetCurrentSubTransactionId();
@@ -856,31 +925,96 @@ dlsm_queue_create(const char *name, DlsmQueueOptions *opts)
 	return relid;
 }
 
-/* Check that column name of relid exists with one of the types (0-ended). */
-static void
-check_column(Oid relid, const char *name, const Oid *types, bool must_exist)
-{
-	AttrNumber	att = get_attnum(relid, name);
-	Oid			type;
+/*
+ * What dlsm needs of a queue's columns, checked when a table is registered
+ * and again whenever a descriptor of the queue is built, that is after any
+ * ALTER TABLE of it: nothing read at registration is trusted.  A column
+ * dlsm reads through a kept statement must still have a type it reads (a
+ * plan made again after ALTER ... TYPE yields the new type, which the C
+ * code would take for the old), and the columns dlsm compares as bytes
+ * (the entity and group, whose locks are keyed on their text, and the
+ * dedup key) a deterministic collation, under which equal means the same
+ * bytes.
+ */
+static const Oid ints[] = {INT8OID, INT4OID, INT2OID, InvalidOid};
+static const Oid texts[] = {TEXTOID, VARCHAROID, InvalidOid};
+static const Oid pids[] = {UUIDOID, TEXTOID, VARCHAROID, InvalidOid};
 
-	if (att == InvalidAttrNumber)
+/* Find the first problem of column name of relid; false when it has none. */
+static bool
+column_problem(Oid relid, const char *name, const Oid *types,
+			   bool must_exist, bool bytes, DlsmShapeProblem *problem)
+{
+	HeapTuple	tuple = SearchSysCacheAttName(relid, name);
+	Form_pg_attribute att;
+	bool		fits = false;
+
+	problem->kind = DLSM_SHAPE_FITS;
+	strlcpy(problem->column, name, NAMEDATALEN);
+	if (!HeapTupleIsValid(tuple))
 	{
 		if (must_exist)
+			problem->kind = DLSM_SHAPE_MISSING;
+		return must_exist;
+	}
+	att = (Form_pg_attribute) GETSTRUCT(tuple);
+	problem->type = att->atttypid;
+	problem->wanted = types[0];
+	for (int i = 0; types[i] != InvalidOid; i++)
+		fits |= att->atttypid == types[i];
+	if (!fits)
+		problem->kind = DLSM_SHAPE_TYPE;
+	else if (bytes && OidIsValid(att->attcollation) &&
+			 !get_collation_isdeterministic(att->attcollation))
+		problem->kind = DLSM_SHAPE_COLLATION;
+	ReleaseSysCache(tuple);
+	return problem->kind != DLSM_SHAPE_FITS;
+}
+
+/* Raise the error of a problem column_problem or shape_problem found. */
+static void
+report_problem(Oid relid, const DlsmShapeProblem *problem)
+{
+	switch (problem->kind)
+	{
+		case DLSM_SHAPE_FITS:
+			return;
+		case DLSM_SHAPE_MISSING:
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
 					 errmsg("column \"%s\" of table \"%s\" does not exist",
-							name, dlsm_rel_label(relid))));
-		return;
+							problem->column, dlsm_rel_label(relid))));
+			break;
+		case DLSM_SHAPE_TYPE:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of table \"%s\" has type %s, which dlsm cannot use",
+							problem->column, dlsm_rel_label(relid),
+							format_type_be(problem->type)),
+					 errhint("dlsm needs %s there.",
+							 format_type_be(problem->wanted))));
+			break;
+		case DLSM_SHAPE_COLLATION:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("column \"%s\" of table \"%s\" has a nondeterministic collation, which dlsm cannot use",
+							problem->column, dlsm_rel_label(relid)),
+					 errdetail("dlsm takes two values of this column for the same only when their bytes are equal."),
+					 errhint("Give the column a deterministic collation, such as \"C\".")));
+			break;
+		case DLSM_SHAPE_NO_DEFAULT:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+					 errmsg("column \"%s\" of table \"%s\" has no default",
+							problem->column, dlsm_rel_label(relid)),
+					 errhint("The id column of a queue needs an identity or a default from a sequence.")));
+			break;
+		case DLSM_SHAPE_NOT_TABLE:
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("\"%s\" is not a table", dlsm_rel_label(relid))));
+			break;
 	}
-	type = get_atttype(relid, att);
-	for (int i = 0; types[i] != InvalidOid; i++)
-		if (type == types[i])
-			return;
-	ereport(ERROR,
-			(errcode(ERRCODE_DATATYPE_MISMATCH),
-			 errmsg("column \"%s\" of table \"%s\" has type %s, which dlsm cannot use",
-					name, dlsm_rel_label(relid), format_type_be(type)),
-			 errhint("dlsm needs %s there.", format_type_be(types[0]))));
 }
 
 /* Has column name of relid a default or an identity? */
@@ -896,6 +1030,71 @@ has_default(Oid relid, const char *name)
 		((Form_pg_attribute) GETSTRUCT(tuple))->attidentity != '\0';
 	ReleaseSysCache(tuple);
 	return result;
+}
+
+/*
+ * The first way in which table relid does not fit dlsm: columns name the
+ * mapped columns (DLSM_COL_*), group and dedup the group and dedup key
+ * columns (or NULL).  False when it fits.
+ */
+static bool
+shape_problem(Oid relid, const char *const *columns, const char *group,
+			  const char *dedup, DlsmShapeProblem *problem)
+{
+	static const struct
+	{
+		const char *name;
+		Oid			types[2];
+	}			own[] = {
+		{"payload", {JSONBOID}}, {"fence", {INT8OID}},
+		{"attempts", {INT4OID}}, {"run_at", {TIMESTAMPTZOID}},
+		{"enqueued_at", {TIMESTAMPTZOID}}, {"claimed_at", {TIMESTAMPTZOID}},
+		{"lease_until", {TIMESTAMPTZOID}}, {"settled_at", {TIMESTAMPTZOID}},
+		{"detail", {TEXTOID}}
+	};
+	char		relkind = get_rel_relkind(relid);
+
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
+	{
+		problem->kind = DLSM_SHAPE_NOT_TABLE;
+		return true;
+	}
+	if (column_problem(relid, columns[DLSM_COL_ID], ints, true, false, problem))
+		return true;
+	if (!has_default(relid, columns[DLSM_COL_ID]))
+	{
+		problem->kind = DLSM_SHAPE_NO_DEFAULT;
+		return true;
+	}
+	if (column_problem(relid, columns[DLSM_COL_STATUS], texts, true, false,
+					   problem) ||
+		column_problem(relid, columns[DLSM_COL_KIND], texts, true, false,
+					   problem) ||
+		column_problem(relid, columns[DLSM_COL_ENTITY], texts, true, true,
+					   problem) ||
+		column_problem(relid, columns[DLSM_COL_PROCESS_ID], pids, true, false,
+					   problem) ||
+		(group != NULL &&
+		 column_problem(relid, group, texts, true, true, problem)) ||
+		(dedup != NULL &&
+		 column_problem(relid, dedup, texts, true, true, problem)))
+		return true;
+	for (int i = 0; i < lengthof(own); i++)
+		if (column_problem(relid, own[i].name, own[i].types, false, false,
+						   problem))
+			return true;
+	return false;
+}
+
+/* Check the columns of a table to adopt: the mapped ones and dlsm's own. */
+static void
+check_adopted_columns(Oid relid, const char *const *columns,
+					  const char *group_column, const char *dedup)
+{
+	DlsmShapeProblem problem;
+
+	if (shape_problem(relid, columns, group_column, dedup, &problem))
+		report_problem(relid, &problem);
 }
 
 /* Does an index of relid have column attno as its first key? */
@@ -920,43 +1119,6 @@ has_index_led_by(Oid relid, AttrNumber attno)
 	list_free(indexes);
 	table_close(rel, AccessShareLock);
 	return found;
-}
-
-/* Check the columns of a table to adopt: the mapped ones and dlsm's own. */
-static void
-check_adopted_columns(Oid relid, const char *const *columns,
-					  const char *group_column)
-{
-	static const Oid ints[] = {INT8OID, INT4OID, INT2OID, InvalidOid};
-	static const Oid texts[] = {TEXTOID, VARCHAROID, InvalidOid};
-	static const Oid pids[] = {UUIDOID, TEXTOID, VARCHAROID, InvalidOid};
-	static const struct
-	{
-		const char *name;
-		Oid			types[2];
-	}			own[] = {
-		{"payload", {JSONBOID}}, {"fence", {INT8OID}},
-		{"attempts", {INT4OID}}, {"run_at", {TIMESTAMPTZOID}},
-		{"enqueued_at", {TIMESTAMPTZOID}}, {"claimed_at", {TIMESTAMPTZOID}},
-		{"lease_until", {TIMESTAMPTZOID}}, {"settled_at", {TIMESTAMPTZOID}},
-		{"detail", {TEXTOID}}
-	};
-
-	check_column(relid, columns[DLSM_COL_ID], ints, true);
-	if (!has_default(relid, columns[DLSM_COL_ID]))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
-				 errmsg("column \"%s\" of table \"%s\" has no default",
-						columns[DLSM_COL_ID], dlsm_rel_label(relid)),
-				 errhint("The id column of a queue needs an identity or a default from a sequence.")));
-	check_column(relid, columns[DLSM_COL_STATUS], texts, true);
-	check_column(relid, columns[DLSM_COL_KIND], texts, true);
-	check_column(relid, columns[DLSM_COL_ENTITY], texts, true);
-	check_column(relid, columns[DLSM_COL_PROCESS_ID], pids, true);
-	if (group_column != NULL)
-		check_column(relid, group_column, texts, true);
-	for (int i = 0; i < lengthof(own); i++)
-		check_column(relid, own[i].name, own[i].types, false);
 }
 
 /* Has table relid row-level security enabled? */
@@ -988,7 +1150,8 @@ check_adoptable(Oid relid)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a dlsm queue cannot be a temporary table")));
-	if (dlsm_queue_open(relid, DLSM_QUEUE_MISSING_OK | DLSM_QUEUE_ANY_SECURITY) != NULL)
+	if (dlsm_queue_open(relid, DLSM_QUEUE_MISSING_OK | DLSM_QUEUE_ANY_SECURITY |
+						DLSM_QUEUE_ANY_SHAPE) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("table \"%s\" is a dlsm queue already",
@@ -1012,8 +1175,6 @@ void
 dlsm_queue_register(Oid relid, const char *const *columns, const char *dedup,
 					DlsmQueueOptions *opts)
 {
-	static const Oid texts[] = {TEXTOID, VARCHAROID, InvalidOid};
-
 	char	   *relname = dlsm_rel_name(relid);
 	Oid			nspid = get_rel_namespace(relid);
 	char	   *schema = dlsm_schema_name(nspid);
@@ -1021,9 +1182,7 @@ dlsm_queue_register(Oid relid, const char *const *columns, const char *dedup,
 	const char *index_names[DLSM_NUM_INDEXES];
 
 	check_adoptable(relid);
-	check_adopted_columns(relid, columns, opts->group_column);
-	if (dedup != NULL)
-		check_column(relid, dedup, texts, true);
+	check_adopted_columns(relid, columns, opts->group_column, dedup);
 	names.relname = quote_qualified_identifier(schema, relname);
 	names.id = (char *) quote_identifier(columns[DLSM_COL_ID]);
 	names.status = (char *) quote_identifier(columns[DLSM_COL_STATUS]);
@@ -1048,7 +1207,8 @@ dlsm_queue_alter(Oid relid, DlsmQueueOptions *opts)
 {
 	Datum		values[N_ALTER_PARAMS];
 	char		nulls[N_ALTER_PARAMS];
-	DlsmQueue  *queue = dlsm_queue_open(relid, DLSM_QUEUE_ANY_SECURITY);
+	DlsmQueue  *queue = dlsm_queue_open(relid, DLSM_QUEUE_ANY_SECURITY |
+										DLSM_QUEUE_ANY_SHAPE);
 
 	dlsm_queue_close(queue);
 	dlsm_queue_check_owner(relid);
@@ -1097,7 +1257,8 @@ void
 dlsm_queue_drop(Oid relid, bool drop_table)
 {
 	Datum		values[N_UNREGISTER_PARAMS];
-	DlsmQueue  *queue = dlsm_queue_open(relid, DLSM_QUEUE_ANY_SECURITY);
+	DlsmQueue  *queue = dlsm_queue_open(relid, DLSM_QUEUE_ANY_SECURITY |
+										DLSM_QUEUE_ANY_SHAPE);
 	char	   *relname = pstrdup(queue->plans.names.relname);
 
 	dlsm_queue_close(queue);

@@ -18,6 +18,26 @@
 
 #include "plans.h"
 
+/* A way in which a queue's table no longer fits dlsm (queue.c). */
+typedef enum DlsmShapeKind
+{
+	DLSM_SHAPE_FITS,			/* it fits */
+	DLSM_SHAPE_MISSING,			/* a column it needs is gone */
+	DLSM_SHAPE_TYPE,			/* a column has a type dlsm cannot read */
+	DLSM_SHAPE_COLLATION,		/* a key column has a nondeterministic
+								 * collation */
+	DLSM_SHAPE_NO_DEFAULT,		/* the id column has no default */
+	DLSM_SHAPE_NOT_TABLE		/* it is no longer a table */
+} DlsmShapeKind;
+
+typedef struct DlsmShapeProblem
+{
+	DlsmShapeKind kind;
+	char		column[NAMEDATALEN];	/* the column, unquoted */
+	Oid			type;			/* its type */
+	Oid			wanted;			/* the type dlsm needs there */
+} DlsmShapeProblem;
+
 /*
  * What dlsm knows of one registered queue: its registry row, the table's
  * owner and the statements prepared for it.
@@ -52,6 +72,8 @@ typedef struct DlsmQueue
 	bool		updates_wait_for_create;	/* an update of an entity without
 											 * a create waits for one */
 	DlsmPlanSet plans;			/* names and kept statements */
+	bool		misfit;			/* the table no longer fits dlsm: ... */
+	DlsmShapeProblem problem;	/* ... how, found as the descriptor was read */
 	/* private to queue.c */
 	int			pins;			/* holders; freed at 0 once stale */
 	bool		stale;			/* replaced, or invalidated */
@@ -88,6 +110,8 @@ extern void dlsm_queue_init(void);
 #define DLSM_QUEUE_MISSING_OK	0x01	/* NULL when not a queue */
 #define DLSM_QUEUE_ANY_SECURITY 0x02	/* row-level security allowed */
 #define DLSM_QUEUE_WRITE		0x04	/* the caller will write its rows */
+#define DLSM_QUEUE_ANY_SHAPE	0x08	/* a table that no longer fits allowed
+										 * (misfit): no statement on it */
 
 extern DlsmQueue *dlsm_queue_open(Oid relid, int flags);
 extern void dlsm_queue_close(DlsmQueue *queue);

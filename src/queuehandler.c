@@ -138,7 +138,8 @@ dlsm_queue_set_handler(Oid relid, Oid handler)
 {
 	Datum		values[N_SET_HANDLER_PARAMS];
 	char		nulls[N_SET_HANDLER_PARAMS] = {' ', ' '};
-	DlsmQueue  *queue = dlsm_queue_open(relid, DLSM_QUEUE_ANY_SECURITY);
+	DlsmQueue  *queue = dlsm_queue_open(relid, DLSM_QUEUE_ANY_SECURITY |
+										DLSM_QUEUE_ANY_SHAPE);
 	Oid			owner = queue->owner;
 
 	dlsm_queue_close(queue);

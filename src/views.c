@@ -248,7 +248,8 @@ static void
 queue_stats_row(Oid relid, Datum *values, bool *nulls)
 {
 	DlsmQueue  *queue = dlsm_queue_open(relid, DLSM_QUEUE_MISSING_OK |
-										DLSM_QUEUE_ANY_SECURITY);
+										DLSM_QUEUE_ANY_SECURITY |
+										DLSM_QUEUE_ANY_SHAPE);
 	DlsmIdentity saved;
 
 	values[QS_QUEUE] = ObjectIdGetDatum(relid);
@@ -257,7 +258,8 @@ queue_stats_row(Oid relid, Datum *values, bool *nulls)
 		nulls[i] = true;
 	if (queue == NULL)
 		return;
-	if (!queue->row_security)
+	/* a queue that no longer fits dlsm shows no counts, as one with RLS */
+	if (!queue->row_security && !queue->misfit)
 	{
 		dlsm_identity_switch_pinned(queue->owner, &saved);
 		dlsm_state_stats(queue, values + QS_FIRST_STAT, nulls + QS_FIRST_STAT);

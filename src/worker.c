@@ -131,7 +131,8 @@ typedef struct WorkerQueue
 	int			deferred;		/* its place among the queues the last reaping
 								 * pass left, or INT_MAX */
 	Oid			shun_cause;		/* when shunned: the queue whose step did */
-	bool		refused;		/* row-level security: left alone */
+	bool		refused;		/* row-level security, or misfit: left alone */
+	bool		misfit;			/* its table no longer fits dlsm (queue.h) */
 	bool		stalled;		/* a step timed out: left until the next pass */
 	TimestampTz shunned_until;	/* left alone until then (or 0): a step on a
 								 * queue of its owner went on after its cancel */
@@ -273,7 +274,8 @@ read_registry(void *arg)
 	{
 		DlsmQueue  *queue = dlsm_queue_open(lfirst_oid(lc),
 											DLSM_QUEUE_MISSING_OK |
-											DLSM_QUEUE_ANY_SECURITY);
+											DLSM_QUEUE_ANY_SECURITY |
+											DLSM_QUEUE_ANY_SHAPE);
 		WorkerQueue *wq;
 		MemoryContext old;
 
@@ -290,7 +292,8 @@ read_registry(void *arg)
 		wq->order = list_length(pass->queues);
 		wq->deferred = INT_MAX;
 		wq->shun_cause = InvalidOid;
-		wq->refused = queue->row_security;
+		wq->refused = queue->row_security || queue->misfit;
+		wq->misfit = queue->misfit;
 		wq->shunned_until = dlsm_pool_worker_shunned(queue->owner,
 													 &wq->shun_cause);
 		wq->stalled = wq->shunned_until != 0;
@@ -510,7 +513,9 @@ reap_one(WorkerQueue *wq, DlsmWorkerCounts *counts, int64 *spent_ms)
 
 	if (wq->refused)
 	{
-		skip_queue(&refused_reported, wq->relid,
+		skip_queue(&refused_reported, wq->relid, wq->misfit ?
+				   psprintf("queue \"%s\" no longer fits dlsm since its table was altered: dlsm leaves it alone",
+							wq->name) :
 				   psprintf("queue \"%s\" has row-level security enabled: dlsm leaves it alone",
 							wq->name));
 		return;
