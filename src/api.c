@@ -747,9 +747,10 @@ dlsm_uncapture(PG_FUNCTION_ARGS)
 Datum
 dlsm_capture_trigger(PG_FUNCTION_ARGS)
 {
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TriggerData *trigdata;
 
 	dlsm_extension_check_call(fcinfo, 0);
+	trigdata = (TriggerData *) fcinfo->context;
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
 		!TRIGGER_FIRED_AFTER(trigdata->tg_event))
@@ -1055,11 +1056,12 @@ dlsm_requeue(PG_FUNCTION_ARGS)
 	{
 		ARG_QUEUE, ARG_IDS
 	};
-	ArrayType  *ids = request_ids_arg(fcinfo, ARG_IDS);
+	ArrayType  *ids;
 	DlsmQueue  *queue;
 	int64		n;
 
 	dlsm_extension_check_call(fcinfo, 2);
+	ids = request_ids_arg(fcinfo, ARG_IDS);
 	queue = begin_queue_call(fcinfo, "dlsm_requeue()",
 							 ACL_SELECT | ACL_UPDATE, 0);
 	n = dlsm_deadletter_requeue(queue, ids);
@@ -1075,11 +1077,12 @@ dlsm_cancel(PG_FUNCTION_ARGS)
 	{
 		ARG_QUEUE, ARG_IDS
 	};
-	ArrayType  *ids = request_ids_arg(fcinfo, ARG_IDS);
+	ArrayType  *ids;
 	DlsmQueue  *queue;
 	int64		n;
 
 	dlsm_extension_check_call(fcinfo, 2);
+	ids = request_ids_arg(fcinfo, ARG_IDS);
 	queue = begin_queue_call(fcinfo, "dlsm_cancel()",
 							 ACL_SELECT | ACL_UPDATE, 0);
 	n = dlsm_deadletter_cancel(queue, ids);

@@ -22,7 +22,9 @@
 # or errhint_internal with a %s whose text another piece of code wrote;
 # a signal or timeout handler of src/ (a function given to pqsignal or
 # RegisterTimeout; a timeout's runs in the SIGALRM handler) writes only
-# volatile sig_atomic_t variables and calls only SetLatch.
+# volatile sig_atomic_t variables and calls only SetLatch; every
+# SQL-callable function checks how it was called before it reads an
+# argument (dlsm_extension_check_call, or begin_view for the views).
 use strict;
 use warnings;
 
@@ -267,6 +269,27 @@ for my $file (sort keys %text)
 	  && $code =~ /\b(SPI_(?:execute\w*|exec|prepare\w*|cursor_open\w*|keepplan))\s*\(/g;
 }
 
+# every SQL-callable function checks how it was called before it reads an
+# argument: dlsm_extension_check_call (the version of the SQL objects, the
+# number of arguments passed) or, for the views' functions, which read no
+# argument, begin_view (the number of result columns declared).  Only the
+# wake trigger answers at any version (it must not fail a producer's
+# INSERT before ALTER EXTENSION dlsm UPDATE).
+my @unchecked;
+for my $file (sort keys %text)
+{
+	my $code = $text{$file} =~ s{/\*.*?\*/}{"\n" x ($& =~ tr/\n//)}gser;
+	my %callable = map { $_ => 1 } $code =~ /^PG_FUNCTION_INFO_V1\((\w+)\);/mg;
+	while ($code =~ /^(\w+)\(PG_FUNCTION_ARGS\)\n\{\n(.*?)\n\}\n/msg)
+	{
+		my ($name, $body) = ($1, $2);
+		next unless $callable{$name} && $name ne 'dlsm_wake';
+		my ($first) = $body =~ /(\w+\s*\(\s*fcinfo\b|\bfcinfo\b|\bPG_\w+)/;
+		push @unchecked, "$file: $name reads its call before checking it ($first)"
+		  unless defined $first && $first =~ /^(?:dlsm_extension_check_call|begin_view)\s*\(/;
+	}
+}
+
 check(!@unknown, 'every file of src/ belongs to a layer', @unknown);
 check(!@up, 'every include of a dlsm header goes to a lower layer', @up);
 check(!@shared, 'only the owners of shared state touch it', @shared);
@@ -298,6 +321,9 @@ check(!@spliced, 'every message is one whole string for its translator',
 check(!@unsafe,
 	'a signal or timeout handler writes only volatile sig_atomic_t variables and calls only SetLatch',
 	@unsafe);
+check(!@unchecked,
+	'every SQL-callable function checks its call (dlsm_extension_check_call, begin_view) before it reads an argument',
+	@unchecked);
 my @twice = map { "$_: @{ $defined{$_} }" } sort grep { @{ $defined{$_} } > 1 } keys %defined;
 check(!@twice, 'no two files define a function of the same name', @twice);
 my @unformatted = `perl $src/../test/pgindent.pl --check 2>&1`;
