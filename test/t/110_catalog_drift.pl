@@ -43,6 +43,21 @@ CREATE FUNCTION drift.h(text, text, bigint[], jsonb[]) RETURNS void
   LANGUAGE sql AS $$SELECT$$;
 });
 
+# The worker leaves a queue that no longer fits alone, and says so
+$node->safe_psql('postgres', q{
+SET ROLE drifter;
+SELECT dlsm_create_queue('drift.first');
+SELECT dlsm_enqueue('drift.first', '1');
+ALTER TABLE drift.first ALTER COLUMN entity TYPE bigint USING entity::bigint;
+});
+ok( poll_within(
+		$node, 'postgres',
+		q{SELECT last_error = 'queue "first" no longer fits dlsm since its table was altered: dlsm leaves it alone' AND skipped > 0
+		    FROM dlsm_worker_status WHERE database = 'postgres'},
+		60),
+	'the worker names the queue that no longer fits, and skips it');
+$node->safe_psql('postgres', "SET ROLE drifter; SELECT dlsm_drop_queue('drift.first', true)");
+
 # Run $sql as drifter; returns (exit code, stderr).
 sub as_drifter
 {

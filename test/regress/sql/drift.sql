@@ -114,3 +114,10 @@ RESET ROLE;
 RESET search_path;
 DROP SCHEMA drift CASCADE;
 DROP ROLE dlsm_drifter;
+
+-- a declaration that passes fewer arguments than the library reads (as an
+-- older version's may) is refused before any is read
+CREATE FUNCTION public.short_enqueue(regclass, text) RETURNS bigint
+  AS 'dlsm', 'dlsm_enqueue' LANGUAGE C;
+SELECT public.short_enqueue('pg_class', 'e');
+DROP FUNCTION public.short_enqueue(regclass, text);
