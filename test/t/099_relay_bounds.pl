@@ -19,7 +19,8 @@
 #     relays run in at most dlsm.max_relays of them (the log says once per
 #     database that the others have none), dlsm's worker for another
 #     database starts and reaps an expired lease there within 30 s, and a
-#     producer there notifies its listener itself.
+#     producer there notifies its listener itself; dlsm.max_relays
+#     lowered by a reload, the relays past it leave.
 use strict;
 use warnings;
 
@@ -240,6 +241,12 @@ ok(@said >= 6 - $max_relays, 'the log says which databases got no relay: ' . joi
 is(scalar(grep { $_ > 1 } values %times), 0, '... once each');
 ok($log =~ /DETAIL:  $max_relays relays run or start, and "dlsm.max_relays" and the background worker processes left to dlsm's workers allow $max_relays\. Producers send the notifications of queue channels in their own transactions\./,
 	'with the bound as detail');
+
+# dlsm.max_relays lowered: the relays past it leave (they have no work)
+$node->psql('postgres', q{ALTER SYSTEM SET dlsm.max_relays = 1});
+$node->reload;
+ok(defined poll_within($node, 'postgres', "SELECT ($relays) = 1", 30),
+	'dlsm.max_relays lowered to 1 by a reload: one relay is left');
 
 $_->quit for @listeners, $lease_listener, $lease_producer;
 $node->stop;
