@@ -67,6 +67,12 @@ bool		dlsm_log_statements = false;
 /* Leave the NOTIFYs of queue channels to the database's relay (notify.c). */
 bool		dlsm_notify_relay = false;
 
+/* The most relays that run at once, over all databases. */
+int			dlsm_max_relays = 2;
+
+/* How long a relay with nothing to notify runs, in milliseconds. */
+int			dlsm_relay_idle_timeout = 60000;
+
 static bool
 check_databases(char **newval, void **extra, GucSource source)
 {
@@ -152,6 +158,47 @@ define_slots(void)
 							NULL, NULL, NULL);
 }
 
+/* Define the settings of the relay (notify.c, relay.c). */
+static void
+define_relay(void)
+{
+	/*
+	 * PGC_SUSET: on, a LISTEN or a producer starts a server process, the
+	 * relay; the server's configuration (or a superuser's ALTER ROLE or ALTER
+	 * DATABASE ... SET) chooses where.
+	 */
+	DefineCustomBoolVariable("dlsm.notify_relay",
+							 "Leaves the NOTIFY of a queue's channel to the database's relay, after the commit.",
+							 "Off: a transaction that enqueues notifies in its own commit, holding the notify lock across its WAL flush.",
+							 &dlsm_notify_relay,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlsm.max_relays",
+							"Sets the most dlsm relays that run at once.",
+							"Each takes a background worker process; never more run than max_worker_processes leaves after dlsm's launcher, dlsm.max_workers workers and the logical replication launcher.",
+							&dlsm_max_relays,
+							2,
+							0,
+							1024,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlsm.relay_idle_timeout",
+							"Sets how long a dlsm relay with nothing to notify runs before it exits.",
+							"The next producer that needs it starts it again.",
+							&dlsm_relay_idle_timeout,
+							60000,
+							100,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+}
+
 /* Define the settings; called once from _PG_init. */
 void
 dlsm_guc_init(void)
@@ -233,14 +280,7 @@ dlsm_guc_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
-	DefineCustomBoolVariable("dlsm.notify_relay",
-							 "Leaves the NOTIFY of a queue's channel to the database's relay, after the commit.",
-							 "Off: a transaction that enqueues notifies in its own commit, holding the notify lock across its WAL flush.",
-							 &dlsm_notify_relay,
-							 false,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
+	define_relay();
 
 	DefineCustomIntVariable("dlsm.node_id",
 							"Sets the number of this server in a sharded layout.",

@@ -27,6 +27,8 @@ extern int	dlsm_max_workers;
 extern int	dlsm_max_databases;
 extern bool dlsm_log_statements;
 extern bool dlsm_notify_relay;
+extern int	dlsm_max_relays;
+extern int	dlsm_relay_idle_timeout;
 
 extern void dlsm_guc_init(void);
 

@@ -34,7 +34,24 @@
  * listened before it committed, and so before the NOTIFY that follows.  A
  * producer that finds no running relay, or no room for its channel,
  * notifies in its own transaction, as without preloading.  Marks are kept
- * while no relay runs: the next one to start sends them.
+ * while no relay runs: the next one to start sends them, and a producer
+ * that marked a channel after its commit and finds no relay running starts
+ * one.
+ *
+ * A relay is a server process that a LISTEN or an enqueue starts, so it is
+ * bounded (doc/security.md, "The relay"): none starts in a database that is
+ * a template or does not allow connections (its producers notify, as with
+ * the relay off); one runs per database, and at most relay_cap() over the
+ * cluster, so that relays never take the background worker processes of
+ * dlsm's launcher and workers; a producer that finds no room notifies, and
+ * the log says so once per database until a relay runs there again.  A
+ * relay exits once it had nothing to notify for dlsm.relay_idle_timeout,
+ * and on SIGTERM (pg_terminate_backend); the postmaster never restarts it:
+ * the next producer that needs one starts it.  A relay leaves of itself
+ * only while no producer is between leaving a channel to it and marking
+ * it (the entry's marking count, taken under the lock as the producer
+ * sees it running), and no mark of its database is set: so none is left
+ * behind with no relay to send it.
  *
  * A producer that notifies in its own commit while a client listens (the
  * relay off, or not running) is counted, in its database's relay entry:
@@ -51,13 +68,14 @@
  *
  * Locking: DlsmListenShared.lock (of the LWLock tranche "dlsm") is taken
  * exclusively by a backend that starts or stops listening (its count), by
- * a relay that attaches, detaches or pauses, by a backend that starts a
- * relay or marks a channel for the first time; shared by a producer that
- * asks whether anyone listens, wakes the relay after its commit or counts
- * its own notifying commit (exclusive the database's first time), by the
- * relay taking the marks and by the views.  It is a leaf lock: taken after
- * any heavyweight lock, for a few field reads or writes, never across SPI,
- * a wait or a signal that could block.
+ * a relay that attaches, detaches, leaves or pauses, by a backend that
+ * starts a relay or marks a channel for the first time; shared by a
+ * producer that asks whether anyone listens (and counts itself in the
+ * relay's marking), wakes the relay after its commit or counts its own
+ * notifying commit (exclusive the database's first time), by the relay
+ * taking the marks or counting the relays and by the views.  It is a leaf
+ * lock: taken after any heavyweight lock, for a few field reads or writes,
+ * never across SPI, a wait or a signal that could block.
  *
  * Calls nothing of dlsm; reads dlsm.notify_relay (guc.c).
  *
@@ -70,18 +88,22 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_database.h"
 #include "commands/async.h"
 #include "commands/dbcommands.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "port/atomics.h"
 #include "postmaster/bgworker.h"
+#include "replication/logicallauncher.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "guc.h"
@@ -107,7 +129,11 @@ static enum
 /* The channels a transaction may leave to the relay; more are notified. */
 #define MAX_MARKS_PER_XACT 16
 
-/* How long a relay that was asked to start may take to run. */
+/*
+ * How long a relay that was asked to start may take to run, and how long
+ * producers notify themselves after one could not start before they ask
+ * again.
+ */
 #define RELAY_START_MS 10000
 
 /*
@@ -122,7 +148,10 @@ typedef enum DlsmRelayState
 {
 	DLSM_RELAY_NONE,			/* none runs: producers notify */
 	DLSM_RELAY_STARTING,		/* asked for: producers notify meanwhile */
-	DLSM_RELAY_RUNNING			/* producers mark, it notifies */
+	DLSM_RELAY_RUNNING,			/* producers mark, it notifies */
+	DLSM_RELAY_REFUSED			/* none may start (no room, a template):
+								 * producers notify, and ask again once
+								 * RELAY_START_MS passed */
 } DlsmRelayState;
 
 /* A database's relay. */
@@ -132,9 +161,12 @@ typedef struct DlsmRelay
 	DlsmRelayState state;
 	pid_t		pid;			/* while running */
 	Latch	   *latch;			/* while running: set by a first mark */
-	TimestampTz since;			/* asked for at (STARTING) */
+	TimestampTz since;			/* asked for, or refused, at */
 	TimestampTz stopped_until;	/* none starts before (DROP DATABASE) */
+	bool		refusal_said;	/* the log said none could start */
 	/* atomics, moved without the lock: */
+	pg_atomic_uint32 marking;	/* producers that saw it running and have not
+								 * marked yet (counted under the lock) */
 	pg_atomic_uint32 committing;	/* producers' notifying commits in flight */
 	pg_atomic_uint64 producer_notifies; /* commits that notified a listener */
 	pg_atomic_uint64 crowded_notifies;	/* of them, in a crowd (NOTIFY_CROWD) */
@@ -174,13 +206,20 @@ static DlsmRelay *my_relay = NULL;
 /* The entry whose committing this transaction counts in, if any. */
 static DlsmRelay *my_commit = NULL;
 
+/* The entry whose marking this transaction counts in, if any. */
+static DlsmRelay *my_marking = NULL;
+
+/* This backend's database's name, once looked up (relay_database_ok). */
+static char my_dbname[NAMEDATALEN];
+
 static void count_listener(Oid dboid, int delta);
-static bool anyone_listens(Oid dboid, DlsmRelayState *relay);
+static bool anyone_listens(Oid dboid, DlsmRelayState *relay, bool mark);
 static int	channel_mark(Oid dboid, const char *channel);
-static void start_relay(Oid dboid);
+static void start_relay(Oid dboid, bool in_xact);
 static void count_producer_notify(Oid dboid);
 static DlsmRelay *relay_of(Oid dboid, bool add);
-static bool relay_start_failed(Oid dboid);
+static bool relay_retry_due(DlsmRelay *relay);
+static bool relay_database_ok(Oid dboid);
 
 static void
 uncount_listener(int code, Datum arg)
@@ -208,7 +247,7 @@ notify_xact_callback(XactEvent event, void *arg)
 		counted_as_listener = true;
 		count_listener(MyDatabaseId, 1);
 		if (dlsm_notify_relay)
-			start_relay(MyDatabaseId);
+			start_relay(MyDatabaseId, true);
 	}
 	else if (event == XACT_EVENT_COMMIT && pending == LISTEN_STOP)
 		uncount_listener(0, (Datum) 0);
@@ -253,12 +292,16 @@ dlsm_notify_send(const char *channel)
 	DlsmRelayState relay;
 	int			mark;
 
-	if (!anyone_listens(MyDatabaseId, &relay))
+	if (!anyone_listens(MyDatabaseId, &relay, dlsm_notify_relay))
 		return;
+	/* counted in the relay's marking when running: it stays for the mark */
 	if (relay == DLSM_RELAY_RUNNING && dlsm_notify_relay &&
 		nxact_marks < MAX_MARKS_PER_XACT &&
 		(mark = channel_mark(MyDatabaseId, channel)) >= 0)
 	{
+		/* the name for a relay this backend may start after its commit */
+		if (my_dbname[0] == '\0')
+			(void) relay_database_ok(MyDatabaseId);
 		xact_marks[nxact_marks++] = mark;
 		return;
 	}
@@ -266,17 +309,20 @@ dlsm_notify_send(const char *channel)
 	if (my_commit == NULL)
 		count_producer_notify(MyDatabaseId);
 	if (relay == DLSM_RELAY_NONE && dlsm_notify_relay)
-		start_relay(MyDatabaseId);
+		start_relay(MyDatabaseId, true);
 }
 
 /*
  * The transaction ended (committed: its changes are visible to all, and
  * its locks released): mark the channels dlsm_notify_send left to the
- * relay, and wake it when a mark is new.
+ * relay, and wake it when a mark is new; when no relay runs any more (it
+ * was terminated), start one to send the marks.
  */
 void
 dlsm_notify_committed(bool committed)
 {
+	bool		orphaned = false;
+
 	for (int i = 0; i < nxact_marks && committed; i++)
 	{
 		DlsmMark   *mark = &shared->marks[xact_marks[i]];
@@ -295,14 +341,24 @@ dlsm_notify_committed(bool committed)
 			LWLockRelease(shared->lock);
 			if (latch != NULL)
 				SetLatch(latch);
+			else
+				orphaned = true;
 		}
 	}
 	nxact_marks = 0;
+	/* after the marks: a relay that sees none marking sees them set */
+	if (my_marking != NULL)
+	{
+		pg_atomic_fetch_sub_u32(&my_marking->marking, 1);
+		my_marking = NULL;
+	}
 	if (my_commit != NULL)
 	{
 		pg_atomic_fetch_sub_u32(&my_commit->committing, 1);
 		my_commit = NULL;
 	}
+	if (orphaned)
+		start_relay(MyDatabaseId, false);
 }
 
 /* Shared memory for the listener counts. */
@@ -327,6 +383,7 @@ dlsm_notify_shmem_init(LWLock *lock)
 		for (int i = 0; i < DLSM_MAX_DATABASES; i++)
 		{
 			pg_atomic_init_u32(&shared->relays[i].committing, 0);
+			pg_atomic_init_u32(&shared->relays[i].marking, 0);
 			pg_atomic_init_u64(&shared->relays[i].producer_notifies, 0);
 			pg_atomic_init_u64(&shared->relays[i].crowded_notifies, 0);
 			pg_atomic_init_u32(&shared->relays[i].crowd_said, 0);
@@ -386,11 +443,14 @@ count_listener(Oid dboid, int delta)
 /*
  * May a client backend of dboid be listening?  True when unsure (dlsm not
  * preloaded, or a listener that found no free entry).  *relay: where the
- * database's relay stands (none without preloading).
+ * database's relay stands (none without preloading).  With mark, a running
+ * relay counts this transaction in its marking, until it ends
+ * (dlsm_notify_committed): it may mark a channel for it.
  */
 static bool
-anyone_listens(Oid dboid, DlsmRelayState *relay)
+anyone_listens(Oid dboid, DlsmRelayState *relay, bool mark)
 {
+	DlsmRelay  *entry;
 	bool		listens;
 
 	*relay = DLSM_RELAY_NONE;
@@ -399,11 +459,16 @@ anyone_listens(Oid dboid, DlsmRelayState *relay)
 	listens = shared->listeners_lost;
 	for (int i = 0; i < DLSM_MAX_DATABASES && !listens; i++)
 		listens = shared->listen_db[i] == dboid && shared->listeners[i] > 0;
-	for (int i = 0; i < DLSM_MAX_DATABASES; i++)
-		if (shared->relays[i].dboid == dboid)
-			*relay = shared->relays[i].state;
-	if (*relay == DLSM_RELAY_STARTING && relay_start_failed(dboid))
+	entry = relay_of(dboid, false);
+	if (entry != NULL)
+		*relay = entry->state;
+	if (entry != NULL && relay_retry_due(entry))
 		*relay = DLSM_RELAY_NONE;	/* ask again */
+	if (listens && mark && *relay == DLSM_RELAY_RUNNING && my_marking == NULL)
+	{
+		pg_atomic_fetch_add_u32(&entry->marking, 1);
+		my_marking = entry;
+	}
 	LWLockRelease(shared->lock);
 	return listens;
 }
@@ -543,39 +608,135 @@ relay_of(Oid dboid, bool add)
 	return free_entry;
 }
 
-/* Was dboid's relay asked for longer ago than it may take to start? */
+/*
+ * Was the relay asked for, or refused, longer ago than RELAY_START_MS (it
+ * did not start: ask again)?  The lock held.
+ */
 static bool
-relay_start_failed(Oid dboid)
+relay_retry_due(DlsmRelay *relay)
 {
-	DlsmRelay  *relay = relay_of(dboid, false);
-
-	return relay != NULL && relay->state == DLSM_RELAY_STARTING &&
+	return (relay->state == DLSM_RELAY_STARTING ||
+			relay->state == DLSM_RELAY_REFUSED) &&
 		TimestampDifferenceExceeds(relay->since, GetCurrentTimestamp(),
 								   RELAY_START_MS);
 }
 
 /*
- * Start a relay for dboid, unless one runs or starts, or a DROP DATABASE
- * keeps it away.  Without a free background worker, producers notify in
- * their transactions, as before; the next LISTEN or notifying commit asks
- * again, once RELAY_START_MS passed.  A relay that stops on an error is
- * restarted by the postmaster.
+ * The most relays that may run at once: dlsm.max_relays, and never more
+ * than the background worker processes left after dlsm's launcher, its
+ * dlsm.max_workers workers and PostgreSQL's logical replication launcher,
+ * so that relays never keep dlsm's workers from starting.
+ */
+static int
+relay_cap(void)
+{
+	int			reserved = 1 + dlsm_max_workers +
+	(max_logical_replication_workers > 0 ? 1 : 0);
+
+	return Max(Min(dlsm_max_relays, max_worker_processes - reserved), 0);
+}
+
+/* The relays running or starting, of entries below limit; the lock held. */
+static int
+relays_in_use(int limit)
+{
+	int			n = 0;
+
+	for (int i = 0; i < limit; i++)
+	{
+		DlsmRelay  *relay = &shared->relays[i];
+
+		n += relay->state == DLSM_RELAY_RUNNING ||
+			(relay->state == DLSM_RELAY_STARTING && !relay_retry_due(relay));
+	}
+	return n;
+}
+
+/*
+ * May database dboid have a relay: it allows connections and is no
+ * template?  Remembers its name when it is this backend's.  In a
+ * transaction.
+ */
+static bool
+relay_database_ok(Oid dboid)
+{
+	HeapTuple	tuple = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(dboid));
+	Form_pg_database db;
+	bool		ok;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	db = (Form_pg_database) GETSTRUCT(tuple);
+	ok = db->datallowconn && !db->datistemplate;
+	if (dboid == MyDatabaseId)
+		strlcpy(my_dbname, NameStr(db->datname), NAMEDATALEN);
+	ReleaseSysCache(tuple);
+	return ok;
+}
+
+/*
+ * The relay of dboid could not start (no room, or the database may have
+ * none): producers notify themselves, and ask again once RELAY_START_MS
+ * passed.  Returns whether to say so (not said since a relay last ran
+ * there); the lock held.
+ */
+static bool
+relay_refused(DlsmRelay *relay, bool quiet)
+{
+	bool		say = !quiet && !relay->refusal_said;
+
+	relay->state = DLSM_RELAY_REFUSED;
+	relay->since = GetCurrentTimestamp();
+	relay->refusal_said |= say;
+	return say;
+}
+
+/*
+ * Start a relay for dboid (this backend's database), unless one runs or
+ * starts, a DROP DATABASE keeps it away, or a refusal is younger than
+ * RELAY_START_MS.  None starts in a database that is a template or does
+ * not allow connections (checked when in_xact; the relay checks too), nor
+ * past relay_cap() or without a free background worker process: producers
+ * notify in their transactions, as with the relay off, and the log says
+ * so once.  The postmaster never restarts a relay: the next producer that
+ * needs one starts it.
  */
 static void
-start_relay(Oid dboid)
+start_relay(Oid dboid, bool in_xact)
 {
 	BackgroundWorker bgw;
 	DlsmRelay  *relay;
-	char	   *dbname;
+	bool		allowed = !in_xact || relay_database_ok(dboid);
+	const char *dbname = my_dbname[0] != '\0' ? my_dbname : "?";
+	int			running = 0;
+	int			cap = relay_cap();
+	bool		say;
 
 	if (!lock_listeners(LW_EXCLUSIVE))
 		return;
 	relay = relay_of(dboid, true);
 	if (relay == NULL || relay->state == DLSM_RELAY_RUNNING ||
-		(relay->state == DLSM_RELAY_STARTING && !relay_start_failed(dboid)) ||
+		((relay->state == DLSM_RELAY_STARTING ||
+		  relay->state == DLSM_RELAY_REFUSED) && !relay_retry_due(relay)) ||
 		GetCurrentTimestamp() < relay->stopped_until)
 	{
 		LWLockRelease(shared->lock);
+		return;
+	}
+	if (allowed)
+		running = relays_in_use(DLSM_MAX_DATABASES);
+	if (!allowed || running >= cap)
+	{
+		say = relay_refused(relay, !allowed);
+		LWLockRelease(shared->lock);
+		if (say)
+			ereport(LOG,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("could not start the dlsm relay for database \"%s\"",
+							dbname),
+					 errdetail("%d relays run or start, and \"dlsm.max_relays\" and the background worker processes left to dlsm's workers allow %d. Producers send the notifications of queue channels in their own transactions.",
+							   running, cap),
+					 errhint("You may need to increase \"dlsm.max_relays\" or \"max_worker_processes\".")));
 		return;
 	}
 	relay->state = DLSM_RELAY_STARTING;
@@ -586,19 +747,22 @@ start_relay(Oid dboid)
 	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS |
 		BGWORKER_BACKEND_DATABASE_CONNECTION;
 	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = 1;
+	bgw.bgw_restart_time = BGW_NEVER_RESTART;
 	strlcpy(bgw.bgw_library_name, "dlsm", BGW_MAXLEN);
 	strlcpy(bgw.bgw_function_name, "dlsm_relay_main", BGW_MAXLEN);
 	strlcpy(bgw.bgw_type, "dlsm relay", BGW_MAXLEN);
-	dbname = get_database_name(dboid);
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "dlsm relay for database %s",
-			 dbname ? dbname : "?");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "dlsm relay for database %s", dbname);
 	bgw.bgw_main_arg = ObjectIdGetDatum(dboid);
-	if (!RegisterDynamicBackgroundWorker(&bgw, NULL))
+	if (RegisterDynamicBackgroundWorker(&bgw, NULL))
+		return;
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	say = relay->state == DLSM_RELAY_STARTING && relay_refused(relay, false);
+	LWLockRelease(shared->lock);
+	if (say)
 		ereport(LOG,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("could not start the dlsm relay for database \"%s\"",
-						dbname ? dbname : "?"),
+						dbname),
 				 errdetail("Producers send the notifications of queue channels in their own transactions until it starts."),
 				 errhint("You may need to increase \"max_worker_processes\".")));
 }
@@ -647,17 +811,24 @@ channel_mark(Oid dboid, const char *channel)
 	return found;
 }
 
-/* The relay of this backend's database stopped. */
+/* This relay is its database's no more; the lock held exclusively. */
 static void
-relay_detach(int code, Datum arg)
+relay_forget(void)
 {
-	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	if (my_relay->pid == MyProcPid)
 	{
 		my_relay->state = DLSM_RELAY_NONE;
 		my_relay->pid = 0;
 		my_relay->latch = NULL;
 	}
+}
+
+/* The relay of this backend's database stopped. */
+static void
+relay_detach(int code, Datum arg)
+{
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	relay_forget();
 	LWLockRelease(shared->lock);
 	my_relay = NULL;
 }
@@ -683,6 +854,7 @@ dlsm_notify_relay_attach(Oid dboid)
 		relay->state = DLSM_RELAY_RUNNING;
 		relay->pid = MyProcPid;
 		relay->latch = MyLatch;
+		relay->refusal_said = false;
 		my_relay = relay;
 	}
 	LWLockRelease(shared->lock);
@@ -718,6 +890,64 @@ dlsm_notify_relay_take(int *marks, char (*channels)[NAMEDATALEN], int max)
 		n++;
 	}
 	return n;
+}
+
+/*
+ * The relay leaves of itself (idle, or past relay_cap()): true when it is
+ * its database's relay no more, so that producers notify themselves; false
+ * while a producer may still mark a channel for it or a mark of its
+ * database is set (it has work).
+ */
+bool
+dlsm_notify_relay_leave(void)
+{
+	bool		busy;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	busy = pg_atomic_read_u32(&my_relay->marking) > 0;
+	for (int i = 0; i < shared->nmarks && !busy; i++)
+		busy = shared->marks[i].dboid == my_relay->dboid &&
+			pg_atomic_read_u32(&shared->marks[i].marked) != 0;
+	if (!busy)
+		relay_forget();
+	LWLockRelease(shared->lock);
+	return !busy;
+}
+
+/*
+ * The relay stops (SIGTERM, or its database may have none): it is its
+ * database's relay no more.  Returns whether it should send the marks
+ * left (false when a DROP DATABASE stops it).
+ */
+bool
+dlsm_notify_relay_stop(void)
+{
+	bool		dropped;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	relay_forget();
+	dropped = GetCurrentTimestamp() < my_relay->stopped_until;
+	LWLockRelease(shared->lock);
+	return !dropped;
+}
+
+/* Is this relay within relay_cap(), counting the relays before its entry? */
+bool
+dlsm_notify_relay_within_cap(void)
+{
+	bool		within;
+
+	LWLockAcquire(shared->lock, LW_SHARED);
+	within = relays_in_use(my_relay - shared->relays) < relay_cap();
+	LWLockRelease(shared->lock);
+	return within;
+}
+
+/* May database dboid have a relay?  In a transaction. */
+bool
+dlsm_notify_relay_allowed(Oid dboid)
+{
+	return relay_database_ok(dboid);
 }
 
 /* The relay could not notify these n marks: they wait for its next pass. */

@@ -30,6 +30,10 @@ extern bool dlsm_notify_relay_attach(Oid dboid);
 extern int	dlsm_notify_relay_take(int *marks, char (*channels)[NAMEDATALEN],
 								   int max);
 extern void dlsm_notify_relay_untake(const int *marks, int n);
+extern bool dlsm_notify_relay_leave(void);
+extern bool dlsm_notify_relay_stop(void);
+extern bool dlsm_notify_relay_within_cap(void);
+extern bool dlsm_notify_relay_allowed(Oid dboid);
 extern pid_t dlsm_notify_relay_pause(Oid dboid, int pause_ms);
 extern bool dlsm_notify_relay_gone(Oid dboid, pid_t pid);
 

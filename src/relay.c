@@ -21,10 +21,21 @@
  * (bounded by RELAY_LOCK_TIMEOUT): nothing a handler does holds it back.
  * A pass that fails (the lock not granted in time, PostgreSQL's
  * notification queue full) gives its marks back for the next pass, one
- * RELAY_RETRY_MS later.  It stops on SIGTERM and is restarted by the
- * postmaster after any stop but one asked for by DROP DATABASE.
+ * RELAY_RETRY_MS later.
  *
- * Calls notify.c and waits.c.
+ * It is a process that a LISTEN or an enqueue may start, so it goes away
+ * with its reason (notify.c has the bounds on where and how many run):
+ * it exits once it had nothing to notify for dlsm.relay_idle_timeout, or
+ * is past the cluster's bound for relays after a reload, as soon as no
+ * producer is about to mark a channel for it; on SIGTERM
+ * (pg_terminate_backend, a shutdown, DROP DATABASE), it stops being the
+ * database's relay, sends the marks left (unless its database is being
+ * dropped) and exits; and when its database turns out to be a template or
+ * not to allow connections (checked as it starts and at least every
+ * RELAY_NAP_MS), likewise.  The postmaster never restarts it: the next
+ * producer that needs one starts it.
+ *
+ * Calls notify.c and waits.c; reads dlsm.relay_idle_timeout (guc.c).
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -45,7 +56,9 @@
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
+#include "guc.h"
 #include "notify.h"
 #include "relay.h"
 #include "waits.h"
@@ -93,14 +106,45 @@ relay_pass(MemoryContext loop_context)
 	return n;
 }
 
+/* May the relay's database have one (no template, connections allowed)? */
+static bool
+database_allowed(Oid dboid)
+{
+	bool		ok;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	ok = dlsm_notify_relay_allowed(dboid);
+	CommitTransactionCommand();
+	return ok;
+}
+
+/*
+ * Stop: the database's relay no more, send the marks left (but in a
+ * database being dropped) and exit.
+ */
+static void
+relay_stop(MemoryContext loop_context)
+{
+	if (dlsm_notify_relay_stop())
+	{
+		MemoryContextSwitchTo(loop_context);
+		while (relay_pass(loop_context) == RELAY_MAX_CHANNELS)
+			MemoryContextReset(loop_context);
+	}
+	proc_exit(0);
+}
+
 void
 dlsm_relay_main(Datum main_arg)
 {
 	Oid			dboid = DatumGetObjectId(main_arg);
 	MemoryContext loop_context;
+	TimestampTz last_work;
+	TimestampTz last_check;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	BackgroundWorkerUnblockSignals();
 	if (!dlsm_notify_relay_attach(dboid))
 		proc_exit(0);			/* not needed: the postmaster forgets it */
@@ -111,22 +155,51 @@ dlsm_relay_main(Datum main_arg)
 
 	loop_context = AllocSetContextCreate(TopMemoryContext, "dlsm relay loop",
 										 ALLOCSET_DEFAULT_SIZES);
+	if (!database_allowed(dboid))
+		relay_stop(loop_context);
+	last_work = last_check = GetCurrentTimestamp();
 	for (;;)
 	{
 		int			sent;
 		long		wait = RELAY_NAP_MS;
 		int			events = WL_LATCH_SET;
+		TimestampTz now;
 
 		MemoryContextSwitchTo(loop_context);
 		sent = relay_pass(loop_context);
 		MemoryContextReset(loop_context);
+		now = GetCurrentTimestamp();
+		if (ShutdownRequestPending)
+			relay_stop(loop_context);
+		if (TimestampDifferenceExceeds(last_check, now, RELAY_NAP_MS))
+		{
+			last_check = now;
+			if (!database_allowed(dboid))
+				relay_stop(loop_context);
+		}
 
-		/* after a pass that notified, an interval before the next */
 		if (sent != 0)
 		{
+			/* after a pass that notified, an interval before the next */
+			last_work = now;
 			events = 0;
 			wait = sent < 0 ? RELAY_RETRY_MS :
 				sent == RELAY_MAX_CHANNELS ? 0 : RELAY_INTERVAL_MS;
+		}
+		else
+		{
+			long		idle = TimestampDifferenceMilliseconds(last_work, now);
+			long		idle_left = dlsm_relay_idle_timeout - idle;
+
+			/* nothing to do for its idle time, or one relay too many */
+			if (idle_left <= 0 || !dlsm_notify_relay_within_cap())
+			{
+				if (dlsm_notify_relay_leave())
+					proc_exit(0);
+				/* a producer is about to mark: its mark sets the latch */
+				idle_left = RELAY_NAP_MS;
+			}
+			wait = Min(wait, idle_left);
 		}
 		(void) WaitLatch(MyLatch, events | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 wait, dlsm_wait_event(DLSM_WAIT_RELAY));

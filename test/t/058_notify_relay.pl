@@ -12,7 +12,8 @@
 #   - the latency, commit to notification, median, as a note (the figures
 #     under load are bench/notify_ab.sh's);
 #   - a handler that sleeps 5 s does not hold notifications back;
-#   - a relay terminated is restarted, and notifications keep coming;
+#   - a relay terminated is started again by the next enqueue (not by
+#     the postmaster: test/t/099), and notifications keep coming;
 #   - DROP DATABASE stops the relay of the database;
 #   - with dlsm.notify_relay off (the default; the test turns it on), a
 #     LISTEN starts no relay and the producer notifies, as before;
@@ -185,8 +186,8 @@ is_deeply(\@pids, [$relay_pid], 'notified by the relay while the handler sleeps'
 cmp_ok($took, '<', 2, sprintf('... at once (%.3f s), not after the handler', $took));
 
 # ---------------------------------------------------------------------
-# The relay terminated: restarted by the postmaster; meanwhile producers
-# notify themselves; no notification is lost.
+# The relay terminated: the next enqueue, notified by its producer, starts
+# another; no notification is lost.
 # ---------------------------------------------------------------------
 sql(qq{SELECT pg_terminate_backend($relay_pid)});
 sql(q{SELECT dlsm_enqueue('rq', 'relay gone')});
@@ -194,7 +195,7 @@ ok(scalar(wait_notified($listener, 10)), 'an enqueue just after the relay was te
 ok( $node->poll_query_until(
 		'postgres', qq{SELECT count(*) = 1 FROM pg_stat_activity
 		  WHERE backend_type = 'dlsm relay' AND pid <> $relay_pid}),
-	'the relay is restarted');
+	'the enqueue starts the relay again');
 $relay_pid = sql(q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'dlsm relay'});
 sql(q{SELECT dlsm_enqueue('rq', 'relay back')});
 @pids = wait_notified($listener, 10);
