@@ -34,7 +34,8 @@
 # private installation of that major (test/majors/setup.sh, cached in
 # /var/cache/dlsm-pg), and counts those suites as SUITE@MAJOR: on 18
 # every suite that can run there, on 16 and 17 the build, regress,
-# isolation, pgTAP and the worker's TAP files.  failover, package, pgxn,
+# isolation, pgTAP, the worker's TAP files and the trust classes' (catalog
+# drift, version skew, the relay's bounds).  failover, package, pgxn,
 # metrics, meta and arch stay on 15 (see MATRIX below).  DLSM_MATRIX=no
 # runs 15 only; `SUITE@MAJOR` arguments pick suites of the matrix.
 #
@@ -67,6 +68,9 @@ declare -A MATRIX=(
 )
 # the worker's TAP files, for the majors that run only those
 WORKER_TAP="test/t/001_worker_lifecycle.pl test/t/002_reaper.pl test/t/003_handlers.pl test/t/004_databases.pl test/t/056_transaction_timeout.pl"
+# and the trust classes, which every major must pass: catalog drift,
+# version skew, the relay's bounds
+WORKER_TAP="$WORKER_TAP test/t/099_relay_bounds.pl test/t/110_catalog_drift.pl test/t/111_version_skew.pl"
 if [ "$major" != 15 ]; then
 	[ "$major" = 18 ] || DLSM_TAP_TESTS=${DLSM_TAP_TESTS:-$WORKER_TAP}
 fi
