@@ -15,6 +15,9 @@
 #   failover    test/failover/run.sh: pg_auto_failover, a failover under load
 #   meta        test/meta.pl: META.json against the PGXN Meta Spec and the repo
 #   arch        test/arch.pl: the layers of src/ and the rules its code keeps
+#   signals     after the others: no server log of theirs (TAP, stress,
+#               model, failover, fuzz) has a process ended by a signal other
+#               than a test's SIGKILL
 #   package     test/package/run.sh: the Debian package built (debian/build.sh),
 #               lintian, installed in place of the source install, regress and
 #               isolation against it; dlsm installed from source again after
@@ -354,6 +357,25 @@ if [ "$major" != 15 ] && want upgrade; then
 	prove_counts upgrade "$log"
 	grep -E '^test/|^Files=|^Result' "$log"
 	grep -q '^Result: PASS' "$log" || tail -40 tmp_check/log/regress_log_* 2>/dev/null
+	fi
+fi
+
+# signals: no server process of any suite above ended by a signal other
+# than the SIGKILLs tests send on purpose (a crash: SIGSEGV, SIGABRT, ...;
+# a crash restarts the server, and a suite whose assertions came after the
+# restart could pass): every server log the suites left in the tree, TAP
+# clusters, stress, model, failover and fuzz runs alike (the regress,
+# isolation and pgTAP servers are pg_virtualenv's, whose tests fail on a
+# crash).  Run when any suite ran.
+if [ ${#ran[@]} -gt 0 ] && { [ ${#suites[@]} = 0 ] || listed signals "${suites[@]}"; }; then
+	crashes=$(find . -path ./test/log -prune -o -type f -name '*.log' -print0 2>/dev/null |
+		xargs -0 -r grep -HE 'terminated by signal ([0-8]|1[0-9]|[2-9][0-9])\b|terminated by exception' 2>/dev/null | head -20)
+	if [ -n "$crashes" ]; then
+		echo "$crashes"
+		while IFS= read -r l; do failures+=("signals: ${l:0:240}"); done <<<"$crashes"
+		record signals 0 1 "a server process ended by a signal"
+	else
+		record signals 1 0
 	fi
 fi
 
