@@ -13,6 +13,7 @@
 # pg_catalog's (an exact match where pg_catalog's needs a cast), never
 # run: the update succeeds, every member of dlsm is the superuser's, none
 # is mallory's, and mallory's log of who called her code stays empty.
+# The router's view dlsm_proxy_partitions, too.
 use strict;
 use warnings;
 
@@ -176,5 +177,36 @@ SELECT count(*) FROM pg_depend d
 is( $node->safe_psql($db,
 		q{SELECT trigger_name || ' ' || kind FROM dlsm.dlsm_captures}),
 	'dlsm_capture_changes update', 'and the 1.0 capture was migrated');
+
+# the router's scripts, the same way: mallory's unnest(int4[]) in
+# dlsm_proxy's schema is an exact match where pg_catalog's is polymorphic;
+# the view dlsm_proxy_partitions (every role reads it) named unnest
+# unqualified until 1.2
+$node->safe_psql('postgres', 'CREATE DATABASE router');
+$node->safe_psql('router', q{
+CREATE SCHEMA r;
+GRANT USAGE, CREATE ON SCHEMA r TO mallory;
+CREATE TABLE public.mallory_log (who text, what text);
+GRANT ALL ON public.mallory_log TO PUBLIC;
+SET ROLE mallory;
+CREATE FUNCTION r.unnest(int4[]) RETURNS SETOF int4 LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO public.mallory_log VALUES (current_user, 'unnest(int4[])');
+	  RETURN QUERY SELECT pg_catalog.unnest($1); END $$;
+CREATE FUNCTION r.m_mi(int4, int4) RETURNS int4 LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO public.mallory_log VALUES (current_user, '-(int4, int4)');
+	  RETURN $1 OPERATOR(pg_catalog.-) $2; END $$;
+CREATE OPERATOR r.- (LEFTARG = int4, RIGHTARG = int4, FUNCTION = r.m_mi);
+RESET ROLE;
+CREATE EXTENSION plproxy;
+CREATE EXTENSION dblink;
+CREATE EXTENSION dlsm_proxy SCHEMA r;
+INSERT INTO r.dlsm_proxy_map (nodes, moving) VALUES ('{1,1}', '{NULL,NULL}');
+});
+is( $node->safe_psql('router',
+		q{SELECT string_agg(partition || ':' || node_id, ',' ORDER BY partition) FROM r.dlsm_proxy_partitions}),
+	'0:1,1:1', 'the router\'s partitions read');
+is( $node->safe_psql('router',
+		q{SELECT coalesce(string_agg(who || ' ' || what, ', '), 'nobody') FROM public.mallory_log}),
+	'nobody', 'reading them ran none of mallory\'s code');
 
 done_testing();
