@@ -43,10 +43,14 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_depend.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
@@ -56,6 +60,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/json.h"
@@ -737,6 +742,63 @@ check_source_owner(Relation rel, Oid queue)
 						   GetUserNameFromId(owner, false))));
 }
 
+/*
+ * The capture's insert runs the queue owner's code (its triggers on the
+ * queue, defaults, policies) in the writer's session, and PostgreSQL looks
+ * a relation or type name that code leaves unqualified up in the session's
+ * temporary schema too: first when search_path does not list pg_temp,
+ * where it lists it otherwise (after pg_catalog with the capture's pinned
+ * search_path).  A temporary table of the writer's could then take such a
+ * name, and its triggers run as the owner.  So, unless both the current
+ * and the session user have the owner's privileges, the session must hold
+ * no temporary relation nor type (its temporary schema is the
+ * referenced object of their pg_depend rows).
+ */
+static void
+check_session_temp(Relation rel, Oid queue, Oid owner)
+{
+	Oid			temp_ns;
+	Oid			temp_toast_ns;
+	Relation	depend;
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		holds = false;
+
+	if (DLSM_CLASS_OWNERCHECK(queue, GetUserId()) &&
+		DLSM_CLASS_OWNERCHECK(queue, GetSessionUserId()))
+		return;
+	GetTempNamespaceState(&temp_ns, &temp_toast_ns);
+	if (!OidIsValid(temp_ns))
+		return;
+	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyInit(&key[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(NamespaceRelationId));
+	ScanKeyInit(&key[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(temp_ns));
+	scan = systable_beginscan(depend, DependReferenceIndexId, true, NULL,
+							  lengthof(key), key);
+	while (!holds && HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+
+		holds = dep->classid == RelationRelationId ||
+			dep->classid == TypeRelationId;
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
+	if (holds)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot capture a change of table \"%s\" into queue \"%s\" in a session holding temporary tables",
+						RelationGetRelationName(rel), dlsm_rel_label(queue)),
+				 errdetail("The capture runs as role \"%s\", the queue's owner, whose code on the queue could find this session's temporary tables or types by the names it leaves unqualified.",
+						   GetUserNameFromId(owner, false)),
+				 errhint("Drop them (DISCARD TEMP) before writing table \"%s\", or write it as a role with the privileges of role \"%s\".",
+						 RelationGetRelationName(rel),
+						 GetUserNameFromId(owner, false))));
+}
+
 /* Enqueue change into queue as the queue's owner. */
 static void
 enqueue_change(DlsmQueue *queue, Change *change)
@@ -775,6 +837,7 @@ dlsm_capture_row(TriggerData *trigdata)
 		return;
 	check_source_owner(trigdata->tg_relation, queue_relid);
 	queue = dlsm_queue_open(queue_relid, 0);
+	check_session_temp(trigdata->tg_relation, queue_relid, queue->owner);
 	enqueue_change(queue, &change);
 	dlsm_queue_close(queue);
 }

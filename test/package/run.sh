@@ -256,7 +256,7 @@ router=$(cluster_psql -Atc "CREATE EXTENSION plproxy" -c "CREATE EXTENSION dblin
 	-c "SELECT string_agg(extname || ' ' || extversion, ', ' ORDER BY extname) FROM pg_extension" \
 	2>&1)
 check "CREATE EXTENSION plproxy, dblink, dlsm_proxy in a router ($router)" \
-	test "$router" = "dblink 1.2, dlsm_proxy 1.1, plpgsql 1.0, plproxy 2.10.0"
+	test "$router" = "dblink 1.2, dlsm_proxy 1.2, plpgsql 1.0, plproxy 2.10.0"
 fn=$(cluster_psql -Atc "SELECT e.extname FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
 	WHERE d.classid = 'pg_proc'::regclass AND d.objid = 'dlsm_proxy_node_of(text)'::regprocedure
 	AND d.deptype = 'e'" 2>&1)

@@ -95,7 +95,8 @@ SELECT dlsm_proxy_conninfo_keys($c$host=/tmp port = 5432 application_name='passw
 	'a value that reads "password=" inside quotes or escapes is no keyword');
 ($state, $err) = run_error($router, q{SELECT dlsm_proxy_conninfo_keys('host=a port')});
 is($state, '22023', 'a connection string libpq cannot read is 22023');
-like($err, qr/invalid connection string "host=a port"/, 'and says so');
+like($err, qr/invalid connection string\nDETAIL:  The word at byte 8 is followed by no =\./,
+	'and says where, not showing the string (it may hold a password)');
 
 my $status = configure_router($router, 4, @shards);
 like($status, qr/^1\|t\|.*\n2\|t\|/, 'connection strings without a password are taken');

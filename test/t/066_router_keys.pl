@@ -5,8 +5,9 @@
 # dlsm_enqueue_deduplicated() on the router says whether the session's
 # last enqueue through it returned an existing request; an enqueue without
 # keys calls the shard as 1.0 did; dlsm_requeue_on and dlsm_cancel_on reach
-# the node that holds the requests.  A router updated from 1.0 has the
-# same functions as one installed at 1.1.
+# the node that holds the requests.  A router updated from 1.0 (through
+# 1.1) has the same functions, bodies and settings as one installed at the
+# default version (1.2).
 use strict;
 use warnings;
 
@@ -26,7 +27,7 @@ sub rsql { return $router->safe_psql('postgres', $_[0]); }
 is(rsql(q{SELECT count(*) FROM dlsm_create_queue('kq')}), '2',
 	'queue kq on both shards');
 is(rsql(q{SELECT extversion FROM pg_extension WHERE extname = 'dlsm_proxy'}),
-	'1.1', 'the router is at 1.1');
+	'1.2', 'the router is at 1.2');
 
 # an entity of node 2
 my $entity = rsql(q{SELECT 'e' || i FROM generate_series(1, 100) i
@@ -89,34 +90,38 @@ like($err, qr/ERROR:  dedup_window must not be negative/,
 	'a negative dedup_window is refused with dlsm\'s message');
 like($err, qr/Raised on node 2 of dlsm_proxy/, 'by the node of the entity');
 
-# an update from 1.0 gives the functions of a fresh 1.1
+# an update from 1.0 gives the functions of a fresh 1.2
 my $fresh = rsql(q{
 	SELECT string_agg(p.proname || '(' || pg_get_function_arguments(p.oid) || ')', E'\n'
-					  ORDER BY 1)
+					  ORDER BY p.proname, pg_get_function_arguments(p.oid))
 	  FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass
 		   AND d.objid = p.oid AND d.deptype = 'e'
 	 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'dlsm_proxy')});
 $router->safe_psql('postgres', q{CREATE DATABASE upd});
 $router->safe_psql('upd', q{CREATE EXTENSION dlsm_proxy VERSION '1.0' CASCADE;
-							 ALTER EXTENSION dlsm_proxy UPDATE TO '1.1'});
+							 ALTER EXTENSION dlsm_proxy UPDATE});
 my $updated = $router->safe_psql('upd', q{
 	SELECT string_agg(p.proname || '(' || pg_get_function_arguments(p.oid) || ')', E'\n'
-					  ORDER BY 1)
+					  ORDER BY p.proname, pg_get_function_arguments(p.oid))
 	  FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass
 		   AND d.objid = p.oid AND d.deptype = 'e'
 	 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'dlsm_proxy')});
-is($updated, $fresh, 'dlsm_proxy updated from 1.0 has the functions of 1.1');
-# and their bodies: a function 1.1 changed is replaced by the update too
+is($updated, $fresh, 'dlsm_proxy updated from 1.0 has the functions of 1.2');
+# and their bodies, languages and settings: a function 1.1 or 1.2 changed
+# is replaced by the update too
 my $bodies = q{
-	SELECT string_agg(p.proname || ' ' || md5(p.prosrc), E'\n' ORDER BY 1)
-	  FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass
+	SELECT string_agg(p.proname || ' ' || md5(p.prosrc) || ' ' || l.lanname
+					  || ' ' || p.provolatile::text || ' ' || coalesce(p.proconfig::text, '-'),
+					  E'\n' ORDER BY p.proname, pg_get_function_arguments(p.oid))
+	  FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+		   JOIN pg_depend d ON d.classid = 'pg_proc'::regclass
 		   AND d.objid = p.oid AND d.deptype = 'e'
 	 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'dlsm_proxy')};
 is($router->safe_psql('upd', $bodies), rsql($bodies),
-	'dlsm_proxy updated from 1.0 has the function bodies of 1.1');
+	'dlsm_proxy updated from 1.0 has the function bodies of 1.2');
 is( $router->safe_psql('upd',
 		q{SELECT dlsm_proxy_conninfo_keys('postgresql://u:pa#ss@h/db')}),
-	'{password}', 'the updated router reads a URI password holding # as libpq does');
+	'{user,password,host,dbname}', 'the updated router reads a URI password holding # as libpq does');
 
 $_->stop for ($router, @shards);
 done_testing();
