@@ -39,7 +39,9 @@
  * Attaching and detaching check the caller's rights, and whether the
  * capture exists, before they lock the source table (a lock request, even
  * one that fails later, makes everyone after it wait), then lock it and
- * check again, as RangeVarGetRelidExtended's callbacks do.  A capture
+ * check again, as RangeVarGetRelidExtended's callbacks do.  Attaching
+ * then locks the queue until commit, so that a drop of the queue waits
+ * for the capture and sees it.  A capture
  * whose source is gone (dropped where the event trigger did not fire:
  * with session_replication_role = replica, the trigger disabled, or by
  * an earlier version's temporary source) is the queue's owner's to
@@ -380,6 +382,15 @@ dlsm_capture_attach(Oid source, Oid queue, const char *kind,
 	check_capture(source, queue);
 	LockRelationOid(source, ShareRowExclusiveLock);
 	check_capture(source, queue);
+
+	/*
+	 * then the queue (after the source, as a captured write takes them), as
+	 * an enqueue locks it, until commit: a drop of the queue waits for this
+	 * capture and then sees it (2BP01); and a queue dropped or unregistered
+	 * while this call waited is no queue (42704)
+	 */
+	LockRelationOid(queue, RowExclusiveLock);
+	dlsm_queue_close(dlsm_queue_open(queue, DLSM_QUEUE_ANY_SECURITY));
 	nentity = entity_columns(source, entity_column, entity);
 	nwatched = watched_columns(source, columns, watched);
 	if (group_column != NULL)
