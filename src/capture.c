@@ -41,11 +41,11 @@
  * one that fails later, makes everyone after it wait), then lock it and
  * check again, as RangeVarGetRelidExtended's callbacks do.  Attaching
  * then locks the queue until commit, so that a drop of the queue waits
- * for the capture and sees it.  A capture
- * whose source is gone (dropped where the event trigger did not fire:
- * with session_replication_role = replica, the trigger disabled, or by
- * an earlier version's temporary source) is the queue's owner's to
- * remove, and unregistering the queue removes it (querytext.c).
+ * for the capture and sees it.  A capture whose source is gone (dropped
+ * where the event trigger did not fire: with session_replication_role =
+ * replica, the event trigger disabled, or a temporary source of an
+ * earlier version) is the queue's owner's to remove, and unregistering
+ * the queue removes it (querytext.c).
  *
  * Calls queue.c, plans.c, state.c and identity.c.
  *
@@ -737,8 +737,9 @@ row_json(HeapTuple tuple, TupleDesc desc)
 /*
  * The captured table's owner, schema and name: rel's own, or, when rel is
  * a partition of the captured table, the captured table's, from the
- * syscache (a writer of the partition need hold no lock on its parent;
- * the parent cannot be dropped while the partition is locked).
+ * syscache: a writer of the partition need hold no lock on its parent,
+ * and must not take one (DROP TABLE of the parent locks it first, then
+ * its partitions).
  */
 static Oid
 captured_table(Relation rel, Oid source, Oid *nspid, char **relname)
