@@ -55,7 +55,7 @@ DOCS = README.md CHANGELOG.md $(wildcard doc/*.md)
 REGRESS = queue claim settle group handler locks register capture errors privileges fences definer limits waitcreate deadletter dedup stale durations statistics drift
 REGRESS_OPTS = --inputdir=test/regress
 
-ISOLATION = article claim_race create_wait create_first busy_head group_busy settle_race reap_unit wake notify_commit lock_fifo lock_lease pending floor group_limit group_prepared create_late requeue_race dedup_race dedup_rollback capture_locks dedup_requeue dedup_settle limit_change requeue_settle
+ISOLATION = article claim_race create_wait create_first busy_head group_busy settle_race reap_unit wake notify_commit lock_fifo lock_lease pending floor group_limit group_prepared create_late requeue_race dedup_race dedup_rollback capture_locks capture_drop dedup_requeue dedup_settle limit_change requeue_settle
 ISOLATION_OPTS = --inputdir=test/isolation
 
 TAP_TESTS = 1

@@ -10,7 +10,16 @@
  * names of the entity's columns and of the watched columns (names, not
  * attribute numbers, which a restore of a table with dropped columns
  * shifts).  The trigger's name is chosen free among the source's triggers
- * and cut at a character boundary.
+ * (and its partitions') and cut at a character boundary.  A temporary
+ * table is refused: PostgreSQL drops it without sql_drop, and the event
+ * trigger would never forget its capture.
+ *
+ * A partitioned source's row trigger is cloned by PostgreSQL onto every
+ * partition, present and attached later, and dropped from a partition
+ * detached.  A clone finds its capture through its parent trigger
+ * (pg_trigger.tgparentid, up to the topmost), and enqueues the
+ * partition's change as a change of the captured table, on its owner's
+ * behalf.
  *
  * For each change the trigger enqueues, in the writer's own transaction (a
  * rolled back change leaves no request), one request whose entity is the
@@ -30,7 +39,13 @@
  * Attaching and detaching check the caller's rights, and whether the
  * capture exists, before they lock the source table (a lock request, even
  * one that fails later, makes everyone after it wait), then lock it and
- * check again, as RangeVarGetRelidExtended's callbacks do.
+ * check again, as RangeVarGetRelidExtended's callbacks do.  Attaching
+ * then locks the queue until commit, so that a drop of the queue waits
+ * for the capture and sees it.  A capture whose source is gone (dropped
+ * where the event trigger did not fire: with session_replication_role =
+ * replica, the event trigger disabled, or a temporary source of an
+ * earlier version) is the queue's owner's to remove, and unregistering
+ * the queue removes it (querytext.c).
  *
  * Calls queue.c, plans.c, state.c and identity.c.
  *
@@ -50,6 +65,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_depend.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
@@ -68,6 +84,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
+#include "utils/syscache.h"
 
 #include "cache.h"
 #include "capture.h"
@@ -100,7 +117,11 @@ enum
 };
 enum
 {
-	A_CAPTURE_READ_QUEUE = 1, A_CAPTURE_READ_KIND,
+	P_CAPTURE_READ_TRIGGER, N_CAPTURE_READ_PARAMS
+};
+enum
+{
+	A_CAPTURE_READ_SOURCE = 1, A_CAPTURE_READ_QUEUE, A_CAPTURE_READ_KIND,
 	A_CAPTURE_READ_ENTITY_COLUMNS, A_CAPTURE_READ_COLUMNS,
 	A_CAPTURE_READ_GROUP_COLUMN, N_CAPTURE_READ
 };
@@ -120,7 +141,9 @@ typedef struct CaptureDesc
 	Oid			trigger;		/* hash key: the trigger's OID */
 	bool		valid;			/* false: read dlsm_captures again */
 	MemoryContext context;		/* holds kind, entity, watched; or NULL */
-	Oid			source;
+	Oid			relation;		/* the table the trigger is on */
+	Oid			source;			/* the captured table: relation, or an
+								 * ancestor of the partition relation */
 	Oid			queue;
 	char	   *kind;
 	int			nentity;
@@ -144,7 +167,7 @@ capture_invalidate(Datum arg, Oid relid)
 	hash_seq_init(&status, capture_cache);
 	while ((desc = hash_seq_search(&status)) != NULL)
 		if (relid == InvalidOid || desc->source == relid ||
-			dlsm_extension_is_registry(relid))
+			desc->relation == relid || dlsm_extension_is_registry(relid))
 			desc->valid = false;
 }
 
@@ -176,15 +199,32 @@ capture_trigger(Oid source, Oid queue)
 	return name;
 }
 
+/* Is no trigger of any of tables named name? */
+static bool
+trigger_name_free(List *tables, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, tables)
+	{
+		if (OidIsValid(get_trigger_oid(lfirst_oid(lc), name, true)))
+			return false;
+	}
+	return true;
+}
+
 /*
- * A trigger name free on source for a capture into queue: "dlsm_capture_"
- * and the queue's name, cut at a character boundary, and a number when
- * that name is taken.
+ * A trigger name free on source, and on each of its partitions (CREATE
+ * TRIGGER gives each a clone of the same name), for a capture into queue:
+ * "dlsm_capture_" and the queue's name, cut at a character boundary, and a
+ * number when that name is taken.  The caller holds the lock CREATE
+ * TRIGGER takes on source, which keeps partitions from being attached.
  */
 static char *
 choose_trigger_name(Oid source, Oid queue)
 {
 	const char *base = psprintf("dlsm_capture_%s", dlsm_rel_name(queue));
+	List	   *tables = find_all_inheritors(source, NoLock, NULL);
 
 	for (int n = 1;; n++)
 	{
@@ -193,7 +233,7 @@ choose_trigger_name(Oid source, Oid queue)
 		int			len = pg_mbcliplen(base, strlen(base), room);
 		char	   *name = psprintf("%.*s%s", len, base, suffix);
 
-		if (!OidIsValid(get_trigger_oid(source, name, true)))
+		if (trigger_name_free(tables, name))
 			return name;
 	}
 }
@@ -298,6 +338,15 @@ check_capture(Oid source, Oid queue)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a table", dlsm_rel_label(source))));
+
+	/*
+	 * PostgreSQL drops a temporary table at commit or at the session's end
+	 * without sql_drop: its capture would be left behind
+	 */
+	if (get_rel_persistence(source) == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a temporary table cannot be captured")));
 	if (source == queue)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -337,6 +386,15 @@ dlsm_capture_attach(Oid source, Oid queue, const char *kind,
 	check_capture(source, queue);
 	LockRelationOid(source, ShareRowExclusiveLock);
 	check_capture(source, queue);
+
+	/*
+	 * then the queue (after the source, as a captured write takes them), as
+	 * an enqueue locks it, until commit: a drop of the queue waits for this
+	 * capture and then sees it (2BP01); and a queue dropped or unregistered
+	 * while this call waited is no queue (42704)
+	 */
+	LockRelationOid(queue, RowExclusiveLock);
+	dlsm_queue_close(dlsm_queue_open(queue, DLSM_QUEUE_ANY_SECURITY));
 	nentity = entity_columns(source, entity_column, entity);
 	nwatched = watched_columns(source, columns, watched);
 	if (group_column != NULL)
@@ -388,13 +446,20 @@ capture_trigger_oid(Oid source, const char *name)
 	return found;
 }
 
-/* Does the caller own queue, and is it a dlsm queue? */
+/* Is there a relation relid? */
+static bool
+rel_exists(Oid relid)
+{
+	return SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid));
+}
+
+/* Does the caller own queue, and is it a dlsm queue?  False if it is gone. */
 static bool
 owns_queue(Oid queue)
 {
 	DlsmQueue  *desc;
 
-	if (!DLSM_CLASS_OWNERCHECK(queue, GetUserId()))
+	if (!rel_exists(queue) || !DLSM_CLASS_OWNERCHECK(queue, GetUserId()))
 		return false;
 	desc = dlsm_queue_open(queue, DLSM_QUEUE_MISSING_OK |
 						   DLSM_QUEUE_ANY_SECURITY | DLSM_QUEUE_ANY_SHAPE);
@@ -407,26 +472,34 @@ owns_queue(Oid queue)
 /*
  * May the caller remove the capture of source into queue?  The owner of
  * source may, and so may the owner of queue if it is a dlsm queue (42501
- * otherwise); and the capture must exist (42704).  Returns the capture
- * trigger's name.  Run before source is locked, so that a role that may
- * not remove the capture never queues a lock on source (the lock waits
- * for every holder, and everyone after waits for it), and again once it
- * is locked.
+ * otherwise); and the capture must exist (42704).  A capture whose source
+ * is gone (dropped where the event trigger did not fire) is the queue's
+ * owner's to remove; to anyone else its source does not exist (42P01),
+ * as it is to the queue's owner once the capture is removed.
+ * Returns the capture trigger's name.  Run before source is locked, so
+ * that a role that may not remove the capture never queues a lock on
+ * source (the lock waits for every holder, and everyone after waits for
+ * it), and again once it is locked.
  */
 static char *
 check_uncapture(Oid source, Oid queue)
 {
 	char	   *trigger;
 
-	(void) dlsm_rel_name(source);
 	if (!owns_queue(queue))
+	{
+		(void) dlsm_rel_name(source);
 		dlsm_queue_check_owner(source);
+	}
 	trigger = capture_trigger(source, queue);
 	if (trigger == NULL)
+	{
+		(void) dlsm_rel_name(source);	/* no table and no capture: 42P01 */
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("table \"%s\" is not captured into queue \"%s\"",
 						dlsm_rel_label(source), dlsm_rel_label(queue))));
+	}
 	return trigger;
 }
 
@@ -444,21 +517,24 @@ void
 dlsm_capture_detach(Oid source, Oid queue)
 {
 	char	   *trigger;
+	bool		gone;
 	Datum		values[N_CAPTURE_KEY_PARAMS];
 	ObjectAddress address;
 
 	(void) check_uncapture(source, queue);
 	LockRelationOid(source, AccessExclusiveLock);
 	trigger = check_uncapture(source, queue);
+	gone = !rel_exists(source); /* only its row is left to remove */
 	ObjectAddressSet(address, TriggerRelationId,
-					 capture_trigger_oid(source, trigger));
+					 gone ? InvalidOid : capture_trigger_oid(source, trigger));
 	if (OidIsValid(address.objectId))
 		performDeletion(&address, DROP_RESTRICT, 0);
 	values[P_CAPTURE_KEY_SOURCE] = ObjectIdGetDatum(source);
 	values[P_CAPTURE_KEY_TRIGGER] = DirectFunctionCall1(namein,
 														CStringGetDatum(trigger));
 	dlsm_plan_run_catalog(DLSM_C_CAPTURE_REMOVE, values, NULL, 0);
-	CacheInvalidateRelcacheByRelid(source);
+	if (!gone)
+		CacheInvalidateRelcacheByRelid(source);
 }
 
 /* ---------------------------------------------------------------------
@@ -512,24 +588,25 @@ resolve_group(Relation rel)
 }
 
 /*
- * Read the capture of trigger on rel from dlsm_captures into desc.  The new
- * description is built in a context of its own, a child of the caller's
- * until it is complete: an error on the way (a captured column gone)
- * leaves desc as it was, and the half-built one goes with the caller's
- * context.
+ * Read the capture of trigger on rel from dlsm_captures into desc: the
+ * capture of rel by that trigger, or, when rel is a partition and trigger
+ * the clone of its parent's, the capture of the parent (of the topmost
+ * one, for a partition of a partition).  Columns are found by name in rel,
+ * where a partition may number them otherwise.  The new description is
+ * built in a context of its own, a child of the caller's until it is
+ * complete: an error on the way (a captured column gone) leaves desc as it
+ * was, and the half-built one goes with the caller's context.
  */
 static void
 load_capture(CaptureDesc *desc, Relation rel, Trigger *trigger)
 {
-	Datum		values[N_CAPTURE_KEY_PARAMS];
+	Datum		values[N_CAPTURE_READ_PARAMS];
 	bool		isnull;
 	MemoryContext context;
 	MemoryContext old;
 	CaptureDesc fresh;
 
-	values[P_CAPTURE_KEY_SOURCE] = ObjectIdGetDatum(RelationGetRelid(rel));
-	values[P_CAPTURE_KEY_TRIGGER] = DirectFunctionCall1(namein,
-														CStringGetDatum(trigger->tgname));
+	values[P_CAPTURE_READ_TRIGGER] = ObjectIdGetDatum(trigger->tgoid);
 	dlsm_plan_read_catalog(DLSM_C_CAPTURE_READ, values, NULL, 1);
 	if (SPI_processed != 1)
 		ereport(ERROR,
@@ -542,7 +619,9 @@ load_capture(CaptureDesc *desc, Relation rel, Trigger *trigger)
 	old = MemoryContextSwitchTo(context);
 	fresh.trigger = desc->trigger;
 	fresh.context = context;
-	fresh.source = RelationGetRelid(rel);
+	fresh.relation = RelationGetRelid(rel);
+	fresh.source = DatumGetObjectId(dlsm_plan_value(0, A_CAPTURE_READ_SOURCE,
+													&isnull));
 	fresh.queue = DatumGetObjectId(dlsm_plan_value(0, A_CAPTURE_READ_QUEUE,
 												   &isnull));
 	fresh.kind = dlsm_plan_text(0, A_CAPTURE_READ_KIND);
@@ -659,6 +738,37 @@ row_json(HeapTuple tuple, TupleDesc desc)
 							   heap_copy_tuple_as_datum(tuple, desc));
 }
 
+/*
+ * The captured table's owner, schema and name: rel's own, or, when rel is
+ * a partition of the captured table, the captured table's, from the
+ * syscache: a writer of the partition need hold no lock on its parent,
+ * and must not take one (DROP TABLE of the parent locks it first, then
+ * its partitions).
+ */
+static Oid
+captured_table(Relation rel, Oid source, Oid *nspid, char **relname)
+{
+	HeapTuple	tuple;
+	Form_pg_class form;
+	Oid			owner;
+
+	if (RelationGetRelid(rel) == source)
+	{
+		*nspid = RelationGetNamespace(rel);
+		*relname = RelationGetRelationName(rel);
+		return rel->rd_rel->relowner;
+	}
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(source));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", source);
+	form = (Form_pg_class) GETSTRUCT(tuple);
+	*nspid = form->relnamespace;
+	*relname = pstrdup(NameStr(form->relname));
+	owner = form->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
 /* One captured change, ready to enqueue. */
 typedef struct Change
 {
@@ -677,6 +787,8 @@ describe_change(TriggerData *trigdata, CaptureDesc *capture, Change *change)
 	HeapTuple	oldtup = NULL;
 	HeapTuple	newtup = NULL;
 	const char *op = "INSERT";
+	Oid			nspid;
+	char	   *relname;
 
 	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 		newtup = trigdata->tg_trigtuple;
@@ -697,9 +809,11 @@ describe_change(TriggerData *trigdata, CaptureDesc *capture, Change *change)
 	memset(change->nulls, ' ', sizeof(change->nulls));
 	change->values[P_CAPTURE_KIND] = CStringGetTextDatum(capture->kind);
 	change->values[P_CAPTURE_OP] = CStringGetTextDatum(op);
+	/* a partition's change is one of the captured table */
+	(void) captured_table(rel, capture->source, &nspid, &relname);
 	change->values[P_CAPTURE_TABLE] =
-		CStringGetTextDatum(quote_qualified_identifier(dlsm_schema_name(RelationGetNamespace(rel)),
-													   RelationGetRelationName(rel)));
+		CStringGetTextDatum(quote_qualified_identifier(dlsm_schema_name(nspid),
+													   relname));
 	change->values[P_CAPTURE_OLD] = oldtup ? row_json(oldtup, desc) : (Datum) 0;
 	change->nulls[P_CAPTURE_OLD] = oldtup ? ' ' : 'n';
 	change->values[P_CAPTURE_NEW] = newtup ? row_json(newtup, desc) : (Datum) 0;
@@ -725,21 +839,23 @@ describe_change(TriggerData *trigdata, CaptureDesc *capture, Change *change)
 
 /*
  * The source table's current owner must still hold INSERT on the queue:
- * the capture writes there on its behalf.
+ * the capture writes there on its behalf.  For a partition, that is the
+ * owner of the partitioned table captured, who made the capture.
  */
 static void
-check_source_owner(Relation rel, Oid queue)
+check_source_owner(Relation rel, Oid source, Oid queue)
 {
-	Oid			owner = rel->rd_rel->relowner;
+	Oid			nspid;
+	char	   *relname;
+	Oid			owner = captured_table(rel, source, &nspid, &relname);
 
 	if (pg_class_aclcheck(queue, owner, ACL_INSERT) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to capture changes of table \"%s\" into queue \"%s\"",
-						RelationGetRelationName(rel), dlsm_rel_label(queue)),
+						relname, dlsm_rel_label(queue)),
 				 errdetail("The owner of table \"%s\", role \"%s\", lacks INSERT on the queue.",
-						   RelationGetRelationName(rel),
-						   GetUserNameFromId(owner, false))));
+						   relname, GetUserNameFromId(owner, false))));
 }
 
 /*
@@ -835,7 +951,7 @@ dlsm_capture_row(TriggerData *trigdata)
 
 	if (!describe_change(trigdata, capture, &change))
 		return;
-	check_source_owner(trigdata->tg_relation, queue_relid);
+	check_source_owner(trigdata->tg_relation, capture->source, queue_relid);
 	queue = dlsm_queue_open(queue_relid, 0);
 	check_session_temp(trigdata->tg_relation, queue_relid, queue->owner);
 	enqueue_change(queue, &change);

@@ -617,7 +617,14 @@ const DlsmQueryDef dlsm_catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		SPI_OK_INSERT, 0, "registering a queue"
 	},
 	[DLSM_C_UNREGISTER] = {
-		"DELETE FROM {queues} WHERE queue {=} $1",
+		/*
+		 * and the queue's captures whose source is gone (dropped where the
+		 * event trigger did not fire): the caller found no other
+		 */
+		"WITH gone AS (DELETE FROM {captures} k WHERE k.queue {=} $1"
+		" AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c"
+		"  WHERE c.oid {=} k.source))"
+		" DELETE FROM {queues} WHERE queue {=} $1",
 		ARGS(REGCLASSOID),
 		SPI_OK_DELETE, 0, "unregistering a queue"
 	},
@@ -659,10 +666,21 @@ const DlsmQueryDef dlsm_catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		SPI_OK_DELETE, 0, "unregistering a capture"
 	},
 	[DLSM_C_CAPTURE_READ] = {
-		"SELECT queue, kind, entity_columns, columns, group_column FROM {captures}"
-		" WHERE source {=} $1 AND trigger_name {=} $2",
-		ARGS(REGCLASSOID, NAMEOID),
-		SPI_OK_SELECT, 5, "reading a capture"
+		/*
+		 * by the trigger's OID: a partition's trigger is a clone of its
+		 * parent's, and the capture is that of the topmost parent trigger
+		 */
+		"WITH RECURSIVE up (parent, relid, name) AS ("
+		" SELECT t.tgparentid, t.tgrelid, t.tgname FROM pg_catalog.pg_trigger t"
+		"  WHERE t.oid {=} $1"
+		" UNION ALL SELECT t.tgparentid, t.tgrelid, t.tgname"
+		"  FROM pg_catalog.pg_trigger t, up WHERE t.oid {=} up.parent)"
+		" SELECT k.source, k.queue, k.kind, k.entity_columns, k.columns,"
+		" k.group_column FROM {captures} k, up"
+		" WHERE up.parent {=} 0 AND k.source {=} up.relid"
+		" AND k.trigger_name {=} up.name",
+		ARGS(OIDOID),
+		SPI_OK_SELECT, 6, "reading a capture"
 	},
 	[DLSM_C_CAPTURE_TRIGGER] = {
 		"SELECT trigger_name FROM {captures}"
@@ -671,7 +689,9 @@ const DlsmQueryDef dlsm_catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		SPI_OK_SELECT, 1, "a capture lookup"
 	},
 	[DLSM_C_CAPTURED_INTO] = {
-		"SELECT source FROM {captures} WHERE queue {=} $1 LIMIT 1",
+		"SELECT k.source FROM {captures} k WHERE k.queue {=} $1"
+		" AND EXISTS (SELECT 1 FROM pg_catalog.pg_class c"
+		"  WHERE c.oid {=} k.source) LIMIT 1",
 		ARGS(REGCLASSOID),
 		SPI_OK_SELECT, 1, "a capture lookup"
 	},

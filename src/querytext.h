@@ -64,9 +64,9 @@ typedef enum DlsmCatalogQueryId
 	DLSM_C_LIST,				/* every registered queue */
 	DLSM_C_CAPTURE_ADD,			/* register a capture */
 	DLSM_C_CAPTURE_REMOVE,		/* unregister a capture */
-	DLSM_C_CAPTURE_READ,		/* a capture, by its trigger */
+	DLSM_C_CAPTURE_READ,		/* a capture, by its trigger or a clone of it */
 	DLSM_C_CAPTURE_TRIGGER,		/* the trigger capturing a table into a queue */
-	DLSM_C_CAPTURED_INTO,		/* a table capturing into a queue */
+	DLSM_C_CAPTURED_INTO,		/* an existing table capturing into a queue */
 	DLSM_C_LEASE_READ,			/* a named lock's lease */
 	DLSM_C_LEASE_TAKE,			/* take a named lock's lease */
 	DLSM_C_LEASE_RELEASE,		/* give a lease back */

@@ -1,8 +1,9 @@
 # Copyright (c) 2026, dlsm developers
 #
 # pg_dump and pg_restore of a database using dlsm: queues with their history
-# and in-progress rows, an adopted table, a capture, a handler, leases and
-# the fence sequence come back, and dlsm keeps working on them.
+# and in-progress rows, an adopted table, a capture, a capture of a
+# partitioned table, a handler, leases and the fence sequence come back,
+# and dlsm keeps working on them.
 use strict;
 use warnings;
 
@@ -29,6 +30,9 @@ CREATE TABLE src_table (id int PRIMARY KEY, v text);
 SELECT dlsm_capture('src_table', 'jobs');
 INSERT INTO src_table VALUES (1, 'a');
 SELECT dlsm_try_lock('kept', lease => '1 hour');
+CREATE TABLE parted (id int PRIMARY KEY, v text) PARTITION BY RANGE (id);
+CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (10);
+SELECT dlsm_capture('parted', 'jobs', kind => 'parted');
 });
 my $fence_before = $node->safe_psql('src', q{SELECT max(fence) FROM dlsm_leases});
 
@@ -74,6 +78,18 @@ SELECT count(*) FROM jobs WHERE payload->>'table' = 'public.src_table'}),
 	'2', 'the capture goes on into the restored queue');
 is( $node->safe_psql('dst', q{SELECT dlsm_uncapture('src_table', 'jobs')}),
 	'', 'and can be removed');
+# the partitions' triggers are clones made again by the restore, with
+# OIDs of their own: a partition restored and one created after capture
+is( $node->safe_psql('dst', q{
+CREATE TABLE parted_2 PARTITION OF parted FOR VALUES FROM (10) TO (20);
+INSERT INTO parted VALUES (1, 'a'), (11, 'b');
+SELECT string_agg(entity, ',' ORDER BY entity) FROM jobs
+ WHERE kind = 'parted' AND payload->>'table' = 'public.parted'}),
+	'1,11', 'the partitioned table is captured after the restore');
+$node->safe_psql('dst', q{SELECT dlsm_uncapture('parted', 'jobs')});
+is( $node->safe_psql('dst', q{
+SELECT count(*) FROM pg_trigger WHERE tgrelid IN (SELECT relid FROM pg_partition_tree('parted'))}),
+	'0', 'and its capture is removed with every partition\'s trigger');
 
 $node->stop;
 done_testing();
