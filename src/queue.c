@@ -1264,6 +1264,13 @@ dlsm_queue_drop(Oid relid, bool drop_table)
 	dlsm_queue_close(queue);
 	dlsm_queue_check_owner(relid);
 	dlsm_queue_check_unused(relid);
+
+	/*
+	 * A capture into the queue takes ROW EXCLUSIVE on it until it commits
+	 * (capture.c): wait for those in flight, so that the check below sees
+	 * them, and keep new ones out until this transaction ends.
+	 */
+	LockRelationOid(relid, ShareRowExclusiveLock);
 	check_not_captured_into(relid);
 	values[P_UNREGISTER_QUEUE] = ObjectIdGetDatum(relid);
 	dlsm_queue_write_registry(DLSM_C_UNREGISTER, relid, values, NULL);
