@@ -107,7 +107,7 @@ BEGIN
 		EXECUTE pg_catalog.format('CREATE TRIGGER %I AFTER INSERT OR UPDATE OR DELETE ON %s'
 								  ' FOR EACH ROW EXECUTE FUNCTION %s.dlsm_capture_trigger()',
 								  t.tgname, t.tgrelid::pg_catalog.regclass,
-								  pg_catalog.quote_ident('@extschema@'));
+								  '@extschema@');
 	END LOOP;
 END
 $dlsm$;

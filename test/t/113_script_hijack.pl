@@ -209,4 +209,25 @@ is( $node->safe_psql('router',
 		q{SELECT coalesce(string_agg(who || ' ' || what, ', '), 'nobody') FROM public.mallory_log}),
 	'nobody', 'reading them ran none of mallory\'s code');
 
+# A schema whose name needs quotes: the 1.1 to 1.2 script attaches 1.1's
+# capture triggers again through @extschema@, which PostgreSQL puts in
+# quoted already (it was quoted a second time, and the update failed with
+# schema ""Dlsm Q"" does not exist)
+$node->safe_psql('postgres', 'CREATE DATABASE quoted');
+$node->safe_psql('quoted', q{
+CREATE SCHEMA "Dlsm Q";
+CREATE EXTENSION dlsm VERSION '1.1' SCHEMA "Dlsm Q";
+CREATE TABLE public.q1 (id int);
+CREATE TABLE public.src (id int PRIMARY KEY, v text);
+CREATE TRIGGER dlsm_capture_q1 AFTER INSERT OR UPDATE OR DELETE ON public.src
+  FOR EACH ROW EXECUTE FUNCTION "Dlsm Q".dlsm_capture_trigger('public.q1', 'create', '1', '1');
+});
+my ($qret, $qout, $qerr) = $node->psql('quoted', q{ALTER EXTENSION dlsm UPDATE});
+is($qret, 0, 'a schema whose name needs quotes is updated from 1.1')
+  or diag($qerr);
+is( $node->safe_psql('quoted',
+		q{SELECT tgnargs || ' ' || tgfoid::regprocedure FROM pg_trigger WHERE tgrelid = 'public.src'::regclass}),
+	'0 "Dlsm Q".dlsm_capture_trigger()',
+	'its 1.1 capture trigger is attached again without arguments');
+
 done_testing();
