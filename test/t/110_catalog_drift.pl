@@ -4,8 +4,9 @@
 # column of a queue, a captured source's columns and the handler, one
 # change of a list (a type among text, integer, bigint, uuid, jsonb, bytea
 # and a domain; DROP; RENAME; SET and DROP NOT NULL; a nondeterministic
-# collation; the id's identity dropped; the handler replaced by one of
-# another shape) is made by the ordinary role that owns the queue, on a
+# collation; the id's identity dropped; the table rewritten, given
+# row-level security, its entity made a generated column; the handler
+# replaced by one of another shape) is made by the ordinary role that owns the queue, on a
 # queue with rows in every state, a capture, a limit and a handler.  Then
 # the capture fires, the worker makes a pass over the database (reaping,
 # running the handler), and every function of the extension, read from
@@ -101,6 +102,11 @@ for my $col (qw(id status kind entity process_id group_key dedup_key payload
 	push @cases, map { [ 'queue', @$_ ] } column_changes($col, $text{$col});
 }
 push @cases, [ 'queue', 'id DROP IDENTITY', 'ALTER id DROP IDENTITY' ];
+push @cases, [ 'queue', 'table rewritten', 'SET UNLOGGED' ];
+push @cases, [ 'queue', 'row-level security', 'ENABLE ROW LEVEL SECURITY' ];
+push @cases, [ 'queue', 'entity generated',
+	q{DROP COLUMN entity CASCADE, ADD COLUMN entity text GENERATED ALWAYS AS ('g') STORED} ];
+push @cases, [ 'queue', 'a column added', 'ADD COLUMN extra int' ];
 for my $t (@types)
 {
 	push @cases, [ 'source', "source id TYPE $t",
