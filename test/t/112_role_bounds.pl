@@ -12,6 +12,11 @@
 #     alice's named lock and claim work;
 #   - captures: a capture trigger goes only on a table the caller owns
 #     (42501 on alice's table, none added);
+#   - dlsm's tables: 300 lease-scope locks of mallory's are 300 rows of
+#     dlsm_leases (no bound of dlsm's on their number), alice still takes
+#     her own and may not release mallory's (42501), a superuser releases
+#     them all; a limit or a registration only on a table the role owns
+#     (42501);
 #   - the worker's memory per queue (TODO, a finding): the worker keeps
 #     every queue's descriptor and plans for as long as it runs, so each
 #     queue any role creates costs the worker about 200 kB for good; the
@@ -147,6 +152,40 @@ is($state, '42501', 'mallory may not capture alice\'s table into her queue')
 is($node->safe_psql('postgres',
 	q{SELECT count(*) FROM pg_trigger WHERE tgrelid = 'at'::regclass}),
 	'0', 'no trigger was put on alice\'s table');
+
+# ---------------------------------------------------------------------
+# Rows of dlsm's tables: a role's leases have no bound of dlsm's on their
+# number, but hold no other name, and a superuser removes them; limits and
+# registrations only on tables the role owns
+# ---------------------------------------------------------------------
+ok_as('mallory',
+	join('', map { "SELECT dlsm_try_lock('lease$_', lease => '1 hour');\n" } 1 .. 300),
+	'mallory takes 300 lease-scope locks, each in a transaction of its own');
+is($node->safe_psql('postgres', q{
+SELECT count(*) FROM dlsm_leases WHERE holder_role = 'mallory'::regrole}),
+	'300', 'dlsm_leases holds her 300 rows: no bound of dlsm\'s on their number');
+is(ok_as('alice', q{SELECT dlsm_try_lock('lease1') IS NULL},
+	'alice tries a name mallory holds'),
+	't', '... and does not get it');
+is(ok_as('alice', q{SELECT dlsm_try_lock('alice-lease', lease => '1 hour') IS NOT NULL},
+	'alice tries a lease of her own beside them'),
+	't', '... and gets it');
+($state, undef, $err) = run_as('alice', q{
+SELECT dlsm_unlock(name, fence) FROM dlsm_leases WHERE name = 'lease1'});
+is($state, '42501', 'alice may not release mallory\'s lease') or diag $err;
+$node->safe_psql('postgres', q{
+SELECT count(dlsm_unlock(name, fence)) FROM dlsm_leases
+WHERE holder_role = 'mallory'::regrole});
+is($node->safe_psql('postgres', q{
+SELECT count(*) FROM dlsm_leases WHERE holder_role = 'mallory'::regrole}),
+	'0', 'a superuser releases them all');
+($state, undef, $err) = run_as('mallory', q{SELECT dlsm_set_limit('aq', 'g', 1)});
+is($state, '42501', 'mallory may not set a limit on alice\'s queue') or diag $err;
+($state, undef, $err) = run_as('mallory', q{SELECT dlsm_register_queue('at')});
+is($state, '42501', 'mallory may not register alice\'s table as a queue') or diag $err;
+is($node->safe_psql('postgres', q{
+SELECT count(*) FROM dlsm_queues WHERE queue = 'at'::regclass}),
+	'0', 'alice\'s table is no queue');
 
 # ---------------------------------------------------------------------
 # The worker's memory per queue
