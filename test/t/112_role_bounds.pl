@@ -22,6 +22,9 @@
 #     queue any role creates costs the worker about 200 kB for good; the
 #     bound wanted is a worker whose memory does not grow with the queues
 #     of one role (400 of mallory's queues: under 16 MB more);
+#   - channel marks (512, never freed): mallory notifies 520 channels of
+#     hers through the relay; the marks are full, and alice's channel is
+#     still notified, by her producer;
 #   - the relay (TODO, a finding): a role's LISTEN with dlsm.notify_relay
 #     on (a user's setting) in template1 starts a relay there that stays
 #     after she left, and every CREATE DATABASE fails with 55006 while it
@@ -32,6 +35,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 
 use lib "$ENV{TESTDIR}/test/perl";
 use DlsmTest;
@@ -270,6 +274,45 @@ TODO:
 	is($ret, 0, 'CREATE DATABASE works after a role\'s LISTEN in template1')
 	  or diag $err;
 }
+
+# ---------------------------------------------------------------------
+# Channel marks (512, never freed): mallory, with the relay on, notifies
+# 520 channels of hers through the relay of postgres; the marks are full,
+# and alice's channel is still notified, by her producer
+# ---------------------------------------------------------------------
+my $listener = $node->background_psql('postgres', extra_params => [ '-U', 'alice' ]);
+$listener->query_safe('LISTEN aq');
+ok(defined poll_within($node, 'postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+WHERE backend_type = 'dlsm relay' AND datname = 'postgres'}, 30),
+	'the relay of postgres runs');
+ok_as('mallory', "SET dlsm.notify_relay = on;\n"
+	  . join('', map { "SELECT dlsm_create_queue('c$_');\n" } 421 .. 520)
+	  . join('', map { "SELECT dlsm_enqueue('x$_', 'e');\n" } 1 .. 400)
+	  . join('', map { "SELECT dlsm_enqueue('w$_', 'e');\n" } 1 .. 20)
+	  . join('', map { "SELECT dlsm_enqueue('c$_', 'e');\n" } 421 .. 520),
+	'mallory notifies 520 channels of hers through the relay, one commit each');
+my ($marks, $marks_full) = split /\|/, $node->safe_psql('postgres', q{
+SELECT used || '|' || times_full FROM dlsm_shared_tables WHERE name = 'channel marks'});
+ok($marks == 512 && $marks_full > 0,
+	"channel marks: all 512 taken ($marks), $marks_full times full");
+$listener->query('SELECT 1');    # what came before
+ok_as('alice', q{SET dlsm.notify_relay = on; SELECT dlsm_enqueue('aq', 'after-marks')},
+	'alice enqueues into her queue');
+my $got = 0;
+my $start = time;
+while (time - $start < 10)
+{
+	my $out = $listener->query('SELECT 1');
+	if ($out =~ /Asynchronous notification "aq" received/)
+	{
+		$got = 1;
+		last;
+	}
+	usleep(50_000);
+}
+ok($got, 'channel marks full: alice\'s channel is notified all the same');
+$listener->quit;
 
 $node->stop;
 done_testing();
