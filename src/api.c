@@ -711,7 +711,14 @@ dlsm_capture(PG_FUNCTION_ARGS)
 	/* the capture inserts into the queue on the caller's behalf */
 	dlsm_queue_check_privileges(relid, ACL_INSERT);
 	dlsm_plan_connect();
-	queue = dlsm_queue_open(relid, 0);
+
+	/*
+	 * No lock on the queue before the source's (capture.c takes them in that
+	 * order); dlsm_capture_attach opens it again once it is locked, and
+	 * checks its shape then
+	 */
+	queue = dlsm_queue_open(relid, DLSM_QUEUE_ANY_SECURITY |
+							DLSM_QUEUE_ANY_SHAPE);
 	if (group_column != NULL)
 		require_group_column(queue);
 	dlsm_capture_attach(PG_GETARG_OID(ARG_SOURCE), queue->relid,

@@ -391,10 +391,11 @@ dlsm_capture_attach(Oid source, Oid queue, const char *kind,
 	 * then the queue (after the source, as a captured write takes them), as
 	 * an enqueue locks it, until commit: a drop of the queue waits for this
 	 * capture and then sees it (2BP01); and a queue dropped or unregistered
-	 * while this call waited is no queue (42704)
+	 * while this call waited is no queue (42704), one with row-level security
+	 * is refused (0A000), and so is one whose table no longer fits
 	 */
 	LockRelationOid(queue, RowExclusiveLock);
-	dlsm_queue_close(dlsm_queue_open(queue, DLSM_QUEUE_ANY_SECURITY));
+	dlsm_queue_close(dlsm_queue_open(queue, DLSM_QUEUE_WRITE));
 	nentity = entity_columns(source, entity_column, entity);
 	nwatched = watched_columns(source, columns, watched);
 	if (group_column != NULL)
@@ -952,7 +953,8 @@ dlsm_capture_row(TriggerData *trigdata)
 	if (!describe_change(trigdata, capture, &change))
 		return;
 	check_source_owner(trigdata->tg_relation, capture->source, queue_relid);
-	queue = dlsm_queue_open(queue_relid, 0);
+	/* the insert's own lock first: a weaker one taken before would upgrade */
+	queue = dlsm_queue_open(queue_relid, DLSM_QUEUE_WRITE);
 	check_session_temp(trigdata->tg_relation, queue_relid, queue->owner);
 	enqueue_change(queue, &change);
 	dlsm_queue_close(queue);

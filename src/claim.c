@@ -312,8 +312,10 @@ claim_row(ClaimPass *pass, HeapTuple tuple, DlsmClaimed *claimed)
 	Assert(SPI_tuptable->tupdesc->natts == N_LOCK - 1);
 	heap_deform_tuple(tuple, SPI_tuptable->tupdesc, values, nulls);
 	claimed->id = DatumGetInt64(values[A_LOCK_ID - 1]);
+	/* NULL if so written since the scan (entity keys take NULL as empty) */
 	claimed->entity =
-		dlsm_floor_entity_key(TextDatumGetCString(values[A_LOCK_ENTITY - 1]));
+		dlsm_floor_entity_key(nulls[A_LOCK_ENTITY - 1] ? NULL :
+							  TextDatumGetCString(values[A_LOCK_ENTITY - 1]));
 	dlsm_pending_add(pass->args->queue->relid, claimed,
 					 pass->args->process_id != NULL);
 	values[A_CLAIM_PROCESS_ID - 1] = UUIDPGetDatum(&claimed->process_id);

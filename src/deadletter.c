@@ -297,7 +297,7 @@ cancellable_ids(DlsmQueue *queue)
 		bool		isnull;
 		int64		id = DatumGetInt64(dlsm_plan_value(r, A_DEAD_ID, &isnull));
 
-		if (strcmp(dlsm_plan_text(r, A_DEAD_STATUS), "new") != 0 ||
+		if (!dlsm_plan_text_is(r, A_DEAD_STATUS, "new") ||
 			dlsm_pending_holds_row(queue->relid, id))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -105,7 +105,7 @@ collect_row(void *arg, Datum *values, bool *nulls)
 	old = MemoryContextSwitchTo(unit->context);
 	if (unit->rows++ == 0)
 	{
-		/* NULL only if written so by hand since the claim's scan */
+		/* NULL only if written so since the claim's scan (claim.c) */
 		unit->kind = nulls[A_CLAIM_KIND - 1] ? "" :
 			TextDatumGetCString(values[A_CLAIM_KIND - 1]);
 		unit->entity = nulls[A_CLAIM_ENTITY - 1] ? "" :

@@ -588,6 +588,19 @@ dlsm_plan_text(uint64 row, int attno)
 						attno);
 }
 
+/*
+ * Is column attno of result row the string text?  False when it is NULL:
+ * a queue's row may hold one where dlsm never writes it (an owner's
+ * trigger, an adopted table's nullable column).
+ */
+bool
+dlsm_plan_text_is(uint64 row, int attno, const char *text)
+{
+	char	   *value = dlsm_plan_text(row, attno);
+
+	return value != NULL && strcmp(value, text) == 0;
+}
+
 /* ---------------------------------------------------------------------
  * DDL
  * ---------------------------------------------------------------------

@@ -142,6 +142,15 @@ static MemoryContext cache_context = NULL;
 static List *descriptors = NIL; /* every live DlsmQueue, current or not */
 static List *pins = NIL;		/* of QueuePin, newest last */
 static uint64 invalidations = 0;	/* invalidations that reached a queue */
+static uint64 open_clock = 0;	/* opens so far, for last_opened */
+
+/*
+ * Descriptors nobody holds that a backend keeps at a transaction's end, the
+ * most recently opened: each holds its queue's plans (some 200 kB), and the
+ * worker opens every queue of its database at each pass, so that without
+ * a bound any role making queues would grow it without end.
+ */
+#define KEPT_DESCRIPTORS 32
 
 static bool shape_problem(Oid relid, const char *const *columns,
 						  const char *group, const char *dedup,
@@ -281,8 +290,38 @@ registry_release(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 }
 
 /*
+ * Free the least recently opened descriptors nobody holds beyond
+ * KEPT_DESCRIPTORS; the next open of their queue reads the registry and
+ * prepares its plans again.
+ */
+static void
+trim_descriptors(void)
+{
+	int			n = list_length(descriptors);
+
+	while (n > KEPT_DESCRIPTORS)
+	{
+		DlsmQueue  *oldest = NULL;
+		ListCell   *lc;
+
+		foreach(lc, descriptors)
+		{
+			DlsmQueue  *queue = lfirst(lc);
+
+			if (queue->pins == 0 &&
+				(oldest == NULL || queue->last_opened < oldest->last_opened))
+				oldest = queue;
+		}
+		if (oldest == NULL)
+			break;
+		free_descriptor(oldest);
+		n--;
+	}
+}
+
+/*
  * The transaction ended: drop the pins left (an error between open and
- * close), and free what is stale.
+ * close), free what is stale, and keep at most KEPT_DESCRIPTORS others.
  */
 static void
 end_of_transaction(XactEvent event, void *arg)
@@ -308,6 +347,7 @@ end_of_transaction(XactEvent event, void *arg)
 	foreach(lc, stale)
 		free_descriptor(lfirst(lc));
 	list_free(stale);
+	trim_descriptors();
 }
 
 /*
@@ -729,6 +769,7 @@ dlsm_queue_open(Oid relid, int flags)
 	pins = lappend(pins, pin);
 	MemoryContextSwitchTo(oldcontext);
 	queue->pins++;
+	queue->last_opened = ++open_clock;
 	return queue;
 }
 

@@ -76,6 +76,7 @@ typedef struct DlsmQueue
 	DlsmShapeProblem problem;	/* ... how, found as the descriptor was read */
 	/* private to queue.c */
 	int			pins;			/* holders; freed at 0 once stale */
+	uint64		last_opened;	/* when last opened, of open_clock */
 	bool		stale;			/* replaced, or invalidated */
 	MemoryContext context;		/* holds the strings above */
 } DlsmQueue;

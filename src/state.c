@@ -429,7 +429,7 @@ dlsm_state_reap(DlsmQueue *queue)
 		dlsm_wake_entity_changed_at_commit(queue->relid,
 										   dlsm_plan_text(i, A_REAP_ENTITY));
 		dlsm_limits_group_changed(queue, dlsm_plan_text(i, A_REAP_GROUP));
-		if (strcmp(dlsm_plan_text(i, A_REAP_STATUS), "new") != 0)
+		if (!dlsm_plan_text_is(i, A_REAP_STATUS, "new"))
 			continue;
 		released++;
 		lowest = Min(lowest, DatumGetInt64(dlsm_plan_value(i, A_REAP_ID,

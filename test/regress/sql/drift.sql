@@ -110,6 +110,25 @@ SELECT * FROM dlsm_claim('made');
 SELECT dlsm_drop_queue('made', drop_table => true);
 SELECT dlsm_drop_queue('hd', drop_table => true);
 SELECT dlsm_drop_queue('hn', drop_table => true);
+-- an owner's trigger that writes NULL where dlsm reads a state back: the
+-- reap released the row as it reads it, not as it wrote it (it crashed)
+SELECT dlsm_create_queue('nul');
+ALTER TABLE nul ALTER COLUMN status DROP NOT NULL;
+CREATE FUNCTION nul_status() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF new.status = 'new' AND old.status = 'in-progress' THEN
+    new.status := NULL;
+  END IF;
+  RETURN new;
+END $$;
+CREATE TRIGGER nul_status BEFORE UPDATE ON nul
+  FOR EACH ROW EXECUTE FUNCTION nul_status();
+SELECT dlsm_enqueue('nul', 'e') > 0 AS enqueued;
+SELECT count(*) FROM dlsm_claim('nul', lease => '10 ms');
+SELECT pg_sleep(0.1);
+SELECT dlsm_reap('nul');
+SELECT entity, status FROM nul;
+SELECT dlsm_drop_queue('nul', drop_table => true);
 RESET ROLE;
 RESET search_path;
 DROP SCHEMA drift CASCADE;
