@@ -74,6 +74,9 @@ ok( defined poll_within($node, 'postgres',
 		q{SELECT count(*) = 1 FROM pg_stat_activity
 		  WHERE backend_type = 'dlsm worker' AND wait_event = 'PgSleep'}, 30),
 	"alice's handler sleeps in the worker");
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_stat_activity
+	WHERE backend_type = 'dlsm reaper' AND datname = 'postgres'}),
+	'1', 'the database has its reaper beside its worker');
 
 # bob's claim, whose lease expires while alice's call sleeps, and bob's
 # handler unit, enqueued meanwhile
