@@ -14,6 +14,9 @@
 # alice's that is under way, then one dlsm.reap_interval and the claim and
 # settle steps (2 x dlsm.step_timeout): it runs before alice's next call.
 # Each with a margin for a loaded machine, far below alice's 20 s.
+#
+# Then with no background worker process free for a reaper: the log says
+# so, once, and the worker reaps itself, between its handler calls.
 use strict;
 use warnings;
 
@@ -114,6 +117,40 @@ cmp_ok($waited, '<=', $handler_limit,
 	"bob's handler runs within $handler_limit s of the end of alice's call under way "
 	  . "(reap_interval + 2 x step_timeout + $margin_s s margin)");
 is($before, '1', "bob's handler runs before alice's second call ends");
+
+# No process free for a reaper (max_worker_processes 3: the launcher,
+# the logical replication launcher, the worker): said once, and the worker
+# reaps itself, between its handler calls, as before
+$node->safe_psql('postgres', q{
+CREATE FUNCTION alice.quick(entity text, kind text, ids bigint[], payloads jsonb[])
+RETURNS void LANGUAGE sql AS $$ INSERT INTO alice.done (entity) VALUES (entity) $$;
+SELECT dlsm_set_handler('alice.slow', 'alice.quick');
+}, extra_params => [ '-U', 'alice' ]);
+$node->append_conf('postgresql.conf', 'max_worker_processes = 3');
+my $log_offset = -s $node->logfile;
+$node->restart;
+ok( $node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM pg_stat_activity
+	WHERE backend_type = 'dlsm worker' AND datname = 'postgres'}),
+	'the worker runs with max_worker_processes = 3');
+ok( defined poll_within($node, 'postgres', q{SELECT count(*) = 2 FROM alice.done}, 30),
+	"alice's second unit is handled");
+like(slurp_file($node->logfile, $log_offset),
+	qr/LOG:  could not start dlsm reaper for database "postgres"\n.*DETAIL:  Its worker reaps between handler calls: a handler call delays the reaping of every queue there until it returns\.\n.*HINT:  You may need to increase "max_worker_processes"\./,
+	'the log says that no process was free for the reaper');
+$node->safe_psql('postgres', qq{
+SELECT dlsm_enqueue('bob.leased', 'b2');
+SELECT count(*) FROM dlsm_claim('bob.leased', lease => '$lease_s s');
+}, extra_params => [ '-U', 'bob' ]);
+$took = poll_within($node, 'postgres',
+	q{SELECT status = 'new' FROM bob.leased WHERE entity = 'b2'}, 30);
+ok(defined $took && $took - $lease_s <= $reap_limit,
+	"without a reaper, the worker reaps bob's expired lease itself")
+  or diag 'took ' . ($took // 'more than 30') . ' s';
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_stat_activity
+	WHERE backend_type = 'dlsm reaper'}),
+	'0', 'no reaper runs');
+my $said = () = slurp_file($node->logfile, $log_offset) =~ /could not start dlsm reaper/g;
+is($said, 1, 'said once');
 
 $node->stop;
 done_testing();
