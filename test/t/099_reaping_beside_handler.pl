@@ -14,6 +14,7 @@
 # alice's that is under way, then one dlsm.reap_interval and the claim and
 # settle steps (2 x dlsm.step_timeout): it runs before alice's next call.
 # Each with a margin for a loaded machine, far below alice's 20 s.
+# DROP DATABASE stops a reaper with its worker.
 #
 # Then with no background worker process free for a reaper: the log says
 # so, once, and the worker reaps itself, between its handler calls.
@@ -117,6 +118,21 @@ cmp_ok($waited, '<=', $handler_limit,
 	"bob's handler runs within $handler_limit s of the end of alice's call under way "
 	  . "(reap_interval + 2 x step_timeout + $margin_s s margin)");
 is($before, '1', "bob's handler runs before alice's second call ends");
+
+# DROP DATABASE stops a database's reaper with its worker
+$node->safe_psql('postgres', 'CREATE DATABASE d2');
+$node->safe_psql('d2', q{
+CREATE EXTENSION dlsm;
+CREATE FUNCTION h(entity text, kind text, ids bigint[], payloads jsonb[])
+RETURNS void LANGUAGE sql AS 'SELECT';
+SELECT dlsm_create_queue('q');
+SELECT dlsm_set_handler('q', 'h');
+});
+ok( defined poll_within($node, 'postgres', q{SELECT count(*) = 1 FROM pg_stat_activity
+	WHERE backend_type = 'dlsm reaper' AND datname = 'd2'}, 30),
+	'database d2 has its reaper');
+my ($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE d2');
+is($ret, 0, 'DROP DATABASE stops the reaper too') or diag $err;
 
 # No process free for a reaper (max_worker_processes 3: the launcher,
 # the logical replication launcher, the worker): said once, and the worker
