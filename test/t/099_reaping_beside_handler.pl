@@ -17,7 +17,8 @@
 # DROP DATABASE stops a reaper with its worker.
 #
 # Then with no background worker process free for a reaper: the log says
-# so, once, and the worker reaps itself, between its handler calls.
+# so, once, and the worker reaps itself, between its handler calls; and a
+# database's worker that finds no process makes every reaper give way.
 use strict;
 use warnings;
 
@@ -134,6 +135,21 @@ ok( defined poll_within($node, 'postgres', q{SELECT count(*) = 1 FROM pg_stat_ac
 my ($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE d2');
 is($ret, 0, 'DROP DATABASE stops the reaper too') or diag $err;
 
+# bob claims a new row $e with a lease: the seconds from its expiry until
+# it is reaped, or undef
+sub bob_reaped
+{
+	my ($e) = @_;
+	my $claimed = $node->safe_psql('postgres', qq{
+SELECT dlsm_enqueue('bob.leased', '$e') AS id \\gset
+SELECT entity FROM dlsm_claim('bob.leased', lease => '$lease_s s', after => :id - 1);
+}, extra_params => [ '-U', 'bob' ]);
+	is($claimed, $e, "bob claims $e");
+	my $t = poll_within($node, 'postgres',
+		qq{SELECT status = 'new' FROM bob.leased WHERE entity = '$e'}, 30);
+	return defined $t ? $t - $lease_s : undef;
+}
+
 # No process free for a reaper (max_worker_processes 3: the launcher,
 # the logical replication launcher, the worker): said once, and the worker
 # reaps itself, between its handler calls, as before
@@ -153,20 +169,41 @@ ok( defined poll_within($node, 'postgres', q{SELECT count(*) = 2 FROM alice.done
 like(slurp_file($node->logfile, $log_offset),
 	qr/LOG:  could not start dlsm reaper for database "postgres"\n.*DETAIL:  Its worker reaps between handler calls: a handler call delays the reaping of every queue there until it returns\.\n.*HINT:  You may need to increase "max_worker_processes"\./,
 	'the log says that no process was free for the reaper');
-$node->safe_psql('postgres', qq{
-SELECT dlsm_enqueue('bob.leased', 'b2');
-SELECT count(*) FROM dlsm_claim('bob.leased', lease => '$lease_s s');
-}, extra_params => [ '-U', 'bob' ]);
-$took = poll_within($node, 'postgres',
-	q{SELECT status = 'new' FROM bob.leased WHERE entity = 'b2'}, 30);
-ok(defined $took && $took - $lease_s <= $reap_limit,
+$took = bob_reaped('b2');
+ok(defined $took && $took <= $reap_limit,
 	"without a reaper, the worker reaps bob's expired lease itself")
-  or diag 'took ' . ($took // 'more than 30') . ' s';
+  or diag 'took ' . ($took // 'more than 30') . ' s after its expiry';
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_stat_activity
 	WHERE backend_type = 'dlsm reaper'}),
 	'0', 'no reaper runs');
 my $said = () = slurp_file($node->logfile, $log_offset) =~ /could not start dlsm reaper/g;
 is($said, 1, 'said once');
+
+# A database's worker comes before another's reaper: with room for the
+# launcher, the logical replication launcher, postgres's worker and its
+# reaper only, the worker of a new database d3 finds no process; every
+# reaper gives way, and d3's worker starts
+$node->append_conf('postgresql.conf', 'max_worker_processes = 4');
+$node->restart;
+ok( defined poll_within($node, 'postgres', q{SELECT count(*) = 1 FROM pg_stat_activity
+	WHERE backend_type = 'dlsm reaper' AND datname = 'postgres'}, 30),
+	'with max_worker_processes = 4, postgres has its reaper');
+$log_offset = -s $node->logfile;
+$node->safe_psql('postgres', 'CREATE DATABASE d3');
+$node->safe_psql('d3', 'CREATE EXTENSION dlsm');
+ok( defined poll_within($node, 'postgres', q{SELECT count(*) = 1 FROM pg_stat_activity
+	WHERE backend_type = 'dlsm worker' AND datname = 'd3'}, 30),
+	"d3's worker starts: postgres's reaper gave way");
+like(slurp_file($node->logfile, $log_offset),
+	qr/could not start dlsm worker for database "d3"/,
+	'the first start of it found no process');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_stat_activity
+	WHERE backend_type = 'dlsm reaper'}),
+	'0', 'no reaper runs meanwhile');
+$took = bob_reaped('b3');
+ok(defined $took && $took <= $reap_limit,
+	"postgres's worker reaps bob's expired lease itself")
+  or diag 'took ' . ($took // 'more than 30') . ' s after its expiry';
 
 $node->stop;
 done_testing();
