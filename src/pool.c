@@ -41,7 +41,7 @@
  *									the slot's worker (its handler pass)
  *	slot outdated_said				the slot's worker
  *	slot counts, last_reap_at,
- *	slot last_error					the slot's worker
+ *	slot last_error					the slot's worker or reaper
  *	slot shunned[], shunned_until[],
  *	slot shun_count[], shun_cause[]			the slot's worker or reaper (at its
  *									exit, when a step ignored its cancel)
