@@ -41,6 +41,11 @@
  * is not served: said in the log once (per launcher), shown with state
  * "no slot" in dlsm_worker_status.
  *
+ * A worker with handler queues starts a reaper beside it (worker.c), which
+ * takes one more background worker process; when no process is free for a
+ * database's worker, every reaper gives way (pool.c): each database has
+ * its worker before any has a reaper.
+ *
  * At each pass it also has capacity.c say, once per table, that one of
  * dlsm's shared tables had no room.
  *
@@ -219,11 +224,13 @@ start_worker(LauncherDb *db)
 
 /*
  * No worker could start for db: it waits for one.  Said once, until a
- * worker is in it again.
+ * worker is in it again.  Every reaper gives way meanwhile (pool.c).
  */
 static void
 say_no_worker(LauncherDb *db)
 {
+	/* a database's worker comes before another's reaper */
+	dlsm_pool_reapers_give_way();
 	if (dlsm_pool_set_no_worker(db->dboid))
 		ereport(LOG,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),

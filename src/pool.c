@@ -41,10 +41,19 @@
  *									the slot's worker (its handler pass)
  *	slot outdated_said				the slot's worker
  *	slot counts, last_reap_at,
- *	slot last_error					the slot's worker
+ *	slot last_error					the slot's worker or reaper
  *	slot shunned[], shunned_until[],
- *	slot shun_count[], shun_cause[]			the slot's worker (at its exit, when a
- *									step ignored its cancel)
+ *	slot shun_count[], shun_cause[]			the slot's worker or reaper (at its
+ *									exit, when a step ignored its cancel)
+ *	slot reaper_pid, reaper_latch	the slot's reaper (attach and its exit)
+ *	slot reaper_requests			any backend (a request), the slot's reaper
+ *	reapers_yield_at				the launcher (a worker could not start)
+ *
+ * A database's reaper (worker.c) shares its worker's slot: it counts, says
+ * its last error, marks its passes and shuns there as the worker does, and
+ * takes requests of its own (reaper_requests), so that the worker, busy
+ * with a handler call, never holds a reap that NOTIFY dlsm, 'reap' asked
+ * for.  It runs only while the slot's worker does (reaper_parent).
  *
  * Calls names.c.
  *
@@ -104,6 +113,10 @@ typedef struct DlsmSlot
 	int			requests;		/* DLSM_REQUEST_*, not yet taken */
 	bool		outdated_said;	/* a worker logged that the extension awaits
 								 * its UPDATE */
+	pid_t		reaper_pid;		/* its reaper, 0 while none is attached */
+	pid_t		reaper_parent;	/* the worker that reaper runs beside */
+	Latch	   *reaper_latch;	/* the reaper's latch, NULL while none */
+	int			reaper_requests;	/* DLSM_REQUEST_*, not yet taken by it */
 } DlsmSlot;
 
 /* The launcher's side of the pool; the slots follow it. */
@@ -124,13 +137,16 @@ typedef struct DlsmPoolShared
 	uint64		slotless_left;	/* ... and not shown */
 	uint64		without_left;	/* a database without dlsm kept its slot */
 	uint64		shuns_cut;		/* a shun ended early for another's */
+	TimestampTz reapers_yield_at;	/* a worker could not start: reapers give
+									 * way for a while from then on */
 } DlsmPoolShared;
 
 static DlsmPoolShared *shared = NULL;
 static DlsmSlot *slots = NULL;	/* nslots of them, under lock */
 static int	nslots = 0;			/* dlsm.max_databases, at the server start */
 static HTAB *without_dlsm = NULL;	/* Oids of databases without dlsm */
-static DlsmSlot *my_slot = NULL;	/* the slot of this worker */
+static DlsmSlot *my_slot = NULL;	/* the slot of this worker or reaper */
+static bool i_am_reaper = false;	/* this process is my_slot's reaper */
 
 /* Shared memory for the pool of max_databases slots. */
 Size
@@ -678,6 +694,8 @@ worker_detach(int code, Datum arg)
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	my_slot->info.pid = 0;
 	my_slot->latch = NULL;
+	if (my_slot->reaper_latch != NULL)
+		SetLatch(my_slot->reaper_latch);	/* it leaves too */
 	if (my_slot->no_extension &&
 		hash_search(without_dlsm, &my_slot->info.dboid, HASH_ENTER_NULL,
 					&found) != NULL)
@@ -873,7 +891,7 @@ dlsm_pool_worker_pause(Oid dboid, int pause_ms)
 	return pid;
 }
 
-/* Has the worker pid of dboid stopped? */
+/* Has the worker pid of dboid stopped, and its reaper with it? */
 bool
 dlsm_pool_worker_gone(Oid dboid, pid_t pid)
 {
@@ -882,7 +900,7 @@ dlsm_pool_worker_gone(Oid dboid, pid_t pid)
 
 	LWLockAcquire(shared->lock, LW_SHARED);
 	slot = slot_for(dboid, false);
-	gone = slot == NULL || slot->info.pid != pid;
+	gone = slot == NULL || (slot->info.pid != pid && slot->reaper_pid == 0);
 	LWLockRelease(shared->lock);
 	return gone;
 }
@@ -1002,21 +1020,29 @@ dlsm_pool_worker_request(Oid dboid, int requests)
 		if (slot->info.dboid != dboid)
 			continue;
 		slot->requests |= requests;
+		slot->reaper_requests |= requests;
 		if (slot->latch != NULL)
 			SetLatch(slot->latch);
+		if (slot->reaper_latch != NULL)
+			SetLatch(slot->reaper_latch);
 	}
 	LWLockRelease(shared->lock);
 }
 
-/* What this worker was asked to do since it last looked (DLSM_REQUEST_*). */
+/*
+ * What this worker (or reaper) was asked to do since it last looked
+ * (DLSM_REQUEST_*).
+ */
 int
 dlsm_pool_worker_take_requests(void)
 {
+	int		   *field;
 	int			requests;
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-	requests = my_slot->requests;
-	my_slot->requests = 0;
+	field = i_am_reaper ? &my_slot->reaper_requests : &my_slot->requests;
+	requests = *field;
+	*field = 0;
 	LWLockRelease(shared->lock);
 	return requests;
 }
@@ -1030,6 +1056,114 @@ dlsm_pool_worker_leave(bool more)
 {
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	my_slot->pending |= more;
+	LWLockRelease(shared->lock);
+}
+
+/* ---------------------------------------------------------------------
+ * Reapers
+ * ---------------------------------------------------------------------
+ */
+
+/* Did a worker fail to start less than yield_ms ago? (caller holds lock) */
+static bool
+reapers_yield(int yield_ms)
+{
+	return shared->reapers_yield_at != 0 &&
+		!TimestampDifferenceExceeds(shared->reapers_yield_at,
+									GetCurrentTimestamp(), yield_ms);
+}
+
+static void
+reaper_detach(int code, Datum arg)
+{
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	if (my_slot->reaper_pid == MyProcPid)
+	{
+		my_slot->reaper_pid = 0;
+		my_slot->reaper_parent = 0;
+		my_slot->reaper_latch = NULL;
+	}
+	LWLockRelease(shared->lock);
+}
+
+/*
+ * Record this process as the reaper of dboid beside its worker parent,
+ * until it exits; false when parent no longer serves dboid, another reaper
+ * runs there, a command paused the database's workers, or reapers give way
+ * (dlsm_pool_reapers_give_way, within yield_ms).
+ */
+bool
+dlsm_pool_reaper_attach(Oid dboid, pid_t parent, int yield_ms)
+{
+	DlsmSlot   *slot;
+	bool		ok;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	slot = slot_for(dboid, false);
+	ok = slot != NULL && slot->info.pid == parent && !shared->rotating &&
+		(slot->reaper_pid == 0 || kill(slot->reaper_pid, 0) != 0) &&
+		GetCurrentTimestamp() >= slot->stopped_until &&
+		!reapers_yield(yield_ms);
+	if (ok)
+	{
+		slot->reaper_pid = MyProcPid;
+		slot->reaper_parent = parent;
+		slot->reaper_latch = MyLatch;
+		slot->reaper_requests = 0;
+		my_slot = slot;
+		i_am_reaper = true;
+	}
+	return attached(ok, reaper_detach);
+}
+
+/*
+ * May this reaper go on?  Not once its worker is gone, the workers take
+ * turns, or reapers give way (within yield_ms).
+ */
+bool
+dlsm_pool_reaper_may_stay(int yield_ms)
+{
+	bool		stay;
+
+	LWLockAcquire(shared->lock, LW_SHARED);
+	stay = my_slot->info.pid == my_slot->reaper_parent && !shared->rotating &&
+		!reapers_yield(yield_ms);
+	LWLockRelease(shared->lock);
+	return stay;
+}
+
+/*
+ * Does this worker's database have a reaper (attached, beside this
+ * worker)?  May it start one (no reaper gives way, within yield_ms)?
+ */
+bool
+dlsm_pool_worker_has_reaper(int yield_ms, bool *may_start)
+{
+	bool		has;
+
+	LWLockAcquire(shared->lock, LW_SHARED);
+	has = my_slot->reaper_pid != 0 && my_slot->reaper_parent == MyProcPid;
+	*may_start = !shared->rotating && !reapers_yield(yield_ms);
+	LWLockRelease(shared->lock);
+	return has;
+}
+
+/*
+ * The launcher could not start a worker for want of a background worker
+ * process: every reaper gives way (its worker reaps between handler calls
+ * again), so that each database has its worker before any has a reaper.
+ */
+void
+dlsm_pool_reapers_give_way(void)
+{
+	if (!lock_state(LW_EXCLUSIVE))
+		return;
+	shared->reapers_yield_at = GetCurrentTimestamp();
+	for (int i = 0; i < nslots; i++)
+	{
+		if (slots[i].reaper_latch != NULL)
+			SetLatch(slots[i].reaper_latch);
+	}
 	LWLockRelease(shared->lock);
 }
 

@@ -114,6 +114,12 @@ extern void dlsm_pool_worker_request(Oid dboid, int requests);
 extern int	dlsm_pool_worker_take_requests(void);
 extern void dlsm_pool_worker_leave(bool more);
 
+/* a database's reaper, beside its worker (worker.c) */
+extern bool dlsm_pool_reaper_attach(Oid dboid, pid_t parent, int yield_ms);
+extern bool dlsm_pool_reaper_may_stay(int yield_ms);
+extern bool dlsm_pool_worker_has_reaper(int yield_ms, bool *may_start);
+extern void dlsm_pool_reapers_give_way(void);
+
 /* What does not work without preloading (dlsm_pool_warn_no_worker). */
 typedef enum DlsmNoWorker
 {

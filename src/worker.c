@@ -33,6 +33,19 @@
  * (and the call under way when it runs out), and defers its other handler
  * queues to the next pass.  test/t/048_stall_matrix.pl holds every step of bound.h (DlsmWorkerStep).
  *
+ * Reaping never waits behind a handler call, which runs as long as its
+ * owner's handler_timeout: a worker with a handler queue starts its
+ * database's reaper (dlsm_reaper_main, bgw_type "dlsm reaper"), a process
+ * of its own that makes the registry and reaping passes above every
+ * dlsm.reap_interval (or at once on NOTIFY dlsm, 'reap') and nothing else,
+ * while the worker makes only the registry and handler passes.  The
+ * reaper lives while its worker does: the worker's exit stops it, and it
+ * leaves when it finds another worker in the slot (pool.c).  A worker
+ * without handler queues, a visiting one (the workers take turns), one
+ * for which no background worker process is free (said once), or one
+ * whose reaper gives way to another database's worker (launcher.c) reaps
+ * itself, between its handler calls, as before.
+ *
  * When the workers take turns (fewer dlsm.max_workers than databases,
  * launcher.c), a worker visits: it makes the passes above once, runs the
  * handlers for at most half a dlsm.reap_interval (the other half is for
@@ -90,8 +103,19 @@
 #define SHUN_BOUNDS				10	/* dlsm.step_timeouts of a first shun */
 #define SHUN_DOUBLINGS			6	/* a shun is at most 2^6 times as long */
 #define SAY_AGAIN_MS			60000	/* a deferral or slow step, said again */
+#define REAPER_YIELD_MS			60000	/* no reaper so long after a worker of
+										 * a database could not start */
 
 static char *my_dbname = NULL;
+
+/* This process is its database's reaper, not its worker. */
+static bool am_reaper = false;
+
+/* The worker's reaper, once registered (TopMemoryContext), or NULL. */
+static BackgroundWorkerHandle *reaper = NULL;
+
+/* The worker said that its reaper could not start. */
+static bool reaper_refused_said = false;
 
 /*
  * When the workers take turns: the end of this worker's visit, half a
@@ -388,6 +412,8 @@ registry_pass(MemoryContext context)
 	if (run_transaction(read_registry, &pass, NULL,
 						DLSM_STEP_READ_REGISTRY) != STEP_DONE)
 		return NIL;
+	if (!pass.extension && am_reaper)
+		proc_exit(0);			/* its worker says so, and stops */
 	if (!pass.extension)
 	{
 		dlsm_pool_worker_idle(pokes);
@@ -397,7 +423,7 @@ registry_pass(MemoryContext context)
 		proc_exit(0);
 	}
 	/* said once per worker of its own, or per stretch of visits */
-	if (dlsm_pool_worker_outdated(pass.outdated))
+	if (!am_reaper && dlsm_pool_worker_outdated(pass.outdated))
 		ereport(LOG,
 				(errmsg("dlsm worker for database \"%s\" waits: the extension's SQL objects are not at the version of its library",
 						my_dbname),
@@ -565,7 +591,8 @@ static bool handler_pass(List *queues);
  * in the server log (once a minute per owner).  When its steps took more
  * than half of dlsm.step_timeout and a handler queue got work meanwhile,
  * the handlers run now, before the next owner's turn: so a handler waits
- * for one owner's turn at most, not for the whole pass.
+ * for one owner's turn at most, not for the whole pass (when the worker
+ * reaps itself; a reaper runs no handler).
  */
 static void
 end_turn(OwnerTurn *turn, List *queues)
@@ -584,7 +611,7 @@ end_turn(OwnerTurn *turn, List *queues)
 								   turn->deferred, turn->deferred, turn->name,
 								   (int) turn->spent_ms, dlsm_step_timeout)));
 	}
-	if (turn->spent_ms > dlsm_step_timeout / 2 &&
+	if (!am_reaper && turn->spent_ms > dlsm_step_timeout / 2 &&
 		dlsm_pool_worker_take_pending())
 		(void) handler_pass(queues);	/* the main loop's pass runs too */
 }
@@ -968,18 +995,32 @@ shun_abandoned(int code, Datum arg)
 							  count)));
 }
 
-/* Connect to database dboid, take its slot, or exit. */
+/* At the worker's exit: its reaper stops too. */
 static void
-worker_start(Oid dboid)
+stop_reaper(int code, Datum arg)
+{
+	if (reaper != NULL)
+		TerminateBackgroundWorker(reaper);
+}
+
+/*
+ * Connect to database dboid, take its slot (as its worker, or as its
+ * reaper beside worker parent), or exit.
+ */
+static void
+worker_start(Oid dboid, pid_t parent)
 {
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
-	if (!dlsm_pool_worker_attach(dboid))
+	if (am_reaper ? !dlsm_pool_reaper_attach(dboid, parent, REAPER_YIELD_MS) :
+		!dlsm_pool_worker_attach(dboid))
 		proc_exit(0);			/* another worker, or the database goes */
 	before_shmem_exit(shun_abandoned, 0);	/* runs before the slot's detach */
-	pgstat_report_appname("dlsm worker");
+	if (!am_reaper)
+		before_shmem_exit(stop_reaper, 0);
+	pgstat_report_appname(am_reaper ? "dlsm reaper" : "dlsm worker");
 	dlsm_bound_init();
 	apply_settings();
 
@@ -1038,7 +1079,7 @@ worker_sleep(TimestampTz next_reap, bool more)
 			 WL_LATCH_SET) != 0;
 	ResetLatch(MyLatch);
 	CHECK_FOR_INTERRUPTS();
-	if (woken)
+	if (woken && !am_reaper)
 	{
 		DlsmWorkerCounts delta = {.wakeups = 1};
 
@@ -1046,6 +1087,82 @@ worker_sleep(TimestampTz next_reap, bool more)
 	}
 	return woken;				/* an enqueue into a handler queue, or a
 								 * request */
+}
+
+/* Does any of queues have a handler? */
+static bool
+has_handler_queue(List *queues)
+{
+	ListCell   *lc;
+
+	foreach(lc, queues)
+	{
+		if (((WorkerQueue *) lfirst(lc))->has_handler)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Register this worker's reaper (a process that reaps beside it); said
+ * once per worker when no background worker process is free for it.
+ */
+static void
+start_reaper(void)
+{
+	BackgroundWorker bgw;
+	pid_t		parent = MyProcPid;
+	MemoryContext old;
+	bool		started;
+
+	memset(&bgw, 0, sizeof(BackgroundWorker));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS |
+		BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = 1;	/* after a FATAL: its worker may be busy */
+	strlcpy(bgw.bgw_library_name, "dlsm", BGW_MAXLEN);
+	strlcpy(bgw.bgw_function_name, "dlsm_reaper_main", BGW_MAXLEN);
+	strlcpy(bgw.bgw_type, "dlsm reaper", BGW_MAXLEN);
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "dlsm reaper for database %s",
+			 my_dbname);
+	bgw.bgw_main_arg = ObjectIdGetDatum(MyDatabaseId);
+	memcpy(bgw.bgw_extra, &parent, sizeof(parent));
+	if (reaper != NULL)
+		pfree(reaper);
+	reaper = NULL;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	started = RegisterDynamicBackgroundWorker(&bgw, &reaper);
+	MemoryContextSwitchTo(old);
+	if (started || reaper_refused_said)
+		return;
+	reaper_refused_said = true;
+	ereport(LOG,
+			(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+			 errmsg("could not start dlsm reaper for database \"%s\"",
+					my_dbname),
+			 errdetail("Its worker reaps between handler calls: a handler call delays the reaping of every queue there until it returns."),
+			 errhint("You may need to increase \"max_worker_processes\".")));
+}
+
+/*
+ * Does the worker make the reaping pass itself?  Not while its reaper
+ * runs.  A worker with a handler queue starts one when it may (not when
+ * the workers take turns, nor while reapers give way); until it is
+ * attached, the worker reaps.
+ */
+static bool
+worker_reaps(List *queues)
+{
+	bool		may_start;
+	pid_t		pid;
+
+	if (dlsm_pool_worker_has_reaper(REAPER_YIELD_MS, &may_start))
+		return false;
+	if (may_start && has_handler_queue(queues) &&
+		(reaper == NULL ||
+		 GetBackgroundWorkerPid(reaper, &pid) == BGWH_STOPPED))
+		start_reaper();
+	return true;
 }
 
 void
@@ -1057,8 +1174,9 @@ dlsm_worker_main(Datum main_arg)
 	TimestampTz next_reap = 0;
 	bool		more = false;
 	bool		passed = false;
+	bool		self_reaping = true;
 
-	worker_start(DatumGetObjectId(main_arg));
+	worker_start(DatumGetObjectId(main_arg), 0);
 	loop_context = AllocSetContextCreate(TopMemoryContext, "dlsm worker loop",
 										 ALLOCSET_DEFAULT_SIZES);
 	queues_context = AllocSetContextCreate(TopMemoryContext, "dlsm worker queues",
@@ -1083,10 +1201,13 @@ dlsm_worker_main(Datum main_arg)
 			queues = registry_pass(queues_context);
 			current_queues = queues;
 			more = true;
+			/* a new handler queue: its reaper starts before its handler */
+			self_reaping = worker_reaps(queues);
 		}
 		if (reap_now)
 		{
-			reaping_pass(queues);
+			if (self_reaping)
+				reaping_pass(queues);
 			passed = true;
 			next_reap = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													dlsm_reap_interval);
@@ -1100,6 +1221,57 @@ dlsm_worker_main(Datum main_arg)
 		if (reloaded)
 		{
 			/* a new dlsm.reap_interval counts from now */
+			reloaded = false;
+			next_reap = 0;
+		}
+	}
+}
+
+/*
+ * The reaper of a database whose worker has handler queues: the registry
+ * and reaping passes, every dlsm.reap_interval or at once on NOTIFY dlsm,
+ * 'reap', until its worker is gone or it gives way to another database's
+ * worker.  Its worker's pid is in bgw_extra.
+ */
+void
+dlsm_reaper_main(Datum main_arg)
+{
+	MemoryContext loop_context;
+	MemoryContext queues_context;
+	TimestampTz next_reap = 0;
+	pid_t		parent;
+
+	memcpy(&parent, MyBgworkerEntry->bgw_extra, sizeof(parent));
+	am_reaper = true;
+	worker_start(DatumGetObjectId(main_arg), parent);
+	loop_context = AllocSetContextCreate(TopMemoryContext, "dlsm reaper loop",
+										 ALLOCSET_DEFAULT_SIZES);
+	queues_context = AllocSetContextCreate(TopMemoryContext, "dlsm reaper queues",
+										   ALLOCSET_SMALL_SIZES);
+	ereport(DEBUG1,
+			(errmsg_internal("dlsm reaper started for database \"%s\"",
+							 my_dbname)));
+	for (;;)
+	{
+		int			requests = dlsm_pool_worker_take_requests();
+
+		if (!dlsm_pool_reaper_may_stay(REAPER_YIELD_MS))
+			proc_exit(0);
+		MemoryContextSwitchTo(loop_context);
+		if ((requests & DLSM_REQUEST_REAP) != 0 ||
+			GetCurrentTimestamp() >= next_reap)
+		{
+			MemoryContextReset(queues_context);
+			current_queues = registry_pass(queues_context);
+			reaping_pass(current_queues);
+			next_reap = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													dlsm_reap_interval);
+		}
+		MemoryContextReset(loop_context);
+		(void) worker_sleep(next_reap, false);
+		(void) reload_if_pending();
+		if (reloaded)
+		{
 			reloaded = false;
 			next_reap = 0;
 		}

@@ -14,5 +14,6 @@
 #define DLSM_WORKER_H
 
 PGDLLEXPORT void dlsm_worker_main(Datum main_arg);
+PGDLLEXPORT void dlsm_reaper_main(Datum main_arg);
 
 #endif							/* DLSM_WORKER_H */

@@ -790,7 +790,8 @@ SELECT coalesce(tbl, ''), hook, cu, su, sp, sro,
 		$rows += $n;
 		# (IDM_DUMP=regex shows the matching rows of the log)
 		diag "log: $db $line" if $ENV{IDM_DUMP} && $line =~ /$ENV{IDM_DUMP}/;
-		my $worker = $btype eq 'dlsm worker';
+		# (its reaper, beside it, reaps: the worker's contexts too)
+		my $worker = $btype eq 'dlsm worker' || $btype eq 'dlsm reaper';
 		# which cell: the session's (or handler's) application_name, else
 		# for the worker the table's
 		my ($c, $by_app);

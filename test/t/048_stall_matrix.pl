@@ -13,12 +13,14 @@
 #   queue  another session of hers holds her queue itself in ACCESS
 #          EXCLUSIVE mode (met where the worker opens the queue);
 #   stubborn  her code sleeps, catches the cancel, and sleeps again: the
-#          worker ends itself one bound after the cancel, and the next one
+#          worker (or its reaper, for a reaping step) ends itself one bound
+#          after the cancel, and the next one
 #          leaves the queue alone for a while (checked on a trigger's step
 #          and on the handler's call: the mechanism is the same for all).
 #
-# In every cell: the worker still runs dave's handler and reaps dave's
-# expired lease within 2 x dlsm.reap_interval + the bound (plus a margin
+# In every cell: the worker still runs dave's handler, and it or its
+# reaper (dave's handler queue gives the database one, unless the workers
+# take turns) reaps dave's expired lease within 2 x dlsm.reap_interval + the bound (plus a margin
 # for a loaded machine, noted); dlsm_worker_status names mallory's queue,
 # the step and the reason, and counts the pass as skipped (a handler's own
 # failure as an error); the server log carries the error with the step and
@@ -316,6 +318,13 @@ sub dave_handled
 	return defined $took ? tv_interval($start) : undef;
 }
 
+# The pid of the reaper of database postgres, or 0.
+sub reaper_pid
+{
+	return sql(q{SELECT coalesce(max(pid), 0) FROM pg_stat_activity
+		WHERE backend_type = 'dlsm reaper' AND datname = 'postgres'});
+}
+
 sub counter
 {
 	my ($name) = @_;
@@ -327,7 +336,7 @@ sub counter
 sub unstick
 {
 	sql(q{SELECT pg_cancel_backend(pid) FROM pg_stat_activity
-		   WHERE backend_type = 'dlsm worker' AND datname = 'postgres'
+		   WHERE backend_type IN ('dlsm worker', 'dlsm reaper') AND datname = 'postgres'
 			 AND wait_event IN ('PgSleep', 'relation')});
 }
 
@@ -346,6 +355,10 @@ for my $s (grep { !$_->{none} } @steps)
 		my $counted = $hook eq 'stubborn' ? 'skipped' : $s->{counted} // 'skipped';
 		my $before = counter($counted);
 		my $pid = counter('pid');
+		# (with a worker of its own, its reaper runs the reaping steps)
+		my $by_reaper = !$rotating
+		  && ($s->{step} eq 'reap a queue' || $s->{step} eq 'delete settled rows');
+		my $reaper_pid = reaper_pid();
 		# the stubborn hook costs a second bound and the worker's restart
 		my $cell_limit_s = $limit_s + ($hook eq 'stubborn' ? 2 : 0);
 		my $log_offset = -s $node->logfile;
@@ -409,6 +422,16 @@ SELECT last_error ~ '$q_re.*$reason'
 			# (every visit is a new worker; the counts go on)
 			is(sql('SELECT count(*) FROM pg_stat_activity WHERE pid = ' . ($pid || 0)),
 				'0', "$label: the worker that met the hook is gone");
+			cmp_ok(counter($counted), '>', $before, "$label: counted in $counted");
+		}
+		elsif ($hook eq 'stubborn' && $by_reaper)
+		{
+			# (the reaper ended itself, and another runs beside the worker)
+			ok( defined poll_within($node, 'postgres', qq{
+SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'dlsm reaper'
+   AND datname = 'postgres' AND pid <> $reaper_pid}, 20),
+				"$label: the reaper ended itself, and another runs");
+			is(counter('pid'), $pid, "$label: the worker goes on");
 			cmp_ok(counter($counted), '>', $before, "$label: counted in $counted");
 		}
 		elsif ($hook eq 'stubborn')
