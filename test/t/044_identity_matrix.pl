@@ -34,11 +34,11 @@
 # Hooks, on every queue and on capture sources: row and statement
 # triggers BEFORE and AFTER INSERT, UPDATE and DELETE; a column default,
 # a stored generated column and a CHECK constraint calling a function; an
-# index expression calling a function declared IMMUTABLE; on queues of
-# mallory's, a status column whose type is her domain, with a CHECK of
-# its own and her "=" operator in schema public (dlsm refuses to register
-# a table with such a column, asserted; a queue altered to it afterwards
-# is accepted, and these hooks are live there).  On dlsm's own tables
+# index expression calling a function declared IMMUTABLE.  A status
+# column whose type is mallory's domain, with a CHECK of its own and her
+# "=" operator in schema public, is refused by dlsm, at registration
+# (asserted here) and on a queue altered to it afterwards (regress drift,
+# TAP 110), so those hooks never run.  On dlsm's own tables
 # (dlsm_queues, dlsm_captures, dlsm_leases, dlsm_group_limits) the extension's owner (the
 # superuser) put the same triggers.  Every hook calls idm.rec, which
 # logs the table, the hook, current_user, session_user, search_path,
@@ -557,7 +557,8 @@ INSERT INTO $c->{q} (status, entity) VALUES ('new', 'r1');\n";
 	if ($make ne 'none')
 	{
 		# (the owner first: the worker's passes never see another)
-		my $dom = $o eq 'mallory' ? 'true' : 'false';
+		# dlsm refuses a queue whose status is of a domain (see above)
+		my $dom = 'false';
 		$sql .= "ALTER TABLE $c->{q} OWNER TO $o;\n" if $o ne $super;
 		$sql .= "CALL hk.arm('$c->{q}', '$c->{t}', $dom);\n";
 		$sql .= "GRANT SELECT, INSERT, UPDATE, DELETE ON $c->{q} TO alice;\n"
