@@ -29,9 +29,9 @@ ALTER ROLE fuzzer SET lock_timeout = '1s';
 -- large share of what it can call:
 --   - every function of dlsm the caller may execute, its set-returning
 --     ones shown as scalar (else sqlsmith skips dlsm_claim and
---     dlsm_settle_many; they work in select lists), each six times
---     (under made-up oids: sqlsmith picks a routine at random among its
---     rows, and reads each row's arguments by oid);
+--     dlsm_settle_many; they work in select lists), those with
+--     arguments six times (under made-up oids: sqlsmith picks a routine at
+--     random among its rows, and reads each row's arguments by oid);
 --   - of PostgreSQL's own, a sample of those the caller may execute and
 --     whose arguments and result are no pseudo-types (sqlsmith cannot make
 --     an anyrange, and such calls only fail): every 8th by oid of the
@@ -54,7 +54,7 @@ CREATE VIEW fuzzcat.pg_proc AS
 	   AND e.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
 	   AND e.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'dlsm')
 	   AND e.deptype = 'e'
-	 CROSS JOIN LATERAL pg_catalog.generate_series(0, 5) k
+	 CROSS JOIN LATERAL pg_catalog.generate_series(0, CASE WHEN p.pronargs > 0 THEN 5 ELSE 0 END) k
 	 WHERE pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
 	UNION ALL
 	SELECT p.oid, p.proname, p.pronamespace, p.prorettype, p.proargtypes,
