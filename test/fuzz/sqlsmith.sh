@@ -85,7 +85,7 @@ touch "$lock" 2>/dev/null && chmod 666 "$lock" 2>/dev/null
 exec 9<"$lock" || bail "cannot open $lock"
 flock -w 10 9 || bail "another fuzz run is using $FUZZ_DIR (lock $lock)"
 
-spid= apid= watchdog=
+spid='' apid='' watchdog=''
 cleanup() {
 	local rc=$?
 	trap - EXIT TERM INT
