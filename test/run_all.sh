@@ -11,6 +11,8 @@
 #   pgtap       pg_prove, test/pgtap/
 #   tap         prove, test/t/: the background worker, crashes, restarts
 #   stress      test/stress/stress.sh: many clients, kills and a crash
+#   fuzz        test/fuzz/sqlsmith.sh: sqlsmith's random SQL as an ordinary
+#               role against dlsm's queues for 3 minutes; no server crash
 #   model       test/model/run.sh: random interleavings against a model
 #   failover    test/failover/run.sh: pg_auto_failover, a failover under load
 #   meta        test/meta.pl: META.json against the PGXN Meta Spec and the repo
@@ -38,7 +40,7 @@
 # /var/cache/dlsm-pg), and counts those suites as SUITE@MAJOR: on 18
 # every suite that can run there, on 16 and 17 the build, regress,
 # isolation, pgTAP, the worker's TAP files and the trust classes' (catalog
-# drift, version skew, the relay's bounds).  failover, package, pgxn,
+# drift, version skew, the relay's bounds).  failover, fuzz, package, pgxn,
 # metrics, meta and arch stay on 15 (see MATRIX below).  DLSM_MATRIX=no
 # runs 15 only; `SUITE@MAJOR` arguments pick suites of the matrix.
 #
@@ -283,6 +285,14 @@ if want stress; then
 	# on a newer major half as long (the matrix's time), the same checks
 	[ "$major" = 15 ] || export STRESS_SECONDS=${STRESS_SECONDS:-30}
 	tap_script stress "$log" bash test/stress/stress.sh
+fi
+
+# fuzz: sqlsmith's random queries as an ordinary role, no server crash
+# (on 15 only, not in the MATRIX; 3 minutes: FUZZ_SECONDS)
+if [ "$major" = 15 ] && want fuzz; then
+	start=$SECONDS
+	tap_script fuzz "$log" bash test/fuzz/sqlsmith.sh
+	echo "fuzz: $((SECONDS - start)) s"
 fi
 
 # model: random interleavings of sessions against a model of the contract

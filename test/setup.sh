@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 need=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap postgresql-15-plproxy
       libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libkrb5-dev make gcc
       python3-hypothesis python3-psycopg2 prometheus-postgres-exporter prometheus
-      pg-bsd-indent xz-utils graphviz)
+      pg-bsd-indent xz-utils graphviz sqlsmith)
 missing=()
 for p in "${need[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
