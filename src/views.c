@@ -49,7 +49,7 @@
 
 /*
  * The parameters and result columns of the statements this file runs (their
- * text is in plans.c): P_<STATEMENT>_<NAME> indexes the values and nulls
+ * text is in querytext.c): P_<STATEMENT>_<NAME> indexes the values and nulls
  * arrays, N_<STATEMENT>_PARAMS counts them; A_<STATEMENT>_<NAME> is a result
  * column's attribute number, from 1.
  */
