@@ -855,6 +855,22 @@ dlsm_pool_worker_shunned(Oid owner, Oid *cause)
 }
 
 /*
+ * The end of the last reaping pass of this process's slot (its worker's or
+ * its reaper's), or 0 when none was made: a reaper started beside a worker
+ * keeps the worker's schedule.
+ */
+TimestampTz
+dlsm_pool_worker_last_pass(void)
+{
+	TimestampTz last;
+
+	LWLockAcquire(shared->lock, LW_SHARED);
+	last = my_slot->info.last_reap_at;
+	LWLockRelease(shared->lock);
+	return last;
+}
+
+/*
  * This worker finished a reaping pass: its database has dlsm (found
  * without it before, it counts again from now on).
  */

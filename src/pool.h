@@ -94,6 +94,7 @@ extern void dlsm_pool_worker_idle(uint64 pokes_seen);
 extern void dlsm_pool_worker_count(const DlsmWorkerCounts *delta,
 								   const char *error);
 extern void dlsm_pool_worker_passed(void);
+extern TimestampTz dlsm_pool_worker_last_pass(void);
 extern void dlsm_pool_worker_shun(Oid owner, Oid cause, TimestampTz until,
 								  int count);
 extern int	dlsm_pool_worker_shuns(Oid owner, TimestampTz since);

@@ -256,14 +256,16 @@ count_settled(DlsmQueue *queue, DlsmSettle *settle, const pg_uuid_t *pids,
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		bool		isnull;
-		pg_uuid_t  *pid = DatumGetUUIDP(dlsm_plan_value(r, A_SETTLE_PROCESS_ID,
-														&isnull));
+		Datum		d = dlsm_plan_value(r, A_SETTLE_PROCESS_ID, &isnull);
+		pg_uuid_t  *pid = isnull ? NULL : DatumGetUUIDP(d);
 
-		for (int i = 0; i < n; i++)
+		/* NULL: an owner's trigger wrote it so; no caller's claim counts it */
+		for (int i = 0; i < n && pid != NULL; i++)
 			if (memcmp(&pids[i], pid, UUID_LEN) == 0)
 				counts[i]++;
 		/* a unit this transaction claimed frees its group's slot */
-		dlsm_limits_settled(queue, pid);
+		if (pid != NULL)
+			dlsm_limits_settled(queue, pid);
 		lowest = Min(lowest, DatumGetInt64(dlsm_plan_value(r, A_SETTLE_ID,
 														   &isnull)));
 		dlsm_wake_entity_changed_at_commit(queue->relid,

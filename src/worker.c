@@ -1119,7 +1119,14 @@ start_reaper(void)
 	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS |
 		BGWORKER_BACKEND_DATABASE_CONNECTION;
 	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = 1;	/* after a FATAL: its worker may be busy */
+
+	/*
+	 * Never restarted by the postmaster: a restart pending reads as stopped
+	 * to the handle, and worker_reaps would register a second reaper.  After
+	 * a FATAL its worker reaps between handler calls until its next pass
+	 * starts another.
+	 */
+	bgw.bgw_restart_time = BGW_NEVER_RESTART;
 	strlcpy(bgw.bgw_library_name, "dlsm", BGW_MAXLEN);
 	strlcpy(bgw.bgw_function_name, "dlsm_reaper_main", BGW_MAXLEN);
 	strlcpy(bgw.bgw_type, "dlsm reaper", BGW_MAXLEN);
@@ -1251,6 +1258,10 @@ dlsm_reaper_main(Datum main_arg)
 	ereport(DEBUG1,
 			(errmsg_internal("dlsm reaper started for database \"%s\"",
 							 my_dbname)));
+	/* the worker's schedule goes on: its next pass is the reaper's first */
+	if (dlsm_pool_worker_last_pass() != 0)
+		next_reap = TimestampTzPlusMilliseconds(dlsm_pool_worker_last_pass(),
+												dlsm_reap_interval);
 	for (;;)
 	{
 		int			requests = dlsm_pool_worker_take_requests();

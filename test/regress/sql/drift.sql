@@ -128,6 +128,18 @@ SELECT count(*) FROM dlsm_claim('nul', lease => '10 ms');
 SELECT pg_sleep(0.1);
 SELECT dlsm_reap('nul');
 SELECT entity, status FROM nul;
+-- the same for the process id a settle reads back: it crashed the server
+-- in the settle, and in the worker's settle of a handler's unit at each start
+CREATE OR REPLACE FUNCTION nul_status() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF new.status <> 'in-progress' THEN
+    new.process_id := NULL;
+  END IF;
+  RETURN new;
+END $$;
+SELECT dlsm_enqueue('nul', 'p') > 0 AS enqueued;
+SELECT dlsm_settle('nul', process_id) FROM dlsm_claim('nul', lease => '1 min');
+SELECT entity, status, process_id IS NULL AS no_process_id FROM nul ORDER BY id;
 SELECT dlsm_drop_queue('nul', drop_table => true);
 RESET ROLE;
 RESET search_path;
