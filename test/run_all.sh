@@ -254,8 +254,9 @@ if want tap; then
 	if ! grep -q '^Result: PASS' "$log"; then
 		grep -E '^not ok|^#' "$log" | head -60
 		# the log of each failed file only, and its failures after the summary
-		for t in $(sed -n 's|^\(t/[0-9A-Za-z_]*\)\.pl .*(Wstat.*|\1|p' "$log"); do
-			f=tmp_check/log/regress_log_${t#t/}
+		# (prove names a file t/NAME.pl, or test/t/NAME.pl when given PROVE_TESTS)
+		for t in $(sed -n 's|^\(\(test/\)\{0,1\}t/[0-9A-Za-z_]*\)\.pl .*(Wstat.*|\1|p' "$log"); do
+			f=tmp_check/log/regress_log_${t##*/}
 			failures+=("tap: $t.pl")
 			while IFS= read -r l; do failures+=("  $l"); done \
 				< <(grep -E '(^|\) )not ok|#   (Failed test|at |  got|expected)' "$f" 2>/dev/null | head -12)
