@@ -11,7 +11,10 @@
  * So when the queue has an index that can answer it alone, this file
  * scans that index in C; the statement DEDUP_LOOKUP in querytext.c stays
  * the reference, and the path run whenever this one cannot be
- * (DLSM_DEDUP_UNUSABLE).  Both must find the same row:
+ * (DLSM_DEDUP_UNUSABLE).  It saves what bench/README.md's Deduplication
+ * section measures (0.82 of an enqueue without a key against 0.69 with
+ * the statement alone); test/t/115_dedup_agreement.pl checks that both
+ * ways answer alike.  Both must find the same row:
  *
  *	SELECT {id}::int8 FROM {q} WHERE {dedup} = $1
  *	 AND ({status} = ANY ('{new,in-progress}')
