@@ -20,25 +20,33 @@
  * that is as the call returns, inside its subtransaction
  * (dlsm_bound_check), so that the unit is settled with it; for other parts
  * it is at the next part (dlsm_bound_enter).  "Ran out" is its deadline
- * passed: the timeout fires no earlier.  A cancel still pending when the
- * call fails with an error of its own (dlsm_bound_failed), or when the step
- * ends (dlsm_bound_end), is withdrawn: it must not fall on what comes next.
- * So is one of lock_timeout (dlsm.lock_timeout), which may come after the
- * step's own: both bounds are 1 s by default, and the step's, armed first,
- * breaks a lock wait first.  Core reads which timeouts fired, then disarms
- * the wait's (ProcessInterrupts, LockErrorCleanup); a lock_timeout that
- * fires in between stays pending, and was served after the step, outside
- * any, ending the worker (on a loaded machine).  Once the step's
- * transaction is aborted no lock wait's timeout is armed, and the error
- * path withdraws a cancel once more (dlsm_bound_aborted).
+ * passed: the timeout fires no earlier.  A cancel of a part's bound still
+ * pending when the call fails with an error of its own (dlsm_bound_failed),
+ * or when the step ends (dlsm_bound_end), must not fall on what comes next:
+ * it is served where dlsm may catch it, as the next part begins, as the
+ * step ends, or after its transaction is aborted (dlsm_bound_aborted, once
+ * interrupts are no longer held), and forgotten there
+ * (serve_stale_cancel).  So is one of lock_timeout (dlsm.lock_timeout),
+ * which may come after the step's own: both bounds are 1 s by default, and
+ * the step's, armed first, breaks a lock wait first.  Core reads which
+ * timeouts fired, then disarms the wait's (ProcessInterrupts,
+ * LockErrorCleanup); a lock_timeout that fires in between stays pending,
+ * and was served after the step, outside any, ending the worker (on a
+ * loaded machine).  A cancel is a bound's when the statement timeout's or
+ * lock_timeout's indicator says it fired; any other is some role's
+ * pg_cancel_backend(), which nothing here forgets: it ends the part it
+ * falls on, and between steps (dlsm_bound_idle) it ends nothing, as a
+ * cancel sent to an idle backend.  No flag of core's is written here: core
+ * raises each cancel, and dlsm catches the errors it raises.
  *
  * A cancel is an error that code may catch and go on.  So a second timeout,
- * one dlsm.step_timeout after the cancel, ends the worker itself, as a
- * terminate signal would (FATAL, which nothing catches); the worker then
- * records the queue as abandoned (worker.c), and the worker the launcher
- * starts next leaves that queue alone for a while.  That timeout's handler
- * runs in the SIGALRM handler: it writes only a volatile sig_atomic_t flag
- * and core's pending flags, and sets the latch.  The queue and step it
+ * one dlsm.step_timeout after the cancel, ends the worker itself: it sends
+ * the worker the terminate signal (core's die() then ends it FATAL at its
+ * next interrupt check, which nothing catches; the error context below says
+ * why); the worker then records the queue as abandoned (worker.c), and the
+ * worker the launcher starts next leaves that queue alone for a while.
+ * That timeout's handler runs in the SIGALRM handler: it writes only a
+ * volatile sig_atomic_t flag and sends the signal.  The queue and step it
  * abandons are noted by arm(), before it arms the timeout, while no
  * timeout of a step is armed, and never once the flag is set.
  *
@@ -47,7 +55,7 @@
  * Outside a worker nothing is registered and every function here but
  * dlsm_bound_context does nothing.
  *
- * Calls guc.c.
+ * Calls guc.c and subxact.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -60,13 +68,14 @@
 
 #include <signal.h>
 
+#include "access/xact.h"
 #include "miscadmin.h"
-#include "storage/latch.h"
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
 #include "bound.h"
 #include "guc.h"
+#include "subxact.h"
 
 static TimeoutId last_timeout = MAX_TIMEOUTS;	/* ends the worker; none
 												 * outside a worker */
@@ -103,16 +112,15 @@ static const char *const step_names[] = {
 };
 
 /*
- * The step ignored its cancel for another bound: end the worker.  A timeout
- * handler, run in the SIGALRM handler.
+ * The step ignored its cancel for another bound: end the worker, by the
+ * terminate signal whose handler (die) the worker set.  A timeout handler,
+ * run in the SIGALRM handler.
  */
 static void
 bound_ignored(void)
 {
 	abandoned = true;
-	InterruptPending = true;
-	ProcDiePending = true;
-	SetLatch(MyLatch);
+	kill(MyProcPid, SIGTERM);
 }
 
 /* Register the bound; once, in the worker, after InitPostgres. */
@@ -167,18 +175,74 @@ arm(int own_ms)
 	enable_timeouts(timeouts, lengthof(timeouts));
 }
 
+/* Serve pending interrupts (run by dlsm_subxact_run, or outside any transaction). */
+static void
+serve_interrupts(void *arg)
+{
+	CHECK_FOR_INTERRUPTS();
+}
+
 /*
- * Withdraw a cancel that the statement timeout or lock_timeout sent and
- * nothing served: it must not end what comes next.
+ * Serve pending interrupts where the error a cancel raises can be caught:
+ * in a subtransaction of its own inside a transaction, else (between
+ * transactions) as is.  The error, or NULL.
+ */
+static ErrorData *
+serve_caught(void)
+{
+	MemoryContext context = CurrentMemoryContext;
+	ErrorData  *volatile edata = NULL;
+
+	if (IsTransactionState())
+		return dlsm_subxact_run(serve_interrupts, NULL);
+	PG_TRY();
+	{
+		serve_interrupts(NULL);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(context);
+		edata = CopyErrorData();
+		FlushErrorState();
+	}
+	PG_END_TRY();
+	return edata;
+}
+
+/*
+ * Forget the error edata when it is a cancel (57014, or lock_timeout's
+ * 55P03), else raise it again.
  */
 static void
-withdraw(void)
+forget_cancel(ErrorData *edata)
 {
-	bool		statement = get_timeout_indicator(STATEMENT_TIMEOUT, true);
-	bool		lock = get_timeout_indicator(LOCK_TIMEOUT, true);
+	if (edata == NULL)
+		return;
+	if (edata->sqlerrcode != ERRCODE_QUERY_CANCELED &&
+		edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+		ReThrowError(edata);
+	FreeErrorData(edata);
+}
 
-	if (statement || lock)
-		QueryCancelPending = false;
+/*
+ * Serve a cancel that the statement timeout or lock_timeout sent and
+ * nothing served, and forget it: it must not end what comes next.  Only
+ * after the part's timeouts are disarmed (no bound's can fire meanwhile);
+ * while interrupts are held nothing is served, and the caller's next call
+ * serves it.  A cancel no indicator names is some role's: it stays.
+ */
+static void
+serve_stale_cancel(void)
+{
+	if (!INTERRUPTS_CAN_BE_PROCESSED() ||
+		!(get_timeout_indicator(STATEMENT_TIMEOUT, false) ||
+		  get_timeout_indicator(LOCK_TIMEOUT, false)))
+		return;
+	if (QueryCancelPending)
+		forget_cancel(serve_caught());
+	/* served, by core or here: the indicators say nothing any more */
+	(void) get_timeout_indicator(STATEMENT_TIMEOUT, true);
+	(void) get_timeout_indicator(LOCK_TIMEOUT, true);
 }
 
 /*
@@ -218,7 +282,7 @@ dlsm_bound_check(void)
 		GetCurrentTimestamp() < part_due)
 		return;
 	CHECK_FOR_INTERRUPTS();		/* core's, with its message */
-	withdraw();					/* (not served: interrupts are held) */
+	/* (interrupts are held: it stays, for the next part to serve) */
 	ereport(ERROR,
 			(errcode(ERRCODE_QUERY_CANCELED),
 			 errmsg("canceling statement due to statement timeout")));
@@ -226,9 +290,9 @@ dlsm_bound_check(void)
 
 /*
  * End the current part, which failed with an error of its own: disarm its
- * timeouts, and withdraw its cancel if it is still pending, so that the
- * error says why the part failed.  For the handler's call, before its
- * error leaves the call's subtransaction.
+ * timeouts, so that the error says why the part failed (a cancel of its
+ * bound still pending is served as the next part begins).  For the
+ * handler's call, before its error leaves the call's subtransaction.
  */
 void
 dlsm_bound_failed(void)
@@ -236,7 +300,6 @@ dlsm_bound_failed(void)
 	if (last_timeout == MAX_TIMEOUTS || part_due == 0 || part_ended)
 		return;
 	disarm();
-	withdraw();
 	part_ended = true;
 }
 
@@ -247,7 +310,8 @@ dlsm_bound_failed(void)
  * goes on one dlsm.step_timeout past its cancel.  The part that ends is
  * ended first (dlsm_bound_check): when it ran out of time, its cancel is
  * raised here, before the next part starts, even if code run in it caught
- * it.
+ * it.  A cancel of its bound that the part's own error left pending is
+ * served and forgotten here.  In the step's transaction.
  */
 void
 dlsm_bound_enter(DlsmWorkerStep step, int own_ms)
@@ -255,14 +319,15 @@ dlsm_bound_enter(DlsmWorkerStep step, int own_ms)
 	if (last_timeout == MAX_TIMEOUTS)
 		return;
 	dlsm_bound_check();
+	serve_stale_cancel();
 	bound_step = step;
 	arm(own_ms);
 }
 
 /*
  * End the current step (its name stays for the error report).  A cancel
- * its timeout sent and nothing raised is withdrawn: it must not end the
- * next step.
+ * its timeout sent and nothing raised is served and forgotten: it must not
+ * end the next step (when interrupts are held, by dlsm_bound_aborted).
  */
 void
 dlsm_bound_end(void)
@@ -270,24 +335,46 @@ dlsm_bound_end(void)
 	if (last_timeout == MAX_TIMEOUTS)
 		return;
 	disarm();
-	withdraw();
+	serve_stale_cancel();
 	part_due = 0;
 	under_way = false;
 }
 
 /*
  * The step's transaction, which failed, is aborted, so that no lock wait's
- * lock_timeout is armed any more: withdraw a cancel it sent since
+ * lock_timeout is armed any more: serve and forget a cancel it sent since
  * dlsm_bound_end (an error of a lock wait other than its cancel leaves the
  * wait's timeout armed until the abort).  The caller holds interrupts from
- * before dlsm_bound_end until after this call.
+ * before dlsm_bound_end until the abort, and calls this once it no longer
+ * holds them.
  */
 void
 dlsm_bound_aborted(void)
 {
 	if (last_timeout == MAX_TIMEOUTS)
 		return;
-	withdraw();
+	serve_stale_cancel();
+}
+
+/*
+ * Between steps, outside any transaction: serve pending interrupts, where
+ * a cancel (some role's pg_cancel_backend(), or a bound's that nothing
+ * served) ends nothing, as one sent to an idle backend; any other error is
+ * raised.  Outside a worker, CHECK_FOR_INTERRUPTS().
+ */
+void
+dlsm_bound_idle(void)
+{
+	if (last_timeout == MAX_TIMEOUTS)
+	{
+		CHECK_FOR_INTERRUPTS();
+		return;
+	}
+	if (!INTERRUPTS_PENDING_CONDITION())
+		return;
+	forget_cancel(serve_caught());
+	(void) get_timeout_indicator(STATEMENT_TIMEOUT, true);
+	(void) get_timeout_indicator(LOCK_TIMEOUT, true);
 }
 
 /*
@@ -369,6 +456,10 @@ dlsm_bound_context(void *arg)
 			errcontext("dlsm worker: settle a handler's unit, queue \"%s\"", queue);
 			break;
 	}
+	/* the end of a worker whose step went on past its cancel */
+	if (abandoned && geterrcode() == ERRCODE_ADMIN_SHUTDOWN)
+		errcontext("dlsm worker: the step went on for another \"dlsm.step_timeout\" (%d ms) after its cancel, so the worker ends",
+				   dlsm_step_timeout);
 	/* the cancel of a step past its dlsm.step_timeout */
 	if (part_due != 0 && part_step_ms > 0 &&
 		geterrcode() == ERRCODE_QUERY_CANCELED &&

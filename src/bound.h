@@ -41,6 +41,7 @@ extern void dlsm_bound_check(void);
 extern void dlsm_bound_failed(void);
 extern void dlsm_bound_end(void);
 extern void dlsm_bound_aborted(void);
+extern void dlsm_bound_idle(void);
 extern bool dlsm_bound_current(Oid *relid, const char **queue,
 							   DlsmWorkerStep *step);
 extern bool dlsm_bound_abandoned(Oid *relid, const char **queue,

@@ -35,7 +35,7 @@
  * RELAY_NAP_MS), likewise.  The postmaster never restarts it: the next
  * producer that needs one starts it.
  *
- * Calls notify.c and waits.c; reads dlsm.relay_idle_timeout (guc.c).
+ * Calls notify.c, subxact.c and waits.c; reads dlsm.relay_idle_timeout (guc.c).
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -61,6 +61,7 @@
 #include "guc.h"
 #include "notify.h"
 #include "relay.h"
+#include "subxact.h"
 #include "waits.h"
 
 #define RELAY_INTERVAL_MS		1	/* between passes that notified */
@@ -95,10 +96,7 @@ relay_pass(MemoryContext loop_context)
 	}
 	PG_CATCH();
 	{
-		MemoryContextSwitchTo(loop_context);
-		EmitErrorReport();
-		FlushErrorState();
-		AbortCurrentTransaction();
+		FreeErrorData(dlsm_error_recover(loop_context));
 		dlsm_notify_relay_untake(pass_marks, n);
 		n = -1;
 	}

@@ -57,7 +57,7 @@
  * waits at most for the end of that stretch.
  *
  * Calls handler.c, state.c, queue.c, namedlock.c, identity.c,
- * extension.c, bound.c and pool.c.
+ * extension.c, bound.c, pool.c and subxact.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -96,6 +96,7 @@
 #include "pool.h"
 #include "queue.h"
 #include "state.h"
+#include "subxact.h"
 #include "waits.h"
 #include "worker.h"
 
@@ -249,17 +250,13 @@ run_transaction(WorkFn fn, void *arg, WorkerQueue *wq, DlsmWorkerStep step)
 		ErrorData  *edata;
 
 		HOLD_INTERRUPTS();
-		MemoryContextSwitchTo(context);
 		dlsm_bound_end();
-		edata = CopyErrorData();
-		EmitErrorReport();
-		AbortOutOfAnyTransaction();
-		dlsm_bound_aborted();	/* a lock wait's late cancel goes too */
-		FlushErrorState();
+		edata = dlsm_error_recover(context);
 		result = record_error(queue, dlsm_bound_step_name(dlsm_bound_step()),
 							  edata);
 		FreeErrorData(edata);
 		RESUME_INTERRUPTS();
+		dlsm_bound_aborted();	/* a lock wait's late cancel goes too */
 	}
 	PG_END_TRY();
 	error_context_stack = callback.previous;
@@ -1078,7 +1075,7 @@ worker_sleep(TimestampTz next_reap, bool more)
 					   timeout, dlsm_wait_event(DLSM_WAIT_WORKER)) &
 			 WL_LATCH_SET) != 0;
 	ResetLatch(MyLatch);
-	CHECK_FOR_INTERRUPTS();
+	dlsm_bound_idle();			/* a cancel sent now ends nothing */
 	if (woken && !am_reaper)
 	{
 		DlsmWorkerCounts delta = {.wakeups = 1};

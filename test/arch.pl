@@ -22,7 +22,11 @@
 # or errhint_internal with a %s whose text another piece of code wrote;
 # a signal or timeout handler of src/ (a function given to pqsignal or
 # RegisterTimeout; a timeout's runs in the SIGALRM handler) writes only
-# volatile sig_atomic_t variables and calls only SetLatch; every
+# volatile sig_atomic_t variables of its own and calls only SetLatch or
+# kill (to signal its own process, as core's statement timeout does); no
+# code of src/ writes core's interrupt flags (InterruptPending,
+# QueryCancelPending, ProcDiePending: core's handlers set them and
+# ProcessInterrupts clears them); every
 # SQL-callable function checks how it was called before it reads an
 # argument (dlsm_extension_check_call, or begin_view for the views).
 use strict;
@@ -197,9 +201,7 @@ for my $file (@files)
 	}
 }
 
-# what a handler of ours writes and calls (core's own pending flags are
-# volatile sig_atomic_t)
-$atomic{$_} = 1 for qw(InterruptPending QueryCancelPending ProcDiePending);
+# what a handler of ours writes and calls
 my @unsafe;
 for my $name (sort grep { defined $body{$_} } keys %handler)
 {
@@ -210,8 +212,18 @@ for my $name (sort grep { defined $body{$_} } keys %handler)
 	}
 	while ($body =~ /\b(\w+)\s*\(/g)
 	{
-		push @unsafe, "$handler{$name}: $name calls $1" unless $1 eq 'SetLatch';
+		push @unsafe, "$handler{$name}: $name calls $1"
+		  unless $1 eq 'SetLatch' || $1 eq 'kill';
 	}
+}
+
+# core's interrupt flags, written anywhere in src/
+my @core_flags;
+for my $file (sort keys %text)
+{
+	my $code = $text{$file} =~ s{/\*.*?\*/}{}gsr;
+	push @core_flags, "$file: writes $1"
+	  while $code =~ /\b(InterruptPending|QueryCancelPending|ProcDiePending)\s*(?:[-+|&]?=(?!=)|\+\+|--)/g;
 }
 
 # each part of the shared state is touched only by its owner: the types
@@ -319,8 +331,11 @@ check(!@missing && !@stale, 'src/typedefs.list lists every typedef of src/, and 
 check(!@spliced, 'every message is one whole string for its translator',
 	@spliced);
 check(!@unsafe,
-	'a signal or timeout handler writes only volatile sig_atomic_t variables and calls only SetLatch',
+	'a signal or timeout handler writes only volatile sig_atomic_t variables and calls only SetLatch or kill',
 	@unsafe);
+check(!@core_flags,
+	'no code of src/ writes core\'s interrupt flags (InterruptPending, QueryCancelPending, ProcDiePending)',
+	@core_flags);
 check(!@unchecked,
 	'every SQL-callable function checks its call (dlsm_extension_check_call, begin_view) before it reads an argument',
 	@unchecked);
