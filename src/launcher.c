@@ -405,6 +405,31 @@ choose_rotation(int known)
 }
 
 /*
+ * Keep in no_slot_said only the databases that are still without a slot
+ * (no_slot[i] for the i-th of databases): one that got one, or is gone, is
+ * said again if it loses it again.
+ */
+static void
+forget_slotted(List *databases, const bool *no_slot)
+{
+	List	   *kept = NIL;
+	ListCell   *lc;
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	foreach(lc, databases)
+	{
+		Oid			dboid = ((LauncherDb *) lfirst(lc))->dboid;
+
+		if (no_slot[foreach_current_index(lc)] &&
+			list_member_oid(no_slot_said, dboid))
+			kept = lappend_oid(kept, dboid);
+	}
+	list_free(no_slot_said);
+	no_slot_said = kept;
+	MemoryContextSwitchTo(old);
+}
+
+/*
  * The launcher's look left db without a slot: say so, the first time
  * for db.
  */
@@ -449,6 +474,7 @@ launcher_pass(void)
 		if (no_slot[foreach_current_index(lc)])
 			say_no_slot(lfirst(lc));
 	}
+	forget_slotted(databases, no_slot);
 	dlsm_capacity_say_full();
 	if (choose_rotation(known))
 		return start_turns(databases, keep, nkeep);

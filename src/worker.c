@@ -397,6 +397,31 @@ purge_leases(void *arg)
  */
 
 /*
+ * Keep in *said (TopMemoryContext) only the queues of queues that are
+ * still refused (shunned when shunned): one that fits again, or is gone,
+ * is forgotten, and is said again if it is refused again.
+ */
+static void
+trim_said(List **said, List *queues, bool shunned)
+{
+	List	   *kept = NIL;
+	ListCell   *lc;
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	foreach(lc, queues)
+	{
+		WorkerQueue *wq = lfirst(lc);
+
+		if ((shunned ? wq->shunned_until != 0 : wq->refused) &&
+			list_member_oid(*said, wq->relid))
+			kept = lappend_oid(kept, wq->relid);
+	}
+	list_free(*said);
+	*said = kept;
+	MemoryContextSwitchTo(old);
+}
+
+/*
  * Read the registry: the queues, and listen on their channels.  Exits
  * when the extension is gone from the database.
  */
@@ -425,6 +450,8 @@ registry_pass(MemoryContext context)
 				(errmsg("dlsm worker for database \"%s\" waits: the extension's SQL objects are not at the version of its library",
 						my_dbname),
 				 errhint("Run ALTER EXTENSION dlsm UPDATE in that database.")));
+	trim_said(&refused_reported, pass.queues, false);
+	trim_said(&shunned_reported, pass.queues, true);
 	return pass.queues;
 }
 
@@ -761,7 +788,12 @@ handle_queue(WorkerQueue *wq, int64 budget_ms)
 
 		wq->stalled = result == STEP_SKIPPED;
 		if (result != STEP_DONE || !work.more)
+		{
+			/* a failed call whose commit failed: that error is counted */
+			if (work.failure != NULL)
+				pfree(work.failure);
 			return false;
+		}
 		units++;
 		delta.handled = work.failure ? 0 : 1;
 		delta.errors = work.failure ? 1 : 0;

@@ -57,7 +57,33 @@ ok( poll_within(
 		    FROM dlsm_worker_status WHERE database = 'postgres'},
 		60),
 	'the worker names the queue that no longer fits, and skips it');
-$node->safe_psql('postgres', "SET ROLE drifter; SELECT dlsm_drop_queue('drift.first', true)");
+# altered back, the queue fits again and is reaped; altered once more
+# (after another queue's refusal was the last error), it is named again:
+# the worker forgets a refusal once the queue fits
+$node->safe_psql('postgres', q{
+SET ROLE drifter;
+ALTER TABLE drift.first ALTER COLUMN entity TYPE text;
+SELECT count(*) FROM dlsm_claim('drift.first', lease => '10 ms');
+});
+ok( poll_within($node, 'postgres',
+		q{SELECT status = 'new' FROM drift.first}, 60),
+	'the queue that fits again is reaped');
+$node->safe_psql('postgres', q{
+SET ROLE drifter;
+SELECT dlsm_create_queue('drift.second');
+ALTER TABLE drift.second ALTER COLUMN entity TYPE bigint USING entity::bigint;
+});
+ok( poll_within($node, 'postgres',
+		q{SELECT last_error LIKE 'queue "second" %' FROM dlsm_worker_status WHERE database = 'postgres'},
+		60),
+	'another queue\'s refusal is the last error');
+$node->safe_psql('postgres', q{SET ROLE drifter;
+ALTER TABLE drift.first ALTER COLUMN entity TYPE bigint USING entity::bigint});
+ok( poll_within($node, 'postgres',
+		q{SELECT last_error LIKE 'queue "first" %' FROM dlsm_worker_status WHERE database = 'postgres'},
+		60),
+	'the queue refused again is named again');
+$node->safe_psql('postgres', "SET ROLE drifter; SELECT dlsm_drop_queue('drift.first', true); SELECT dlsm_drop_queue('drift.second', true)");
 
 # Run $sql as drifter; returns (exit code, stderr).
 sub as_drifter
