@@ -5,6 +5,16 @@
  *	  shared memory, with the entities and groups they pass over and the
  *	  rows claimed by transactions in flight.
  *
+ * In plain words: a claim takes the oldest rows it may take.  Were it to
+ * look from the queue's start every time, it would step over the same
+ * settled and waiting rows again and again.  So each queue has a floor:
+ * the row id below which no row is ready.  A claim starts there, and moves
+ * the floor up past what it found could not be taken; whatever makes a
+ * row below it ready again (a create committed, a unit of a full group
+ * ended, a claim rolled back) moves it back down.  The rows a floor steps
+ * over while they wait are kept here too, so that the claim knows them as
+ * waiting, not as gone.
+ *
  * The floor module owns the floors' shared state: this file, with the
  * table of parked groups, and floor_internals.h (its layout, which no other
  * file includes).  Others call the named operations of floor.h, each of
@@ -44,15 +54,6 @@
  *				a rollback lowers the floor below it again.
  *	epoch		a floor's groups_epoch: its parked groups carry it in their
  *				key, and a new one unparks them all at once.
- * Two words of the workers' scheduling (pool.c, launcher.c) are used with
- * these in issue threads:
- *	visit		a worker's turn in one database, when there are fewer
- *				workers than databases: it runs the database's handlers for
- *				at most half a dlsm.reap_interval, then leaves.
- *	shun		a database's workers leave the queues of one role alone
- *				until a time, after a worker's step on one of its queues
- *				ignored its cancel (dlsm_pool_worker_shun); a role's
- *				next shun lasts twice as long, up to a bound (worker.c).
  *
  * Locking: the LWLock tranche "dlsm_floor" (given by shmem.c) holds one
  * lock per floor slot, plus two cluster-wide ones.  All are leaf locks:

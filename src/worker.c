@@ -24,8 +24,9 @@
  * the queue as its context (autovacuum's error path), counted, and named
  * in dlsm_worker_status; the next pass does its work again.  A step that
  * goes on after its cancel ends the worker (bound.c); at its exit the
- * queue's owner is shunned, and the next worker leaves all its queues alone
- * for a while, longer at each shun.  Neither can an owner with many queues
+ * queue's owner is shunned: the next worker leaves all its queues alone
+ * for a while (a "shun", dlsm_pool_worker_shun), longer at each shun.
+ * Neither can an owner with many queues
  * stall the others: a reaping pass gives each owner one dlsm.step_timeout
  * of step time, and defers its other queues to the next pass, where they
  * go first; after a slow owner's turn, handlers with work run at once.
@@ -47,7 +48,8 @@
  * itself, between its handler calls, as before.
  *
  * When the workers take turns (fewer dlsm.max_workers than databases,
- * launcher.c), a worker visits: it makes the passes above once, runs the
+ * launcher.c), a worker visits (a "visit": a worker's turn in one
+ * database, dlsm_pool_worker_visiting): it makes the passes above once, runs the
  * handlers for at most half a dlsm.reap_interval (the other half is for
  * the process start and the passes; a slow pass makes the visit longer,
  * never the handlers' time shorter), and exits; handler work left, or an
