@@ -456,8 +456,7 @@ candidate_blocked(ClaimPass *pass, Candidate *c)
 	values[P_BLOCKED_WAIT_FOR_CREATE] =
 		BoolGetDatum(queue->updates_wait_for_create);
 	dlsm_plan_run(&queue->plans, DLSM_Q_BLOCKED, values, NULL, 1);
-	blocked = DatumGetBool(dlsm_plan_value(0, A_BLOCKED_ANY, &isnull));
-	SPI_freetuptable(SPI_tuptable);
+	blocked = DatumGetBool(dlsm_plan_one_value(A_BLOCKED_ANY, &isnull));
 	return blocked;
 }
 
@@ -1103,8 +1102,7 @@ create_arrived(DlsmQueue *queue, const char *entity)
 
 	values[P_CREATE_ARRIVED_ENTITY] = CStringGetTextDatum(entity);
 	dlsm_plan_run(&queue->plans, DLSM_Q_CREATE_ARRIVED, values, NULL, 1);
-	arrived = DatumGetBool(dlsm_plan_value(0, A_CREATE_ARRIVED_ANY, &isnull));
-	SPI_freetuptable(SPI_tuptable);
+	arrived = DatumGetBool(dlsm_plan_one_value(A_CREATE_ARRIVED_ANY, &isnull));
 	return arrived;
 }
 

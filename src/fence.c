@@ -111,14 +111,13 @@ raise_to(int64 at_least)
 	PG_TRY();
 	{
 		dlsm_plan_run_catalog(DLSM_C_FENCE_FLOOR, values, NULL, 1);
-		value = DatumGetInt64(dlsm_plan_value(0, A_FENCE_VALUE, &isnull));
+		value = DatumGetInt64(dlsm_plan_one_value(A_FENCE_VALUE, &isnull));
 	}
 	PG_FINALLY();
 	{
 		dlsm_lock_fence_floor(true);
 	}
 	PG_END_TRY();
-	SPI_freetuptable(SPI_tuptable);
 	return value;
 }
 

@@ -299,8 +299,7 @@ dlsm_limits_in_progress(DlsmQueue *queue, const char *group)
 
 	values[P_GROUP_LOAD_GROUP] = CStringGetTextDatum(group);
 	dlsm_plan_run(&queue->plans, DLSM_Q_GROUP_LOAD, values, NULL, 1);
-	units = DatumGetInt64(dlsm_plan_value(0, A_GROUP_LOAD_UNITS, &isnull));
-	SPI_freetuptable(SPI_tuptable);
+	units = DatumGetInt64(dlsm_plan_one_value(A_GROUP_LOAD_UNITS, &isnull));
 	return units;
 }
 

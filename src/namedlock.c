@@ -234,10 +234,8 @@ static int64
 single_int8(int attno)
 {
 	bool		isnull;
-	int64		v = DatumGetInt64(dlsm_plan_value(0, attno, &isnull));
 
-	SPI_freetuptable(SPI_tuptable);
-	return v;
+	return DatumGetInt64(dlsm_plan_one_value(attno, &isnull));
 }
 
 /*
@@ -447,8 +445,7 @@ dlsm_named_refresh(const char *name, int64 fence, int64 lease_us)
 				 errmsg("lock \"%s\" is not held with fence %lld",
 						name, (long long) fence),
 				 errhint("Its lease was released, or it expired and the lock was granted again or cleaned up.")));
-	until = DatumGetTimestampTz(dlsm_plan_value(0, A_REFRESH_UNTIL, &isnull));
-	SPI_freetuptable(SPI_tuptable);
+	until = DatumGetTimestampTz(dlsm_plan_one_value(A_REFRESH_UNTIL, &isnull));
 	return until;
 }
 

@@ -51,6 +51,7 @@
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -577,6 +578,33 @@ dlsm_plan_value(uint64 row, int attno, bool *isnull)
 	check_attno(attno);
 	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
 						 attno, isnull);
+}
+
+/*
+ * The one value of a statement run for one row: column attno of the last
+ * result's first row, which is then freed (*isnull when there is no row,
+ * or the value is NULL).  A value passed by reference is copied into the
+ * current memory context first.
+ */
+Datum
+dlsm_plan_one_value(int attno, bool *isnull)
+{
+	Datum		d = (Datum) 0;
+
+	*isnull = true;
+	if (SPI_processed > 0)
+	{
+		Form_pg_attribute att;
+
+		check_attno(attno);
+		att = TupleDescAttr(SPI_tuptable->tupdesc, attno - 1);
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+						  attno, isnull);
+		if (!*isnull)
+			d = datumCopy(d, att->attbyval, att->attlen);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return d;
 }
 
 /* Column attno of row of the last result as text, NULL for NULL. */

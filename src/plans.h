@@ -78,6 +78,7 @@ extern void dlsm_plan_finish(void);
 
 /* ---- reading results ---- */
 extern Datum dlsm_plan_value(uint64 row, int attno, bool *isnull);
+extern Datum dlsm_plan_one_value(int attno, bool *isnull);
 extern char *dlsm_plan_text(uint64 row, int attno);
 extern bool dlsm_plan_text_is(uint64 row, int attno, const char *text);
 

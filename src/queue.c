@@ -1274,14 +1274,12 @@ check_not_captured_into(Oid relid)
 {
 	Datum		values[N_CAPTURED_INTO_PARAMS];
 	bool		isnull;
-	Oid			source = InvalidOid;
+	Oid			source;
 
 	values[P_CAPTURED_INTO_QUEUE] = ObjectIdGetDatum(relid);
 	dlsm_plan_read_catalog(DLSM_C_CAPTURED_INTO, values, NULL, 1);
-	if (SPI_processed == 1)
-		source = DatumGetObjectId(dlsm_plan_value(0, A_CAPTURED_INTO_SOURCE,
+	source = DatumGetObjectId(dlsm_plan_one_value(A_CAPTURED_INTO_SOURCE,
 												  &isnull));
-	SPI_freetuptable(SPI_tuptable);
 	if (OidIsValid(source))
 		ereport(ERROR,
 				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),

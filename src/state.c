@@ -404,8 +404,7 @@ dlsm_state_heartbeat(DlsmQueue *queue, pg_uuid_t *process_id, int64 lease_us)
 	dlsm_plan_run(&queue->plans, DLSM_Q_HEARTBEAT, values, NULL, 0);
 	if (SPI_processed == 0)
 		report_lost(queue, process_id);
-	until = DatumGetTimestampTz(dlsm_plan_value(0, A_HEARTBEAT_UNTIL, &isnull));
-	SPI_freetuptable(SPI_tuptable);
+	until = DatumGetTimestampTz(dlsm_plan_one_value(A_HEARTBEAT_UNTIL, &isnull));
 	return until;
 }
 
