@@ -20,6 +20,7 @@ OBJS = \
 	src/handler.o \
 	src/hooks.o \
 	src/identity.o \
+	src/usercode.o \
 	src/launcher.o \
 	src/grouplimit.o \
 	src/locks.o \

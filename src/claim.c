@@ -1044,8 +1044,12 @@ dlsm_claim_units(DlsmClaimArgs *args, DlsmClaimEmit emit, void *arg)
 	if (waiting)
 		dlsm_wait_cancel();
 	MemoryContextDelete(pass_context);
-	/* claims made in another identity than the session's are written now */
-	if (units > 0 && !dlsm_pending_deferrable())
+
+	/*
+	 * claims made in another identity than the session's, or of a table whose
+	 * UPDATE runs a user's code, are written now
+	 */
+	if (units > 0 && !dlsm_pending_deferrable(args->queue))
 		dlsm_pending_write_own(args->queue);
 	return units;
 }

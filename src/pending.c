@@ -17,12 +17,23 @@
  * must see them as 'in-progress' (a heartbeat, dlsm_group_updates) writes
  * them first (dlsm_pending_write).
  *
+ * No code of a user runs in that callback: only a claim of a table whose
+ * UPDATE runs nothing but PostgreSQL's own code waits for the commit
+ * (usercode.c: no trigger fires on an UPDATE of it, no rule, no policy,
+ * no user's function in a constraint or an index, no user's type); the
+ * write then queues no trigger and calls nothing a user wrote.  Any other
+ * claim is written at once, inside the claim, where its triggers fire as
+ * any statement's do.  The claim holds the table's RowExclusiveLock (it
+ * opened the queue to write), so no other transaction can add such code
+ * before this one ends; one that this transaction adds itself after its
+ * claims, or that came with a weaker lock (a table made to inherit from
+ * the queue), makes the commit fail, with nothing written.
+ *
  * Only a claim made in the session's own identity waits for the commit:
  * as the session's current role, in no security context, with no
  * function's settings in force (dlsm_pending_deferrable).  The write then
- * runs the queue owner's triggers as that role under the session's own
- * settings at commit: the same principal chose both, as for a deferred
- * trigger.  A claim made anywhere else (a SECURITY DEFINER function, a
+ * runs as that role under the session's own settings at commit: the same
+ * principal chose both.  A claim made anywhere else (a SECURITY DEFINER function, a
  * function with SET clauses, a security-restricted operation such as the
  * worker's or an index expression's) is written at once, inside that call,
  * under the identity and settings it ran with (dlsm_pending_write_own):
@@ -55,10 +66,10 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "commands/trigger.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -68,6 +79,7 @@
 #include "identity.h"
 #include "names.h"
 #include "pending.h"
+#include "usercode.h"
 #include "wake.h"
 
 /*
@@ -124,20 +136,40 @@ matches(PendingClaim *c, Oid relid, const pg_uuid_t *process_ids, int n,
 }
 
 /*
- * May claims made now wait for the commit to be written?  Only in the
- * session's own identity: the current role is the session's (SET ROLE
+ * Does an UPDATE of queue's table run a user's code?  Looked up once per
+ * descriptor, by a caller that holds the table's write lock: a lock of
+ * the table taken before it would deadlock with DDL waiting for the claim
+ * (isolation spec pending).
+ */
+static bool
+runs_user_code(DlsmQueue *queue)
+{
+	if (!queue->user_code_known)
+	{
+		queue->update_runs_user_code = dlsm_update_runs_user_code(queue->relid);
+		queue->user_code_known = true;
+	}
+	return queue->update_runs_user_code;
+}
+
+/*
+ * May claims of queue made now wait for the commit to be written?  Only
+ * when an UPDATE of its table runs no user's code (see the file's header),
+ * and only in the session's own identity: the current role is the session's (SET ROLE
  * included), no security context is in force (SECURITY DEFINER, a
  * security-restricted operation, ...), and no function's SET clause is:
  * the GUC nest level is the one the transaction's own (sub)transactions
  * opened, one each.
  */
 bool
-dlsm_pending_deferrable(void)
+dlsm_pending_deferrable(DlsmQueue *queue)
 {
 	Oid			userid;
 	int			sec_context;
 	int			level;
 
+	if (runs_user_code(queue))
+		return false;
 	GetUserIdAndSecContext(&userid, &sec_context);
 	if (sec_context != 0 || userid != GetOuterUserId())
 		return false;
@@ -422,11 +454,28 @@ first_unwritten(void)
 }
 
 /*
+ * The claims of queue cannot be written at commit: an UPDATE of its table
+ * runs a user's code since they were made.  The commit fails instead.
+ */
+static void
+refuse_commit(DlsmQueue *queue)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("cannot commit unsettled claims of dlsm queue \"%s\"",
+					dlsm_rel_label(queue->relid)),
+			 errdetail("The table was altered after the claims were made: an UPDATE of it now runs code that is not PostgreSQL's own, which dlsm does not run while the transaction commits."),
+			 errhint("Settle the claims before the commit, or alter the table in a transaction that holds no claim of it.")));
+}
+
+/*
  * At commit: write every unwritten claim, one statement per queue and
  * claiming role, as the claim ran: in the session's own identity (the
  * others were written at once).  A queue that is no longer one (dropped
- * in this transaction) has nothing to write.  The deferred triggers these
- * writes queue fire here: the transaction fired its others already.
+ * in this transaction) has nothing to write.  A queue whose table now
+ * runs a user's code on an UPDATE makes the commit fail (see the file's
+ * header): the invalidations of the changes other transactions committed
+ * are read first.
  */
 static void
 write_at_commit(void)
@@ -435,6 +484,7 @@ write_at_commit(void)
 
 	if (first_unwritten() == NULL)
 		return;
+	AcceptInvalidationMessages();
 	dlsm_plan_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	while ((c = first_unwritten()) != NULL)
@@ -450,12 +500,13 @@ write_at_commit(void)
 								DLSM_QUEUE_ANY_SECURITY);
 		if (queue != NULL)
 		{
+			if (runs_user_code(queue))
+				refuse_commit(queue);
 			write_claims(queue, &set);
 			dlsm_queue_close(queue);
 		}
 		else
 			dlsm_pending_written(&set);
-		AfterTriggerFireDeferred();
 		dlsm_identity_restore(&saved);
 	}
 	PopActiveSnapshot();

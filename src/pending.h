@@ -47,7 +47,7 @@ typedef struct DlsmPendingSet
 } DlsmPendingSet;
 
 extern void dlsm_pending_init(void);
-extern bool dlsm_pending_deferrable(void);
+extern bool dlsm_pending_deferrable(DlsmQueue *queue);
 extern void dlsm_pending_add(Oid relid, const DlsmClaimed *row,
 							 bool given_process_id);
 extern void dlsm_pending_to_floor(void);

@@ -657,6 +657,7 @@ queue_refresh(QueueEntry *entry)
 		MemoryContextDelete(fresh->context);
 		old->stale = false;
 		old->limits_known = false;	/* grouplimit.c reads them again */
+		old->user_code_known = false;	/* pending.c looks again */
 		return old;
 	}
 	if (old != NULL)

@@ -65,6 +65,9 @@ typedef struct DlsmQueue
 	char	   *handler;		/* function the worker runs, or NULL */
 	int			handler_timeout_ms; /* its statement timeout; 0: the GUC */
 	bool		row_security;	/* row-level security is enabled on it */
+	bool		update_runs_user_code;	/* an UPDATE of it runs a user's code
+										 * (usercode.c), ... */
+	bool		user_code_known;	/* ... once looked up (pending.c) */
 	struct DlsmLimits *limits;	/* its groups' limits, or NULL: none, ... */
 	bool		limits_known;	/* ... once read (grouplimit.c) */
 	char	   *creates_index;	/* its unique index of creates, or NULL, */

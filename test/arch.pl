@@ -26,7 +26,9 @@
 # kill (to signal its own process, as core's statement timeout does); no
 # code of src/ writes core's interrupt flags (InterruptPending,
 # QueryCancelPending, ProcDiePending: core's handlers set them and
-# ProcessInterrupts clears them); every
+# ProcessInterrupts clears them); no code of src/ fires triggers by hand
+# (AfterTriggerFireDeferred: core fires them, before any pre-commit
+# callback; pending.c writes at commit only what runs no user's code); every
 # SQL-callable function checks how it was called before it reads an
 # argument (dlsm_extension_check_call, or begin_view for the views).
 use strict;
@@ -47,6 +49,7 @@ my $src = ($0 =~ m{(.*)/test/arch\.pl$} ? $1 : '.') . '/src';
 # intervals into microseconds for every layer and calls nothing: base
 my %layer = (
 	compat => -1, cache => 0, usage => -1, guc => 0, subxact => 0, identity => 0,
+	usercode => 0,
 	extension => 0, names => 0, waits => 0, floor => 0, rate => 0,
 	querytext => 0, duration => 0,
 	plans => 1, notify => 1, locks => 1, bound => 1, pool => 1,
@@ -225,6 +228,13 @@ for my $file (sort keys %text)
 	push @core_flags, "$file: writes $1"
 	  while $code =~ /\b(InterruptPending|QueryCancelPending|ProcDiePending)\s*(?:[-+|&]?=(?!=)|\+\+|--)/g;
 }
+my @hand_fired;
+for my $file (sort keys %text)
+{
+	my $code = $text{$file} =~ s{/\*.*?\*/}{}gsr;
+	push @hand_fired, "$file: calls $1"
+	  while $code =~ /\b(AfterTrigger\w+)\s*\(/g;
+}
 
 # each part of the shared state is touched only by its owner: the types
 # an owner's .c file defines (its shared struct, its entries) appear in no
@@ -336,6 +346,8 @@ check(!@unsafe,
 check(!@core_flags,
 	'no code of src/ writes core\'s interrupt flags (InterruptPending, QueryCancelPending, ProcDiePending)',
 	@core_flags);
+check(!@hand_fired, 'no code of src/ fires or queues triggers by hand (AfterTrigger...)',
+	@hand_fired);
 check(!@unchecked,
 	'every SQL-callable function checks its call (dlsm_extension_check_call, begin_view) before it reads an argument',
 	@unchecked);

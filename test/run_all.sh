@@ -79,7 +79,7 @@ WORKER_TAP="test/t/001_worker_lifecycle.pl test/t/002_reaper.pl test/t/003_handl
 # handler, what an ordinary role can make dlsm start or hold, the dedup
 # look-up's two ways (an index access method of each major), a cancel
 # served (the interrupt handling of each major)
-WORKER_TAP="$WORKER_TAP test/t/073_capture_temp_names.pl test/t/099_relay_bounds.pl test/t/110_catalog_drift.pl test/t/111_version_skew.pl test/t/112_role_bounds.pl test/t/113_script_hijack.pl test/t/114_reaping_beside_handler.pl test/t/115_dedup_agreement.pl test/t/116_cancel_served.pl"
+WORKER_TAP="$WORKER_TAP test/t/073_capture_temp_names.pl test/t/099_relay_bounds.pl test/t/110_catalog_drift.pl test/t/111_version_skew.pl test/t/112_role_bounds.pl test/t/113_script_hijack.pl test/t/114_reaping_beside_handler.pl test/t/115_dedup_agreement.pl test/t/116_cancel_served.pl test/t/118_commit_effects.pl"
 if [ "$major" != 15 ]; then
 	[ "$major" = 18 ] || DLSM_TAP_TESTS=${DLSM_TAP_TESTS:-$WORKER_TAP}
 fi
