@@ -357,19 +357,15 @@ dlsm_bound_aborted(void)
 }
 
 /*
- * Between steps, outside any transaction: serve pending interrupts, where
- * a cancel (some role's pg_cancel_backend(), or a bound's that nothing
- * served) ends nothing, as one sent to an idle backend; any other error is
- * raised.  Outside a worker, CHECK_FOR_INTERRUPTS().
+ * Between steps or passes, outside any transaction: serve pending
+ * interrupts, where a cancel (some role's pg_cancel_backend(), or a
+ * bound's that nothing served) ends nothing, as one sent to an idle
+ * backend; any other error is raised.  For every process of dlsm's: the
+ * workers, the reaper, the launcher and the relay.
  */
 void
 dlsm_bound_idle(void)
 {
-	if (last_timeout == MAX_TIMEOUTS)
-	{
-		CHECK_FOR_INTERRUPTS();
-		return;
-	}
 	if (!INTERRUPTS_PENDING_CONDITION())
 		return;
 	forget_cancel(serve_caught());

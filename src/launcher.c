@@ -49,7 +49,7 @@
  * At each pass it also has capacity.c say, once per table, that one of
  * dlsm's shared tables had no room.
  *
- * Calls pool.c and capacity.c.
+ * Calls pool.c, capacity.c and bound.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -78,6 +78,7 @@
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
+#include "bound.h"
 #include "capacity.h"
 #include "compat.h"
 #include "guc.h"
@@ -511,7 +512,7 @@ dlsm_launcher_main(Datum main_arg)
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 nap, dlsm_wait_event(DLSM_WAIT_LAUNCHER));
 		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		dlsm_bound_idle();		/* a cancel sent now ends nothing */
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;

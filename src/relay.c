@@ -35,7 +35,7 @@
  * RELAY_NAP_MS), likewise.  The postmaster never restarts it: the next
  * producer that needs one starts it.
  *
- * Calls notify.c, subxact.c and waits.c; reads dlsm.relay_idle_timeout (guc.c).
+ * Calls notify.c, subxact.c, bound.c and waits.c; reads dlsm.relay_idle_timeout (guc.c).
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -58,6 +58,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "bound.h"
 #include "guc.h"
 #include "notify.h"
 #include "relay.h"
@@ -203,7 +204,7 @@ dlsm_relay_main(Datum main_arg)
 						 wait, dlsm_wait_event(DLSM_WAIT_RELAY));
 		/* before the next pass takes the marks: a later one sets it again */
 		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		dlsm_bound_idle();		/* a cancel sent now ends nothing */
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;

@@ -8,7 +8,9 @@
 # step alone; sent to a worker between steps it ends nothing.  After a
 # handler that caught its own timeout's cancel, a cancel sent during its
 # next call is served too.  The worker that ends a step that went on
-# past its cancel ends by its own terminate signal, and says why.
+# past its cancel ends by its own terminate signal, and says why.  A
+# cancel sent to the launcher or to a relay between its passes ends
+# nothing either (they used to exit with code 1, and come back).
 use strict;
 use warnings;
 
@@ -174,5 +176,50 @@ ok( $node->wait_for_log(
 	'the worker ends, saying why');
 ok($node->wait_for_log(qr/dlsm worker leaves queue "sq" alone until/, $offset),
 	'and its queue is left alone');
+
+# 6. the launcher and a relay, cancelled between passes, go on: the same
+# processes do their work after it
+my $launcher = sql(q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'dlsm launcher'});
+ok( $node->poll_query_until('postgres', qq{
+SELECT wait_event IN ('DlsmLauncherMain', 'Extension') FROM pg_stat_activity WHERE pid = $launcher}),
+	'the launcher waits between passes');
+$offset = -s $node->logfile;
+sql("SELECT pg_cancel_backend($launcher)");
+sql('CREATE DATABASE other');
+$node->safe_psql('other', 'CREATE EXTENSION dlsm');
+ok( $node->poll_query_until('postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE backend_type = 'dlsm worker' AND datname = 'other'}),
+	'after a cancel, the launcher starts the worker of a new database');
+is(sql(q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'dlsm launcher'}),
+	$launcher, 'the same launcher');
+
+sql(q{ALTER SYSTEM SET dlsm.notify_relay = on;
+ALTER SYSTEM SET dlsm.relay_idle_timeout = '10min'; SELECT pg_reload_conf();});
+sql(q{SELECT dlsm_create_queue('nq')});
+my $listener = $node->background_psql('postgres');
+$listener->query_safe('LISTEN nq');
+ok( $node->poll_query_until('postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE backend_type = 'dlsm relay' AND datname = 'postgres'}),
+	'a LISTEN starts the relay');
+my $relay = sql(q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'dlsm relay'});
+ok( $node->poll_query_until('postgres', qq{
+SELECT wait_event IN ('DlsmRelayMain', 'Extension') FROM pg_stat_activity WHERE pid = $relay}),
+	'the relay waits between passes');
+sql("SELECT pg_cancel_backend($relay)");
+sql(q{SELECT dlsm_enqueue('nq', 'n1')});
+my $senders = '';
+for (my $i = 0; $i < 500 && $senders eq ''; $i++)
+{
+	my $out = $listener->query('SELECT 1');
+	$senders = join(',', $out =~ /Asynchronous notification "nq" received from server process with PID (\d+)/g);
+	usleep(20_000) if $senders eq '';
+}
+is($senders, $relay, 'after a cancel, the same relay notifies the enqueue');
+$listener->quit;
+$log = slurp_file($node->logfile, $offset);
+unlike($log, qr/"dlsm (?:launcher|relay)" \(PID \d+\) exited with exit code/,
+	'neither exited');
 
 done_testing();
