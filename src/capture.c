@@ -94,47 +94,6 @@
 #include "names.h"
 #include "queue.h"
 
-/*
- * The parameters and result columns of the statements this file runs (their
- * text is in querytext.c): P_<STATEMENT>_<NAME> indexes the values and nulls
- * arrays, N_<STATEMENT>_PARAMS counts them; A_<STATEMENT>_<NAME> is a result
- * column's attribute number, from 1.
- */
-enum
-{
-	P_CAPTURE_ENTITY, P_CAPTURE_KIND, P_CAPTURE_OP, P_CAPTURE_TABLE,
-	P_CAPTURE_OLD, P_CAPTURE_NEW, P_CAPTURE_GROUP, N_CAPTURE_PARAMS
-};
-enum
-{
-	P_CAPTURE_ADD_SOURCE, P_CAPTURE_ADD_QUEUE, P_CAPTURE_ADD_TRIGGER,
-	P_CAPTURE_ADD_KIND, P_CAPTURE_ADD_ENTITY_COLUMNS, P_CAPTURE_ADD_COLUMNS,
-	P_CAPTURE_ADD_GROUP_COLUMN, N_CAPTURE_ADD_PARAMS
-};
-enum
-{
-	P_CAPTURE_KEY_SOURCE, P_CAPTURE_KEY_TRIGGER, N_CAPTURE_KEY_PARAMS
-};
-enum
-{
-	P_CAPTURE_READ_TRIGGER, N_CAPTURE_READ_PARAMS
-};
-enum
-{
-	A_CAPTURE_READ_SOURCE = 1, A_CAPTURE_READ_QUEUE, A_CAPTURE_READ_KIND,
-	A_CAPTURE_READ_ENTITY_COLUMNS, A_CAPTURE_READ_COLUMNS,
-	A_CAPTURE_READ_GROUP_COLUMN, N_CAPTURE_READ
-};
-enum
-{
-	P_CAPTURE_TRIGGER_SOURCE, P_CAPTURE_TRIGGER_QUEUE,
-	N_CAPTURE_TRIGGER_PARAMS
-};
-enum
-{
-	A_CAPTURE_TRIGGER_NAME = 1, N_CAPTURE_TRIGGER
-};
-
 /* What a capture trigger needs, as dlsm_captures says, resolved. */
 typedef struct CaptureDesc
 {

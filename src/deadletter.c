@@ -71,32 +71,6 @@
  * arrays, N_<STATEMENT>_PARAMS counts them; A_<STATEMENT>_<NAME> is a result
  * column's attribute number, from 1.
  */
-/*
- * Dead letters: REQUEUE, CANCEL_LOCK and CANCEL take the ids, then a role;
- * REQUEUE_KEYED also the ids whose keys were checked.
- */
-enum
-{
-	P_DEAD_IDS, P_DEAD_ROLE, P_DEAD_CHECKED, N_DEAD_PARAMS
-};
-enum
-{
-	A_DEAD_ID = 1, A_DEAD_ENTITY, A_DEAD_STATUS, N_DEAD
-};
-
-/* REQUEUE_KEYS takes the ids, REQUEUE_HOLDERS the keys; both return these */
-enum
-{
-	P_REQUEUE_KEYS_IDS, N_REQUEUE_KEYS_PARAMS
-};
-enum
-{
-	P_REQUEUE_HOLDERS_KEYS, N_REQUEUE_HOLDERS_PARAMS
-};
-enum
-{
-	A_REQUEUE_KEY_ID = 1, A_REQUEUE_KEY_KEY, N_REQUEUE_KEY
-};
 
 /* An error row that a requeue names, and its dedup key. */
 typedef struct KeyedRow

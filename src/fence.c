@@ -47,17 +47,6 @@
 #include "locks.h"
 #include "plans.h"
 
-/*
- * The parameters and result columns of the statements this file runs (their
- * text is in querytext.c): P_<STATEMENT>_<NAME> indexes the values and nulls
- * arrays, N_<STATEMENT>_PARAMS counts them; A_<STATEMENT>_<NAME> is a result
- * column's attribute number, from 1.
- */
-enum
-{
-	P_FENCE_FLOOR, N_FENCE_FLOOR_PARAMS
-};
-
 /* The timeline this backend raised the fence floor on, 0: none yet. */
 static TimeLineID floored_timeline = 0;
 

@@ -21,13 +21,4 @@ extern int64 dlsm_fence_next(bool as_owner);
 extern int64 dlsm_fence_raise(int64 at_least);
 extern int64 dlsm_fence_initial(void);
 
-/*
- * The result column of the statements in querytext.c that hand out a fence
- * (FENCE_FLOOR, run here, and LEASE_TAKE, run by namedlock.c).
- */
-enum
-{
-	A_FENCE_VALUE = 1, N_FENCE
-};
-
 #endif							/* DLSM_FENCE_H */

@@ -71,32 +71,6 @@
 #include "wake.h"
 
 /*
- * The parameters and result columns of the statements this file runs (their
- * text is in querytext.c): P_<STATEMENT>_<NAME> indexes the values and nulls
- * arrays, N_<STATEMENT>_PARAMS counts them; A_<STATEMENT>_<NAME> is a result
- * column's attribute number, from 1.
- */
-enum
-{
-	P_GROUP_LOAD_GROUP, N_GROUP_LOAD_PARAMS
-};
-enum
-{
-	A_GROUP_LOAD_UNITS = 1, N_GROUP_LOAD
-};
-enum
-{
-	P_LIMIT_QUEUE, P_LIMIT_GROUP, P_LIMIT_CONCURRENCY, P_LIMIT_RATE,
-	P_LIMIT_PER, N_LIMIT_SET_PARAMS
-};
-#define N_LIMITS_READ_PARAMS P_LIMIT_GROUP
-enum
-{
-	A_LIMITS_GROUP = 1, A_LIMITS_CONCURRENCY, A_LIMITS_RATE, A_LIMITS_PER,
-	N_LIMITS_READ
-};
-
-/*
  * A slot this transaction holds: taken by an admission, kept by the unit
  * claimed under it (process_id), given back when the unit is settled in
  * this transaction or the subtransaction that took it rolls back.  A unit

@@ -62,39 +62,6 @@
 #include "waits.h"
 #include "wake.h"
 
-/*
- * The parameters and result columns of the statements this file runs (their
- * text is in querytext.c): P_<STATEMENT>_<NAME> indexes the values and nulls
- * arrays, N_<STATEMENT>_PARAMS counts them; A_<STATEMENT>_<NAME> is a result
- * column's attribute number, from 1.
- */
-enum
-{
-	P_LEASE_READ_NAME, N_LEASE_READ_PARAMS
-};
-enum
-{
-	P_LEASE_TAKE_NAME, P_LEASE_TAKE_LEASE, P_LEASE_TAKE_HOLDER,
-	P_LEASE_TAKE_ROLE, P_LEASE_TAKE_FENCE, N_LEASE_TAKE_PARAMS
-};
-enum
-{
-	P_LEASE_NAME, P_LEASE_FENCE, N_LEASE_RELEASE_PARAMS
-};
-enum
-{
-	P_REFRESH_NAME, P_REFRESH_FENCE, P_REFRESH_LEASE, N_LEASE_REFRESH_PARAMS
-};
-enum
-{
-	A_REFRESH_UNTIL = 1, N_REFRESH
-};
-enum
-{
-	A_LEASE_FENCE = 1, A_LEASE_UNTIL, A_LEASE_EXPIRED, A_LEASE_ROLE,
-	N_LEASE_READ
-};
-
 /* A transaction-scope grant of this transaction, which dlsm_unlock ends. */
 typedef struct NamedGrant
 {

@@ -82,17 +82,6 @@
 #include "usercode.h"
 #include "wake.h"
 
-/*
- * The parameters and result columns of the statements this file runs (their
- * text is in querytext.c): P_<STATEMENT>_<NAME> indexes the values and nulls
- * arrays, N_<STATEMENT>_PARAMS counts them; A_<STATEMENT>_<NAME> is a result
- * column's attribute number, from 1.
- */
-enum
-{
-	A_WRITE_CLAIMS_ENTITY = 1, N_WRITE_CLAIMS
-};
-
 /* One claimed row of this transaction. */
 typedef struct PendingClaim
 {

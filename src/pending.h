@@ -60,17 +60,4 @@ extern void dlsm_pending_write(DlsmQueue *queue, const pg_uuid_t *process_ids,
 							   int n);
 extern void dlsm_pending_write_own(DlsmQueue *queue);
 
-/*
- * The parameters of the statements in querytext.c that write pending claims
- * (WRITE_CLAIMS, run here, and SETTLE_CLAIMED_*, run by state.c): the rows
- * and what their claim gave them, as arrays of one length (SETTLE_ONE_FINAL:
- * one row, as scalars); the settles take the parameters of SETTLE_FINAL or
- * SETTLE_RETRY after these.  P_ indexes the values and nulls arrays.
- */
-enum
-{
-	P_CLAIMED_IDS, P_CLAIMED_PROCESS_IDS, P_CLAIMED_FENCES, P_CLAIMED_AT,
-	P_CLAIMED_LEASE_UNTIL, N_CLAIMED_PARAMS
-};
-
 #endif							/* DLSM_PENDING_H */

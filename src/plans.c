@@ -44,6 +44,8 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
+
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -55,6 +57,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/plancache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -153,11 +156,107 @@ expand(const char *template, const Subst *subst, int n)
 	return buf.data;
 }
 
-/* Prepare text (whose parameters def describes) and keep the plan. */
+/*
+ * Which parameters text uses: used[n] for each $n outside quotes, n from 1
+ * to DLSM_MAX_PARAMS; errors, naming def's statement, on a higher one.
+ */
+static void
+params_used(const char *text, const DlsmQueryDef *def, bool *used)
+{
+	const char *p = text;
+
+	memset(used, 0, sizeof(bool) * (DLSM_MAX_PARAMS + 1));
+	while (*p)
+	{
+		if (*p == '\'' || *p == '"')
+		{
+			/* a literal or a quoted name: '' and "" only double the quote */
+			const char *close = strchr(p + 1, *p);
+
+			p = close ? close + 1 : p + strlen(p);
+		}
+		else if (*p == '$' && isdigit((unsigned char) p[1]))
+		{
+			long		n = strtol(p + 1, (char **) &p, 10);
+
+			if (n < 1 || n > def->nargs)
+				elog(ERROR, "statement %s uses $%ld but declares %d parameters",
+					 def->name, n, def->nargs);
+			used[n] = true;
+		}
+		else
+			p++;
+	}
+}
+
+/*
+ * Check a statement just prepared against its layout in querytext.h: its
+ * parameters (their constants, that its text uses each, by used from
+ * params_used, and their types) and its result (its columns, their names and types).  A
+ * mismatch is a developer's mistake: an internal error naming the
+ * statement.
+ */
+static void
+check_layout(SPIPlanPtr plan, const bool *used, const DlsmQueryDef *def)
+{
+	List	   *sources;
+	TupleDesc	desc;
+	int			natts;
+
+	if (SPI_getargcount(plan) != def->nargs)
+		elog(ERROR, "statement %s takes %d parameters, not %d", def->name,
+			 SPI_getargcount(plan), def->nargs);
+	for (int i = 0; i < def->nargs; i++)
+	{
+		if (def->argslots[i] != i)
+			elog(ERROR, "statement %s declares as its parameter $%d the constant of $%d",
+				 def->name, i + 1, def->argslots[i] + 1);
+		if (!used[i + 1] && !(def->may_skip & DLSM_PARAM_BIT(i)))
+			elog(ERROR, "statement %s does not use its parameter $%d",
+				 def->name, i + 1);
+		if (SPI_getargtypeid(plan, i) != def->argtypes[i])
+			elog(ERROR, "statement %s takes parameter $%d as %s, not %s",
+				 def->name, i + 1, format_type_be(SPI_getargtypeid(plan, i)),
+				 format_type_be(def->argtypes[i]));
+	}
+
+	/* the result's shape, as the parser left it: nothing is planned */
+	sources = SPI_plan_get_plan_sources(plan);
+	if (list_length(sources) != 1)
+		elog(ERROR, "statement %s is %d statements, not one", def->name,
+			 list_length(sources));
+	desc = ((CachedPlanSource *) linitial(sources))->resultDesc;
+	natts = desc ? desc->natts : 0;
+	if (natts != def->ncols)
+		elog(ERROR, "statement %s returns %d columns, not %d", def->name,
+			 natts, def->ncols);
+	for (int i = 0; i < natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		const DlsmColumnDef *col = &def->columns[i];
+
+		if (def->colslots[i] != i + 1)
+			elog(ERROR, "statement %s declares as its column %d the constant of column %d",
+				 def->name, i + 1, def->colslots[i]);
+		if (strcmp(NameStr(att->attname), col->name) != 0)
+			elog(ERROR, "statement %s returns column %d as \"%s\", not \"%s\"",
+				 def->name, i + 1, NameStr(att->attname), col->name);
+		if (col->type != DLSM_QUEUE_COLUMN && att->atttypid != col->type)
+			elog(ERROR, "statement %s returns column \"%s\" as %s, not %s",
+				 def->name, col->name, format_type_be(att->atttypid),
+				 format_type_be(col->type));
+	}
+}
+
+/*
+ * Prepare text (whose layout def describes), check it against def and
+ * keep the plan.
+ */
 static SPIPlanPtr
 prepare_kept(const char *text, const DlsmQueryDef *def)
 {
 	SPIPlanPtr	plan;
+	bool		used[DLSM_MAX_PARAMS + 1];
 
 	/* dlsm.log_statements: every statement, as it runs, one line each */
 	if (dlsm_log_statements)
@@ -168,19 +267,17 @@ prepare_kept(const char *text, const DlsmQueryDef *def)
 	 * Generic plans: parameters only pick rows, never a better plan, so
 	 * planning once saves replanning every call (custom plans would be tried
 	 * first and often kept, at the cost of a plan per execution).
+	 *
+	 * The $n are read first: a higher one than declared would otherwise be
+	 * the parser's error, which names no statement.
 	 */
-	/* (ARGS with more types than argtypes holds is only a warning in C) */
-	if (def->nargs > DLSM_MAX_PARAMS)
-		elog(ERROR, "%s takes %d parameters, more than %d", def->what,
-			 def->nargs, DLSM_MAX_PARAMS);
+	params_used(text, def, used);
 	plan = SPI_prepare_cursor(text, def->nargs, (Oid *) def->argtypes,
 							  CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
 			 text, SPI_result_code_string(SPI_result));
-	if (SPI_getargcount(plan) != def->nargs)
-		elog(ERROR, "%s takes %d parameters, not %d", def->what,
-			 SPI_getargcount(plan), def->nargs);
+	check_layout(plan, used, def);
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "SPI_keepplan failed");
 	return plan;

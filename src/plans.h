@@ -3,13 +3,12 @@
  * plans.h
  *	  How to run the statements dlsm runs (plans.c).
  *
- * The statements are named in querytext.h, which this includes; the text
- * of every one is in querytext.c, with its parameters' types and its
- * result's width, which plans.c checks against the prepared plan and each
- * result.  Which value goes to which parameter, and which result
- * column holds what, is said where the statement is run: each caller names
- * them in enums of its own (P_<STATEMENT>_<NAME>, the index into the values
- * and nulls arrays; A_<STATEMENT>_<NAME>, the attribute number, from 1).
+ * The statements are named in querytext.h, which this includes, each
+ * with its layout: its parameters (P_<STATEMENT>_<NAME>, the index into
+ * the values and nulls arrays) and its result columns (A_<STATEMENT>_<NAME>,
+ * the attribute number, from 1), which the callers index with.  The text
+ * of every one is in querytext.c; plans.c checks each against its layout
+ * when it prepares it, and each result's width as it runs.
  *
  * Copyright (c) 2026, dlsm developers
  *

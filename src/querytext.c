@@ -4,8 +4,10 @@
  *	  The text of every statement dlsm runs.
  *
  * All SQL text dlsm runs is here, and only here: each statement on a
- * queue or on dlsm's own tables with its parameters' types, the result
- * plans.c checks it against and the words an error names it by, and the
+ * queue or on dlsm's own tables with its layout (its parameters and
+ * result columns, listed next to its name in querytext.h, which plans.c
+ * checks it against when it prepares it) and the words an error names it
+ * by, and the
  * DDL that makes, adopts and drops a queue's table and captures a table's
  * changes.  plans.c fills in the placeholders, prepares and keeps the
  * statements and runs them; nothing here runs.
@@ -77,7 +79,8 @@
  * its entity blocks it.
  */
 #define LOCK_SINGLES(ids) \
-	"SELECT c.{id}, c.{kind}, c.{entity}, c.payload FROM {q} c" \
+	"SELECT c.{id} AS id, c.{kind} AS kind, c.{entity} AS entity," \
+	" c.payload FROM {q} c" \
 	" WHERE c.{id} {=} " ids " AND c.{status} {=} 'new'" \
 	" AND c.run_at {<=} $2" \
 	" AND NOT EXISTS (SELECT 1 FROM {q} o WHERE o.{entity} {=} c.{entity}" \
@@ -131,8 +134,20 @@
 #define ONE_CLOCK \
 	"WITH u AS MATERIALIZED (SELECT pg_catalog.clock_timestamp() AS now)"
 
-/* A statement's parameters: their count, and their types in order. */
-#define ARGS(...) lengthof(((const Oid[]) {__VA_ARGS__})), {__VA_ARGS__}
+/*
+ * A statement's layout, from its lists in querytext.h: its name, its
+ * parameters' count, types and constants, and its result columns' count,
+ * names and types and constants (each list ends in a sentinel).
+ */
+#define LIST_LENGTH(list, x) (lengthof(((const int[]) {list(x) -1})) - 1)
+#define LAYOUT(q) \
+	#q, \
+	LIST_LENGTH(q##_PARAMS, DLSM_PARAM_ENUM), \
+	{q##_PARAMS(DLSM_PARAM_TYPE) InvalidOid}, \
+	{q##_PARAMS(DLSM_PARAM_ENUM) -1}, \
+	LIST_LENGTH(q##_COLUMNS, DLSM_COLUMN_ENUM), \
+	{q##_COLUMNS(DLSM_COLUMN_DEF) {NULL, InvalidOid}}, \
+	{q##_COLUMNS(DLSM_COLUMN_ENUM) -1}
 
 /*
  * A requeue: the error rows of $1 back to new as if just enqueued, their
@@ -151,33 +166,35 @@
 	"  WHERE {id} {=} ANY ($1) AND {status} {=} 'error'" \
 	"  ORDER BY {id} FOR UPDATE))" \
 	" AND t.{status} {=} 'error'" extra \
-	" RETURNING t.{id}, t.{entity}, t.{status}"
+	" RETURNING t.{id} AS id, t.{entity} AS entity, t.{status} AS status"
 
 const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 	[DLSM_Q_SCAN] = {
 		/* delayed rows too: the floor of the queue stops at them */
-		"SELECT {id}, {kind}, {entity},"
-		" run_at {<=} pg_catalog.clock_timestamp(), {group} FROM {q}"
+		"SELECT {id} AS id, {kind} AS kind, {entity} AS entity,"
+		" run_at {<=} pg_catalog.clock_timestamp() AS due, {group} AS group_key"
+		" FROM {q}"
 		" WHERE {status} {=} 'new' AND {id} {>} $1"
 		" ORDER BY {id} LIMIT $2",
-		ARGS(INT8OID, INT8OID),
-		SPI_OK_SELECT, 5, "the candidate scan"
+		LAYOUT(DLSM_Q_SCAN),
+		SPI_OK_SELECT, "the candidate scan"
 	},
 	[DLSM_Q_SCAN_LIMITED] = {
 		/* SCAN for a queue with limits */
-		"SELECT c.{id}, c.{kind}, c.{entity},"
-		" c.run_at {<=} pg_catalog.clock_timestamp(), {group}"
+		"SELECT c.{id} AS id, c.{kind} AS kind, c.{entity} AS entity,"
+		" c.run_at {<=} pg_catalog.clock_timestamp() AS due,"
+		" {group} AS group_key"
 		" FROM {q} c WHERE c.{status} {=} 'new' AND c.{id} {>} $1"
 		/* groups this pass found at their limit ($3) are left out */
 		" AND ($3 IS NULL OR {group} IS NULL OR {group} {<>} ALL ($3))"
 		" ORDER BY c.{id} LIMIT $2",
-		ARGS(INT8OID, INT8OID, TEXTARRAYOID),
+		LAYOUT(DLSM_Q_SCAN_LIMITED),
 
 		/*
 		 * its generic plan's cost, with LIMIT $2 unknown, passes
 		 * jit_above_cost: compiling it would cost more than the scan
 		 */
-		SPI_OK_SELECT, 5, "the candidate scan", false, true
+		SPI_OK_SELECT, "the candidate scan", false, true
 	},
 	[DLSM_Q_BLOCKED] = {
 		/*
@@ -192,19 +209,21 @@ const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 		"  WHERE k.{entity} {=} $2 AND k.{kind} {=} 'create'"
 		"  AND k.{status} {<>} 'complete'))"
 		" OR ($3 {=} 'update' AND $4 AND NOT EXISTS (SELECT 1 FROM {q} k"
-		"  WHERE k.{entity} {=} $2 AND k.{kind} {=} 'create'))",
-		ARGS(INT8OID, TEXTOID, TEXTOID, BOOLOID),
-		SPI_OK_SELECT, 1, "the blocking check"
+		"  WHERE k.{entity} {=} $2 AND k.{kind} {=} 'create')) AS blocked",
+		LAYOUT(DLSM_Q_BLOCKED),
+		SPI_OK_SELECT, "the blocking check"
 	},
 	[DLSM_Q_ENTITY_STATE] = {
-		"SELECT c.st, c.cid, EXISTS (SELECT 1 FROM {q} o"
+		"SELECT c.st AS create_status, c.cid AS create_id,"
+		" EXISTS (SELECT 1 FROM {q} o"
 		"  WHERE o.{entity} {=} $1 AND " BLOCKS("o", "$2", "'update'") ")"
+		"  AS blocked"
 		" FROM (VALUES (1)) v LEFT JOIN LATERAL ("
 		"  SELECT {status} AS st, {id} AS cid FROM {q}"
 		"  WHERE {entity} {=} $1 AND {kind} {=} 'create'"
 		"  ORDER BY {id} LIMIT 1) c ON true",
-		ARGS(TEXTOID, INT8OID),
-		SPI_OK_SELECT, 3, "the entity state query"
+		LAYOUT(DLSM_Q_ENTITY_STATE),
+		SPI_OK_SELECT, "the entity state query"
 	},
 	[DLSM_Q_LOCK_SINGLES] = {
 		/*
@@ -213,14 +232,14 @@ const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 		 * has nothing in progress and no older open request blocking it.
 		 */
 		LOCK_SINGLES("ANY ($1)"),
-		ARGS(INT8ARRAYOID, TIMESTAMPTZOID),
-		SPI_OK_SELECT, 4, "a claim"
+		LAYOUT(DLSM_Q_LOCK_SINGLES),
+		SPI_OK_SELECT, "a claim"
 	},
 	[DLSM_Q_LOCK_ONE] = {
 		/* LOCK_SINGLES for one candidate */
 		LOCK_SINGLES("$1"),
-		ARGS(INT8OID, TIMESTAMPTZOID),
-		SPI_OK_SELECT, 4, "a claim"
+		LAYOUT(DLSM_Q_LOCK_ONE),
+		SPI_OK_SELECT, "a claim"
 	},
 	[DLSM_Q_LOCK_GROUP] = {
 		/*
@@ -239,7 +258,8 @@ const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 		"  AND ($4 IS NOT TRUE OR EXISTS (SELECT 1 FROM {q} a"
 		"   WHERE a.{entity} {=} $3 AND a.{kind} {=} 'create'))"
 		"  FOR UPDATE OF f SKIP LOCKED) "
-		"SELECT g.{id}, g.{kind}, g.{entity}, g.payload FROM {q} g"
+		"SELECT g.{id} AS id, g.{kind} AS kind, g.{entity} AS entity, g.payload"
+		" FROM {q} g"
 		" WHERE EXISTS (SELECT 1 FROM first)"
 		" AND g.{entity} {=} $3 AND g.{kind} {=} 'update'"
 		" AND g.{status} {=} 'new' AND g.{id} {>=} $1"
@@ -248,40 +268,42 @@ const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 		"  AND (n.{kind} {<>} 'update' OR n.run_at {>} $2)),"
 		"  9223372036854775807)"
 		" FOR UPDATE OF g SKIP LOCKED",
-		ARGS(INT8OID, TIMESTAMPTZOID, TEXTOID, BOOLOID),
-		SPI_OK_SELECT, 4, "a claim"
+		LAYOUT(DLSM_Q_LOCK_GROUP),
+		SPI_OK_SELECT, "a claim"
 	},
 	[DLSM_Q_WRITE_CLAIMS] = {
 		/* pending claims not settled by their transaction, at its commit */
 		"UPDATE {q} t SET {status} = 'in-progress'," CLAIMED_SET ","
 		" settled_at = NULL, detail = NULL"
 		CLAIMED_ROWS CLAIMED_WHERE
-		" RETURNING t.{entity}",
-		ARGS(INT8ARRAYOID, UUIDARRAYOID, INT8ARRAYOID,
-			 TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID),
-		SPI_OK_UPDATE_RETURNING, 1, "writing claims"
+		" RETURNING t.{entity} AS entity",
+		LAYOUT(DLSM_Q_WRITE_CLAIMS),
+		SPI_OK_UPDATE_RETURNING, "writing claims"
 	},
 	[DLSM_Q_SETTLE_CLAIMED_FINAL] = {
 		/* as SETTLE_FINAL, for claims of this transaction: one row version */
 		"UPDATE {q} t SET {status} = $6," CLAIMED_SET_SETTLED ","
 		" settled_at = pg_catalog.clock_timestamp(), detail = $7"
 		CLAIMED_ROWS CLAIMED_WHERE
-		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}, {tgroup}",
-		ARGS(INT8ARRAYOID, UUIDARRAYOID,
-			 INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, TEXTOID,
-			 TEXTOID),
-		SPI_OK_UPDATE_RETURNING, 4, "a settle"
+		" RETURNING t.{pid}{pidout} AS process_id, t.{id} AS id,"
+		" t.{entity} AS entity, {tgroup} AS group_key",
+		LAYOUT(DLSM_Q_SETTLE_CLAIMED_FINAL),
+		SPI_OK_UPDATE_RETURNING, "a settle"
 	},
 	[DLSM_Q_SETTLE_ONE_FINAL] = {
-		/* SETTLE_CLAIMED_FINAL for one row, its values as scalars */
+		/*
+		 * SETTLE_CLAIMED_FINAL for one row, its values as scalars; its lease,
+		 * $5, is left out: the row is settled
+		 */
 		"UPDATE {q} t SET {status} = $6,"
 		CLAIMED_SET_AS("$2", "$3", "$4", "NULL") ","
 		" settled_at = pg_catalog.clock_timestamp(), detail = $7"
 		" WHERE t.{id} {=} $1 AND t.{status} {=} 'new'"
-		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}, {tgroup}",
-		ARGS(INT8OID, UUIDOID, INT8OID,
-			 TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID),
-		SPI_OK_UPDATE_RETURNING, 4, "a settle"
+		" RETURNING t.{pid}{pidout} AS process_id, t.{id} AS id,"
+		" t.{entity} AS entity, {tgroup} AS group_key",
+		LAYOUT(DLSM_Q_SETTLE_ONE_FINAL),
+		SPI_OK_UPDATE_RETURNING, "a settle", false, false,
+		DLSM_PARAM_BIT(P_CLAIMED_LEASE_UNTIL)
 	},
 	[DLSM_Q_SETTLE_CLAIMED_RETRY] = {
 		/* as SETTLE_RETRY, for claims of this transaction */
@@ -293,11 +315,10 @@ const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 		" detail = CASE WHEN t.attempts {+} 1 {>=} $8"
 		"  THEN" EXHAUSTED_DETAIL("(t.attempts {+} 1)", "$6") " ELSE $6 END"
 		CLAIMED_ROWS ", u" CLAIMED_WHERE
-		" RETURNING t.{pid}{pidout}, t.{id}, t.{entity}, {tgroup}",
-		ARGS(INT8ARRAYOID, UUIDARRAYOID,
-			 INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, TEXTOID,
-			 INTERVALOID, INT4OID),
-		SPI_OK_UPDATE_RETURNING, 4, "a settle"
+		" RETURNING t.{pid}{pidout} AS process_id, t.{id} AS id,"
+		" t.{entity} AS entity, {tgroup} AS group_key",
+		LAYOUT(DLSM_Q_SETTLE_CLAIMED_RETRY),
+		SPI_OK_UPDATE_RETURNING, "a settle"
 	},
 	[DLSM_Q_FAIL_UPDATES] = {
 		"UPDATE {q} SET {status} = 'error',"
@@ -305,16 +326,16 @@ const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 		" WHERE {id} {=} ANY (SELECT {id} FROM {q}"
 		"  WHERE {entity} {=} $1 AND {kind} {=} 'update'"
 		"  AND {status} {=} 'new' FOR UPDATE SKIP LOCKED)",
-		ARGS(TEXTOID, TEXTOID),
-		SPI_OK_UPDATE, 0, "failing updates"
+		LAYOUT(DLSM_Q_FAIL_UPDATES),
+		SPI_OK_UPDATE, "failing updates"
 	},
 	[DLSM_Q_GROUP_BUSY] = {
 		"SELECT EXISTS (SELECT 1 FROM {q} WHERE {entity} {=} $1"
-		"  AND {status} {=} 'in-progress' AND {pid} {<>} $2{pidin}),"
+		"  AND {status} {=} 'in-progress' AND {pid} {<>} $2{pidin}) AS held,"
 		" EXISTS (SELECT 1 FROM {q} WHERE {entity} {=} $1"
-		"  AND {kind} {=} 'create' AND {status} {<>} 'complete')",
-		ARGS(TEXTOID, UUIDOID),
-		SPI_OK_SELECT, 2, "the group check"
+		"  AND {kind} {=} 'create' AND {status} {<>} 'complete') AS create_open",
+		LAYOUT(DLSM_Q_GROUP_BUSY),
+		SPI_OK_SELECT, "the group check"
 	},
 	[DLSM_Q_GROUP] = {
 		/*
@@ -338,16 +359,17 @@ const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 		"   AND ({kind} {<>} 'update' OR run_at {>} $5)),"
 		"   9223372036854775807)"
 		"  ORDER BY {id} FOR UPDATE NOWAIT)",
-		ARGS(TEXTOID, UUIDOID, INTERVALOID, INT8OID, TIMESTAMPTZOID),
-		SPI_OK_UPDATE, 0, "grouping updates"
+		LAYOUT(DLSM_Q_GROUP),
+		SPI_OK_UPDATE, "grouping updates"
 	},
 	[DLSM_Q_SETTLE_FINAL] = {
 		"UPDATE {q} t SET {status} = $2, lease_until = NULL,"
 		" settled_at = pg_catalog.clock_timestamp(), detail = $3"
 		" WHERE {pid} {=} ANY ($1{pidarr}) AND {status} {=} 'in-progress'"
-		" RETURNING {pid}{pidout}, {id}, {entity}, {group}",
-		ARGS(UUIDARRAYOID, TEXTOID, TEXTOID),
-		SPI_OK_UPDATE_RETURNING, 4, "a settle"
+		" RETURNING {pid}{pidout} AS process_id, {id} AS id, {entity} AS entity,"
+		" {group} AS group_key",
+		LAYOUT(DLSM_Q_SETTLE_FINAL),
+		SPI_OK_UPDATE_RETURNING, "a settle"
 	},
 	[DLSM_Q_SETTLE_RETRY] = {
 		/* one clock for the statement: a unit comes back as one unit */
@@ -360,9 +382,10 @@ const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 		"  THEN" EXHAUSTED_DETAIL("t.attempts", "$2") " ELSE $2 END"
 		" FROM u"
 		" WHERE {pid} {=} ANY ($1{pidarr}) AND {status} {=} 'in-progress'"
-		" RETURNING {pid}{pidout}, {id}, {entity}, {group}",
-		ARGS(UUIDARRAYOID, TEXTOID, INTERVALOID, INT4OID),
-		SPI_OK_UPDATE_RETURNING, 4, "a settle"
+		" RETURNING {pid}{pidout} AS process_id, {id} AS id, {entity} AS entity,"
+		" {group} AS group_key",
+		LAYOUT(DLSM_Q_SETTLE_RETRY),
+		SPI_OK_UPDATE_RETURNING, "a settle"
 	},
 	[DLSM_Q_HEARTBEAT] = {
 		"WITH u AS MATERIALIZED"
@@ -370,8 +393,8 @@ const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 		" UPDATE {q} SET lease_until = u.until FROM u"
 		" WHERE {pid} {=} $1{pidin} AND {status} {=} 'in-progress'"
 		" RETURNING u.until",
-		ARGS(UUIDOID, INTERVALOID),
-		SPI_OK_UPDATE_RETURNING, 1, "a heartbeat"
+		LAYOUT(DLSM_Q_HEARTBEAT),
+		SPI_OK_UPDATE_RETURNING, "a heartbeat"
 	},
 	[DLSM_Q_REAP] = {
 		/*
@@ -402,9 +425,10 @@ const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 		" FROM u"
 		" WHERE t.{id} {=} ANY (SELECT {id} FROM expired"
 		"  WHERE {pid} {=} ANY (SELECT {pid} FROM whole))"
-		" RETURNING t.{status}, t.{id}, t.{entity}, {tgroup}",
-		ARGS(INT4OID),
-		SPI_OK_UPDATE_RETURNING, 4, "the reaper"
+		" RETURNING t.{status} AS status, t.{id} AS id, t.{entity} AS entity,"
+		" {tgroup} AS group_key",
+		LAYOUT(DLSM_Q_REAP),
+		SPI_OK_UPDATE_RETURNING, "the reaper"
 	},
 	[DLSM_Q_PURGE] = {
 		/* oldest settled rows first */
@@ -412,31 +436,34 @@ const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 		" WHERE {status} {=} ANY ('{complete,error}'::pg_catalog.text[])"
 		" AND settled_at {<} (pg_catalog.clock_timestamp() {-} $1)"
 		" ORDER BY {id} LIMIT $2 FOR UPDATE SKIP LOCKED))",
-		ARGS(INTERVALOID, INT4OID),
-		SPI_OK_DELETE, 0, "the retention pass"
+		LAYOUT(DLSM_Q_PURGE),
+		SPI_OK_DELETE, "the retention pass"
 	},
 	[DLSM_Q_STATS] = {
 		"SELECT"
-		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'new'),"
-		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'in-progress'),"
-		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'complete'),"
-		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'error'),"
+		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'new') AS new,"
+		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'in-progress')"
+		"  AS in_progress,"
+		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'complete') AS complete,"
+		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'error') AS error,"
 		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'new'"
-		"  AND run_at {<=} pg_catalog.now()),"
+		"  AND run_at {<=} pg_catalog.now()) AS ready,"
 		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'new'"
-		"  AND run_at {>} pg_catalog.now()),"
+		"  AND run_at {>} pg_catalog.now()) AS delayed,"
 		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'new' AND {kind} {=} 'update'"
 		"  AND EXISTS (SELECT 1 FROM {q} c WHERE c.{entity} {=} t.{entity}"
 		"   AND c.{kind} {=} 'create'"
-		"   AND c.{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[]))),"
+		"   AND c.{status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])))"
+		"  AS waiting_on_create,"
 		" pg_catalog.now() {-} pg_catalog.min(enqueued_at)"
-		"  FILTER (WHERE {status} {=} 'new' AND run_at {<=} pg_catalog.now()),"
+		"  FILTER (WHERE {status} {=} 'new' AND run_at {<=} pg_catalog.now())"
+		"  AS oldest_ready_age,"
 		" pg_catalog.count(*) FILTER (WHERE {status} {=} 'in-progress'"
-		"  AND lease_until {<} pg_catalog.clock_timestamp()),"
-		" pg_catalog.pg_stat_get_dead_tuples($1),"
-		" pg_catalog.pg_stat_get_last_autovacuum_time($1),"
+		"  AND lease_until {<} pg_catalog.clock_timestamp()) AS expired_leases,"
+		" pg_catalog.pg_stat_get_dead_tuples($1) AS dead_tuples,"
+		" pg_catalog.pg_stat_get_last_autovacuum_time($1) AS last_autovacuum,"
 		" pg_catalog.now() {-} pg_catalog.min(claimed_at)"
-		"  FILTER (WHERE {status} {=} 'in-progress'),"
+		"  FILTER (WHERE {status} {=} 'in-progress') AS oldest_claim_age,"
 
 		/*
 		 * ready rows of a group with as many units in progress as its limit;
@@ -449,38 +476,41 @@ const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 		"     pg_catalog.unnest($4::pg_catalog.int4[])) AS o(g, c)"
 		"    WHERE o.g {=} t.dlsm_group), $2)"
 		"   {<=} (SELECT pg_catalog.count(*) FROM {q} r"
-		"    WHERE {group} {=} t.dlsm_group AND " UNIT_HEAD("r") ")),"
+		"    WHERE {group} {=} t.dlsm_group AND " UNIT_HEAD("r") "))"
+		"  AS held_by_limits,"
 		" pg_catalog.count(*) FILTER (WHERE $5 AND {status} {=} 'new'"
 		"  AND {kind} {=} 'update'"
 		"  AND NOT EXISTS (SELECT 1 FROM {q} c WHERE c.{entity} {=} t.{entity}"
 		"   AND c.{kind} {=} 'create'))"
+		"  AS waiting_for_create_to_arrive"
 		" FROM (SELECT *, {group} AS dlsm_group FROM {q}) t",
-		ARGS(OIDOID, INT4OID, TEXTARRAYOID, INT4ARRAYOID, BOOLOID),
-		SPI_OK_SELECT, 14, "the queue statistics"
+		LAYOUT(DLSM_Q_STATS),
+		SPI_OK_SELECT, "the queue statistics"
 	},
 	[DLSM_Q_CAPTURE] = {
 		/* $7, the group, is written only to a queue with a group column */
 		"INSERT INTO {q} ({entity}, {kind}, payload{groupcol})"
 		" VALUES ($1, $2, pg_catalog.jsonb_build_object('op', $3, 'table', $4,"
 		"  'old', $5::pg_catalog.jsonb, 'new', $6::pg_catalog.jsonb){capgroupval})",
-		ARGS(TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONOID, JSONOID,
-			 TEXTOID),
-		SPI_OK_INSERT, 0, "a captured change"
+		LAYOUT(DLSM_Q_CAPTURE),
+		SPI_OK_INSERT, "a captured change", false, false,
+		DLSM_PARAM_BIT(P_CAPTURE_GROUP)
 	},
 	[DLSM_Q_ENQUEUE] = {
 		/* $5, the group, is written only to a queue with a group column */
 		"INSERT INTO {q} ({entity}, {kind}, payload, run_at{groupcol})"
 		" VALUES ($1, $2, $3, COALESCE($4, pg_catalog.now()){groupval})"
-		" RETURNING {id}",
-		ARGS(TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TEXTOID),
-		SPI_OK_INSERT_RETURNING, 1, "an enqueue"
+		" RETURNING {id} AS id",
+		LAYOUT(DLSM_Q_ENQUEUE),
+		SPI_OK_INSERT_RETURNING, "an enqueue", false, false,
+		DLSM_PARAM_BIT(P_ENQUEUE_GROUP)
 	},
 	[DLSM_Q_GROUP_LOAD] = {
 		/* committed units in progress whose first request is in group $1 */
-		"SELECT pg_catalog.count(*) FROM {q} r"
+		"SELECT pg_catalog.count(*) AS units FROM {q} r"
 		" WHERE {group} {=} $1 AND " UNIT_HEAD("r"),
-		ARGS(TEXTOID),
-		SPI_OK_SELECT, 1, "the group's load"
+		LAYOUT(DLSM_Q_GROUP_LOAD),
+		SPI_OK_SELECT, "the group's load"
 	},
 	[DLSM_Q_UPDATES_GROUP] = {
 		/*
@@ -489,17 +519,17 @@ const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 		 */
 		"SELECT (SELECT {group} FROM {q} WHERE {entity} {=} $1"
 		"  AND {kind} {=} 'update' AND {status} {=} 'new'"
-		"  ORDER BY {id} LIMIT 1),"
+		"  ORDER BY {id} LIMIT 1) AS group_key,"
 		" EXISTS (SELECT 1 FROM {q} WHERE {entity} {=} $1"
-		"  AND {status} {=} 'in-progress' AND {pid} {=} $2{pidin})",
-		ARGS(TEXTOID, UUIDOID),
-		SPI_OK_SELECT, 2, "the group of updates"
+		"  AND {status} {=} 'in-progress' AND {pid} {=} $2{pidin}) AS held",
+		LAYOUT(DLSM_Q_UPDATES_GROUP),
+		SPI_OK_SELECT, "the group of updates"
 	},
 	[DLSM_Q_CREATE_ARRIVED] = {
 		"SELECT EXISTS (SELECT 1 FROM {q}"
-		" WHERE {entity} {=} $1 AND {kind} {=} 'create')",
-		ARGS(TEXTOID),
-		SPI_OK_SELECT, 1, "the create check"
+		" WHERE {entity} {=} $1 AND {kind} {=} 'create') AS arrived",
+		LAYOUT(DLSM_Q_CREATE_ARRIVED),
+		SPI_OK_SELECT, "the create check"
 	},
 
 	/*
@@ -509,20 +539,20 @@ const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 	[DLSM_Q_REQUEUE] = {
 		/* the error rows of $1 back to new as if just enqueued; $2: who */
 		REQUEUE_TEXT(""),
-		ARGS(INT8ARRAYOID, TEXTOID),
-		SPI_OK_UPDATE_RETURNING, 3, "a requeue"
+		LAYOUT(DLSM_Q_REQUEUE),
+		SPI_OK_UPDATE_RETURNING, "a requeue"
 	},
 	[DLSM_Q_CANCEL_LOCK] = {
 		/*
 		 * The open rows of $1, locked: a claim in progress in another
 		 * transaction is waited for, and its row read as it left it.
 		 */
-		"SELECT {id}, {entity}, {status} FROM {q}"
+		"SELECT {id} AS id, {entity} AS entity, {status} AS status FROM {q}"
 		" WHERE {id} {=} ANY ($1)"
 		" AND {status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])"
 		" ORDER BY {id} FOR UPDATE",
-		ARGS(INT8ARRAYOID),
-		SPI_OK_SELECT, 3, "a cancel"
+		LAYOUT(DLSM_Q_CANCEL_LOCK),
+		SPI_OK_SELECT, "a cancel"
 	},
 	[DLSM_Q_CANCEL] = {
 		/* the new rows of $1, locked by CANCEL_LOCK, to error; $2: who */
@@ -530,21 +560,22 @@ const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 		" settled_at = pg_catalog.clock_timestamp(),"
 		" detail = pg_catalog.format('cancelled by role \"%s\"', $2)"
 		" WHERE {id} {=} ANY ($1) AND {status} {=} 'new'"
-		" RETURNING {id}, {entity}, {status}",
-		ARGS(INT8ARRAYOID, TEXTOID),
-		SPI_OK_UPDATE_RETURNING, 3, "a cancel"
+		" RETURNING {id} AS id, {entity} AS entity, {status} AS status",
+		LAYOUT(DLSM_Q_CANCEL),
+		SPI_OK_UPDATE_RETURNING, "a cancel"
 	},
 	[DLSM_Q_REQUEUE_KEYS] = {
 		/*
 		 * The error rows of $1 that hold a dedup key, with their keys, locked
 		 * in id order as REQUEUE locks them
 		 */
-		"SELECT {id}::pg_catalog.int8, {dedup}::pg_catalog.text FROM {q}"
+		"SELECT {id}::pg_catalog.int8 AS id, {dedup}::pg_catalog.text AS dedup_key"
+		" FROM {q}"
 		" WHERE {id} {=} ANY ($1) AND {status} {=} 'error'"
 		" AND {dedup} IS NOT NULL"
 		" ORDER BY {id} FOR UPDATE",
-		ARGS(INT8ARRAYOID),
-		SPI_OK_SELECT, 2, "a requeue's dedup keys"
+		LAYOUT(DLSM_Q_REQUEUE_KEYS),
+		SPI_OK_SELECT, "a requeue's dedup keys"
 	},
 	[DLSM_Q_REQUEUE_HOLDERS] = {
 		/*
@@ -552,12 +583,13 @@ const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 		 * with its key.  Run under the keys' locks with the latest snapshot,
 		 * without sequential scans, as DEDUP_LOOKUP.
 		 */
-		"SELECT {id}::pg_catalog.int8, {dedup}::pg_catalog.text FROM {q}"
+		"SELECT {id}::pg_catalog.int8 AS id, {dedup}::pg_catalog.text AS dedup_key"
+		" FROM {q}"
 		" WHERE {dedup} {=} ANY ($1)"
 		" AND {status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])"
 		" ORDER BY {id} LIMIT 1",
-		ARGS(TEXTARRAYOID),
-		SPI_OK_SELECT, 2, "a requeue's dedup key lookup", true
+		LAYOUT(DLSM_Q_REQUEUE_HOLDERS),
+		SPI_OK_SELECT, "a requeue's dedup key lookup", true
 	},
 	[DLSM_Q_REQUEUE_KEYED] = {
 		/*
@@ -567,8 +599,8 @@ const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 		 * error since, its key unchecked, stays there
 		 */
 		REQUEUE_TEXT(" AND (t.{dedup} IS NULL OR t.{id} {=} ANY ($3))"),
-		ARGS(INT8ARRAYOID, TEXTOID, INT8ARRAYOID),
-		SPI_OK_UPDATE_RETURNING, 3, "a requeue"
+		LAYOUT(DLSM_Q_REQUEUE_KEYED),
+		SPI_OK_UPDATE_RETURNING, "a requeue"
 	},
 	[DLSM_Q_DEDUP_LOOKUP] = {
 		/*
@@ -578,22 +610,22 @@ const DlsmQueryDef dlsm_queue_queries[DLSM_NUM_QUERIES] = {
 		 * sequential scans: a plan made while the queue was analyzed empty
 		 * would read the whole table at every enqueue until the next analyze.
 		 */
-		"SELECT {id}::pg_catalog.int8 FROM {q} WHERE {dedup} {=} $1"
+		"SELECT {id}::pg_catalog.int8 AS id FROM {q} WHERE {dedup} {=} $1"
 		" AND ({status} {=} ANY ('{new,in-progress}'::pg_catalog.text[])"
 		"  OR ({status} {=} ANY ('{complete,error}'::pg_catalog.text[])"
 		"   AND settled_at {>} (pg_catalog.clock_timestamp() {-} $2)))"
 		" ORDER BY {id} DESC LIMIT 1",
-		ARGS(TEXTOID, INTERVALOID),
-		SPI_OK_SELECT, 1, "a dedup key lookup", true
+		LAYOUT(DLSM_Q_DEDUP_LOOKUP),
+		SPI_OK_SELECT, "a dedup key lookup", true
 	},
 	[DLSM_Q_ENQUEUE_DEDUP] = {
 		/* ENQUEUE with the key, $6 */
 		"INSERT INTO {q} ({entity}, {kind}, payload, run_at{groupcol}, {dedup})"
 		" VALUES ($1, $2, $3, COALESCE($4, pg_catalog.now()){groupval}, $6)"
-		" RETURNING {id}",
-		ARGS(TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
-			 TEXTOID, TEXTOID),
-		SPI_OK_INSERT_RETURNING, 1, "an enqueue"
+		" RETURNING {id} AS id",
+		LAYOUT(DLSM_Q_ENQUEUE_DEDUP),
+		SPI_OK_INSERT_RETURNING, "an enqueue", false, false,
+		DLSM_PARAM_BIT(P_ENQUEUE_GROUP)
 	},
 };
 
@@ -603,8 +635,8 @@ const DlsmQueryDef dlsm_catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		" entity_column, process_id_column, retention, handler,"
 		" handler_timeout, group_column, updates_wait_for_create, dedup_column"
 		" FROM {queues} WHERE queue {=} $1",
-		ARGS(REGCLASSOID),
-		SPI_OK_SELECT, 13, "the dlsm registry lookup"
+		LAYOUT(DLSM_C_LOOKUP),
+		SPI_OK_SELECT, "the dlsm registry lookup"
 	},
 	[DLSM_C_REGISTER] = {
 		"INSERT INTO {queues}"
@@ -612,9 +644,8 @@ const DlsmQueryDef dlsm_catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		"  id_column, status_column, kind_column, entity_column,"
 		"  process_id_column, dedup_column)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-		ARGS(REGCLASSOID, TEXTOID, INT4OID, INTERVALOID,
-			 REGROLEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID),
-		SPI_OK_INSERT, 0, "registering a queue"
+		LAYOUT(DLSM_C_REGISTER),
+		SPI_OK_INSERT, "registering a queue"
 	},
 	[DLSM_C_UNREGISTER] = {
 		/*
@@ -625,13 +656,13 @@ const DlsmQueryDef dlsm_catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		" AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c"
 		"  WHERE c.oid {=} k.source))"
 		" DELETE FROM {queues} WHERE queue {=} $1",
-		ARGS(REGCLASSOID),
-		SPI_OK_DELETE, 0, "unregistering a queue"
+		LAYOUT(DLSM_C_UNREGISTER),
+		SPI_OK_DELETE, "unregistering a queue"
 	},
 	[DLSM_C_SET_HANDLER] = {
 		"UPDATE {queues} SET handler = $2 WHERE queue {=} $1",
-		ARGS(REGCLASSOID, TEXTOID),
-		SPI_OK_UPDATE, 0, "setting a handler"
+		LAYOUT(DLSM_C_SET_HANDLER),
+		SPI_OK_UPDATE, "setting a handler"
 	},
 	[DLSM_C_ALTER] = {
 		/* NULL leaves a setting as it is; a zero interval clears it */
@@ -642,28 +673,26 @@ const DlsmQueryDef dlsm_catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		" handler_timeout = CASE WHEN $5 IS NULL THEN handler_timeout"
 		"  WHEN $5 {=} '0'::pg_catalog.interval THEN NULL ELSE $5 END"
 		" WHERE queue {=} $1",
-		ARGS(REGCLASSOID, TEXTOID, INT4OID, INTERVALOID,
-			 INTERVALOID),
-		SPI_OK_UPDATE, 0, "changing a queue"
+		LAYOUT(DLSM_C_ALTER),
+		SPI_OK_UPDATE, "changing a queue"
 	},
 	[DLSM_C_LIST] = {
 		"SELECT queue FROM {queues} ORDER BY queue",
-		0, {InvalidOid},
-		SPI_OK_SELECT, 1, "the dlsm registry list"
+		LAYOUT(DLSM_C_LIST),
+		SPI_OK_SELECT, "the dlsm registry list"
 	},
 	[DLSM_C_CAPTURE_ADD] = {
 		"INSERT INTO {captures}"
 		" (source, queue, trigger_name, kind, entity_columns, columns,"
 		"  group_column)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $7)",
-		ARGS(REGCLASSOID, REGCLASSOID, NAMEOID, TEXTOID,
-			 NAMEARRAYOID, NAMEARRAYOID, NAMEOID),
-		SPI_OK_INSERT, 0, "registering a capture"
+		LAYOUT(DLSM_C_CAPTURE_ADD),
+		SPI_OK_INSERT, "registering a capture"
 	},
 	[DLSM_C_CAPTURE_REMOVE] = {
 		"DELETE FROM {captures} WHERE source {=} $1 AND trigger_name {=} $2",
-		ARGS(REGCLASSOID, NAMEOID),
-		SPI_OK_DELETE, 0, "unregistering a capture"
+		LAYOUT(DLSM_C_CAPTURE_REMOVE),
+		SPI_OK_DELETE, "unregistering a capture"
 	},
 	[DLSM_C_CAPTURE_READ] = {
 		/*
@@ -679,28 +708,28 @@ const DlsmQueryDef dlsm_catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		" k.group_column FROM {captures} k, up"
 		" WHERE up.parent {=} 0 AND k.source {=} up.relid"
 		" AND k.trigger_name {=} up.name",
-		ARGS(OIDOID),
-		SPI_OK_SELECT, 6, "reading a capture"
+		LAYOUT(DLSM_C_CAPTURE_READ),
+		SPI_OK_SELECT, "reading a capture"
 	},
 	[DLSM_C_CAPTURE_TRIGGER] = {
 		"SELECT trigger_name FROM {captures}"
 		" WHERE source {=} $1 AND queue {=} $2",
-		ARGS(REGCLASSOID, REGCLASSOID),
-		SPI_OK_SELECT, 1, "a capture lookup"
+		LAYOUT(DLSM_C_CAPTURE_TRIGGER),
+		SPI_OK_SELECT, "a capture lookup"
 	},
 	[DLSM_C_CAPTURED_INTO] = {
 		"SELECT k.source FROM {captures} k WHERE k.queue {=} $1"
 		" AND EXISTS (SELECT 1 FROM pg_catalog.pg_class c"
 		"  WHERE c.oid {=} k.source) LIMIT 1",
-		ARGS(REGCLASSOID),
-		SPI_OK_SELECT, 1, "a capture lookup"
+		LAYOUT(DLSM_C_CAPTURED_INTO),
+		SPI_OK_SELECT, "a capture lookup"
 	},
 	[DLSM_C_LEASE_READ] = {
 		"SELECT fence, lease_until,"
-		" lease_until {<} pg_catalog.clock_timestamp(), holder_role"
+		" lease_until {<} pg_catalog.clock_timestamp() AS expired, holder_role"
 		" FROM {leases} WHERE name {=} $1",
-		ARGS(TEXTOID),
-		SPI_OK_SELECT, 4, "reading a lease"
+		LAYOUT(DLSM_C_LEASE_READ),
+		SPI_OK_SELECT, "reading a lease"
 	},
 	[DLSM_C_LEASE_TAKE] = {
 		/* take it unless a live lease holds it */
@@ -714,42 +743,42 @@ const DlsmQueryDef dlsm_catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		"  lease_until = excluded.lease_until"
 		"  WHERE l.lease_until {<} excluded.acquired_at"
 		" RETURNING fence",
-		ARGS(TEXTOID, INTERVALOID, TEXTOID, REGROLEOID, INT8OID),
-		SPI_OK_INSERT_RETURNING, 1, "taking a lease"
+		LAYOUT(DLSM_C_LEASE_TAKE),
+		SPI_OK_INSERT_RETURNING, "taking a lease"
 	},
 	[DLSM_C_LEASE_RELEASE] = {
 		"DELETE FROM {leases} WHERE name {=} $1 AND fence {=} $2",
-		ARGS(TEXTOID, INT8OID),
-		SPI_OK_DELETE, 0, "releasing a lease"
+		LAYOUT(DLSM_C_LEASE_RELEASE),
+		SPI_OK_DELETE, "releasing a lease"
 	},
 	[DLSM_C_LEASE_REFRESH] = {
 		ONE_CLOCK
 		" UPDATE {leases} SET lease_until = u.now {+} $3 FROM u"
 		" WHERE name {=} $1 AND fence {=} $2 RETURNING lease_until",
-		ARGS(TEXTOID, INT8OID, INTERVALOID),
-		SPI_OK_UPDATE_RETURNING, 1, "refreshing a lease"
+		LAYOUT(DLSM_C_LEASE_REFRESH),
+		SPI_OK_UPDATE_RETURNING, "refreshing a lease"
 	},
 	[DLSM_C_LEASE_PURGE] = {
 		"DELETE FROM {leases} WHERE lease_until {<} pg_catalog.clock_timestamp()",
-		0, {InvalidOid},
-		SPI_OK_DELETE, 0, "deleting expired leases"
+		LAYOUT(DLSM_C_LEASE_PURGE),
+		SPI_OK_DELETE, "deleting expired leases"
 	},
 	[DLSM_C_LEASE_LIST] = {
 		"SELECT name, fence, holder, acquired_at, lease_until FROM {leases}"
 		" ORDER BY name",
-		0, {InvalidOid},
-		SPI_OK_SELECT, 5, "listing leases"
+		LAYOUT(DLSM_C_LEASE_LIST),
+		SPI_OK_SELECT, "listing leases"
 	},
 	[DLSM_C_GROUP_COLUMN] = {
 		"UPDATE {queues} SET group_column = $2 WHERE queue {=} $1",
-		ARGS(REGCLASSOID, NAMEOID),
-		SPI_OK_UPDATE, 0, "naming a queue's group column"
+		LAYOUT(DLSM_C_GROUP_COLUMN),
+		SPI_OK_UPDATE, "naming a queue's group column"
 	},
 	[DLSM_C_LIMITS_READ] = {
 		"SELECT group_key, concurrency, rate, per FROM {limits}"
 		" WHERE queue {=} $1",
-		ARGS(REGCLASSOID),
-		SPI_OK_SELECT, 4, "reading a queue's limits"
+		LAYOUT(DLSM_C_LIMITS_READ),
+		SPI_OK_SELECT, "reading a queue's limits"
 	},
 	[DLSM_C_LIMIT_SET] = {
 		"INSERT INTO {limits} AS l (queue, group_key, concurrency, rate, per)"
@@ -757,15 +786,14 @@ const DlsmQueryDef dlsm_catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		" ON CONFLICT ON CONSTRAINT dlsm_group_limits_key DO UPDATE"
 		" SET concurrency = EXCLUDED.concurrency, rate = EXCLUDED.rate,"
 		" per = EXCLUDED.per",
-		ARGS(REGCLASSOID, TEXTOID, INT4OID, INT4OID,
-			 INTERVALOID),
-		SPI_OK_INSERT, 0, "setting a limit"
+		LAYOUT(DLSM_C_LIMIT_SET),
+		SPI_OK_INSERT, "setting a limit"
 	},
 	[DLSM_C_LIMIT_REMOVE] = {
 		"DELETE FROM {limits} WHERE queue {=} $1"
 		" AND (($2 IS NULL AND group_key IS NULL) OR group_key {=} $2)",
-		ARGS(REGCLASSOID, TEXTOID),
-		SPI_OK_DELETE, 0, "removing a limit"
+		LAYOUT(DLSM_C_LIMIT_REMOVE),
+		SPI_OK_DELETE, "removing a limit"
 	},
 	[DLSM_C_FENCE_FLOOR] = {
 		/* the sequence's value after raising it to $1 if it was below */
@@ -773,15 +801,15 @@ const DlsmQueryDef dlsm_catalog_queries[DLSM_NUM_CATALOG_QUERIES] = {
 		"  {fence_seq}::pg_catalog.oid::pg_catalog.regclass), 0) {<} $1"
 		" THEN pg_catalog.setval({fence_seq}::pg_catalog.oid::pg_catalog.regclass, $1)"
 		" ELSE pg_catalog.pg_sequence_last_value("
-		"  {fence_seq}::pg_catalog.oid::pg_catalog.regclass) END",
-		ARGS(INT8OID),
-		SPI_OK_SELECT, 1, "raising the fence floor"
+		"  {fence_seq}::pg_catalog.oid::pg_catalog.regclass) END AS fence",
+		LAYOUT(DLSM_C_FENCE_FLOOR),
+		SPI_OK_SELECT, "raising the fence floor"
 	},
 	[DLSM_C_SET_WAIT_FOR_CREATE] = {
 		"UPDATE {queues} SET updates_wait_for_create = $2"
 		" WHERE queue {=} $1",
-		ARGS(REGCLASSOID, BOOLOID),
-		SPI_OK_UPDATE, 0, "changing a queue"
+		LAYOUT(DLSM_C_SET_WAIT_FOR_CREATE),
+		SPI_OK_UPDATE, "changing a queue"
 	},
 };
 

@@ -37,16 +37,6 @@
 #include "queue.h"
 #include "queuehandler.h"
 
-/*
- * The parameters of the statement this file runs (its text is in
- * querytext.c): P_<STATEMENT>_<NAME> indexes the values and nulls arrays,
- * N_<STATEMENT>_PARAMS counts them.
- */
-enum
-{
-	P_SET_HANDLER_QUEUE, P_SET_HANDLER_HANDLER, N_SET_HANDLER_PARAMS
-};
-
 /* Can handler be a queue's handler, run by the caller?  Errors if not. */
 static void
 check_handler(Oid handler)

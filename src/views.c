@@ -47,26 +47,6 @@
 #include "queue.h"
 #include "state.h"
 
-/*
- * The parameters and result columns of the statements this file runs (their
- * text is in querytext.c): P_<STATEMENT>_<NAME> indexes the values and nulls
- * arrays, N_<STATEMENT>_PARAMS counts them; A_<STATEMENT>_<NAME> is a result
- * column's attribute number, from 1.
- */
-enum
-{
-	A_STATS_NEW = 1, A_STATS_IN_PROGRESS, A_STATS_COMPLETE, A_STATS_ERROR,
-	A_STATS_READY, A_STATS_DELAYED, A_STATS_WAITING_ON_CREATE,
-	A_STATS_OLDEST_READY_AGE, A_STATS_EXPIRED_LEASES, A_STATS_DEAD_TUPLES,
-	A_STATS_LAST_AUTOVACUUM, A_STATS_OLDEST_CLAIM_AGE, A_STATS_HELD_BY_LIMITS,
-	A_STATS_WAITING_FOR_CREATE_TO_ARRIVE, N_STATS
-};
-enum
-{
-	A_LEASE_LIST_NAME = 1, A_LEASE_LIST_FENCE, A_LEASE_LIST_HOLDER,
-	A_LEASE_LIST_ACQUIRED_AT, A_LEASE_LIST_UNTIL, N_LEASE_LIST
-};
-
 PG_FUNCTION_INFO_V1(dlsm_worker_status);
 PG_FUNCTION_INFO_V1(dlsm_queue_stats);
 PG_FUNCTION_INFO_V1(dlsm_locks);
