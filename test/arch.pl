@@ -30,7 +30,10 @@
 # (AfterTriggerFireDeferred: core fires them, before any pre-commit
 # callback; pending.c writes at commit only what runs no user's code); every
 # SQL-callable function checks how it was called before it reads an
-# argument (dlsm_extension_check_call, or begin_view for the views).
+# argument (dlsm_extension_check_call, or begin_view for the views); every
+# statement's text in querytext.c uses each parameter its layout in
+# querytext.h declares and no other, and names its result columns as the
+# layout does, in order (and that check fails on a broken statement).
 use strict;
 use warnings;
 
@@ -312,6 +315,202 @@ for my $file (sort keys %text)
 	}
 }
 
+# every statement's text agrees with its layout in querytext.h: it uses
+# each of $1 .. $n of its declared parameters (but those its entry says it
+# may leave out, DLSM_PARAM_BIT) and no higher one, and the columns it
+# returns are named, by AS or as plain columns, as its list declares them,
+# in order.  plans.c checks the same of each statement it prepares, for the
+# statements a run reaches; this reads them all, from the text.
+
+# A text with its literals and quoted names blanked, as the $n and the
+# commas of a list are read outside them.
+sub unquoted
+{
+	my ($text) = @_;
+	return $text =~ s/'[^']*'|"[^"]*"/' ' x length($&)/ger;
+}
+
+# What is wrong with a statement's text against its layout: nparams
+# declared parameters, skip{n} those it may leave out, columns the names
+# declared.
+sub layout_problems
+{
+	my ($text, $nparams, $skip, @columns) = @_;
+	my @why;
+	my $bare = unquoted($text);
+	my %used = map { $_ => 1 } $bare =~ /\$(\d+)/g;
+	push @why, "uses \$$_, declares $nparams parameters"
+	  for sort { $a <=> $b } grep { $_ > $nparams } keys %used;
+	push @why, "does not use its parameter \$$_"
+	  for grep { !$used{$_} && !$skip->{$_} } 1 .. $nparams;
+
+	# the result: the RETURNING list, else the first SELECT's, at depth 0
+	my (@depth, $d, $list);
+	$d = 0;
+	for my $i (0 .. length($bare) - 1)
+	{
+		my $c = substr($bare, $i, 1);
+		$d-- if $c eq ')';
+		push @depth, $d;
+		$d++ if $c eq '(';
+	}
+	my $top = sub {
+		my ($re) = @_;
+		my @at;
+		while ($bare =~ /$re/g)
+		{
+			push @at, [ $-[0], $+[0] ] if $depth[ $-[0] ] == 0;
+		}
+		return @at;
+	};
+	my @ret = $top->(qr/\bRETURNING\b/);
+	my @sel = $top->(qr/\bSELECT\b/);
+	my ($from, $to);
+	if (@ret)
+	{
+		($from, $to) = ($ret[-1][1], length $bare);
+	}
+	elsif (@sel)
+	{
+		$from = $sel[0][1];
+		my @end = grep { $_->[0] > $from } $top->(qr/\bFROM\b/);
+		$to = @end ? $end[0][0] : length $bare;
+	}
+	my @names;
+	if (defined $from)
+	{
+		my ($start, @items) = ($from);
+		for my $i ($from .. $to - 1)
+		{
+			next unless substr($bare, $i, 1) eq ',' && $depth[$i] == 0;
+			push @items, [ $start, $i ];
+			$start = $i + 1;
+		}
+		push @items, [ $start, $to ];
+		for (@items)
+		{
+			my $item = substr($text, $_->[0], $_->[1] - $_->[0]) =~ s/^\s+|\s+$//gr;
+			push @names,
+				$item =~ /\bAS\s+(\w+)$/ ? $1
+			  : $item =~ /^(?:\w+\.)?([a-z_]\w*)$/ ? $1
+			  : "(unnamed: $item)";
+		}
+	}
+	push @why, "returns (@names), declares (@columns)"
+	  unless "@names" eq "@columns";
+	return @why;
+}
+
+# querytext.h's lists: name -> [[constant, column name or undef], ...]
+my $qh = slurp("$src/querytext.h") =~ s/\\\n/ /gr;
+my %listdef = $qh =~ /^#define\s+(\w+)(?:\(X\))?[ \t]+([^\n]*)/mg;
+my %listempty = map { $_ => 1 } $qh =~ /^#define\s+(\w+)\(X\)[ \t]*$/mg;
+sub list_of
+{
+	my ($name) = @_;
+	return () if $listempty{$name};
+	my $body = $listdef{$name} // die "querytext.h: no list $name\n";
+	return list_of($body) if $body =~ /^\w+$/;
+	my @entries;
+	while ($body =~ /\bX\(\s*(\w+)\s*,\s*(?:"(\w+)"\s*,\s*)?\w+\s*\)|\b(\w+)\(X\)/g)
+	{
+		push @entries, defined $3 ? list_of($3) : [ $1, $2 ];
+	}
+	return @entries;
+}
+
+# querytext.c's string macros, and each statement's text
+my $qc = slurp("$src/querytext.c");
+$qc =~ s{"(?:[^"\\]|\\.)*"|/\*.*?\*/}{substr($&, 0, 1) eq '"' ? $& : ' '}gse;
+my (%smacro, %sargs);
+while ($qc =~ /^#define[ \t]+(\w+)(?:\(([\w, ]*)\))?[ \t]+((?:[^\n]*\\\n)*[^\n]*)/mg)
+{
+	my ($name, $args, $body) = ($1, $2, $3);
+	$body =~ s/\\\n/ /g;
+	next unless $body =~ /"/;
+	$smacro{$name} = $body;
+	$sargs{$name} = [ defined $args ? split(/\s*,\s*/, $args) : () ];
+}
+
+# The string a C expression of literals, macros and their arguments makes.
+sub cstring
+{
+	my ($expr, $env) = @_;
+	my $out = '';
+	pos($expr) = 0;
+	while ($expr =~ /\G\s*(?:"((?:[^"\\]|\\.)*)"|(\w+))/gc)
+	{
+		if (defined $1)
+		{
+			$out .= $1 =~ s/\\(.)/$1/gr;
+			next;
+		}
+		my $name = $2;
+		if (exists $env->{$name})
+		{
+			$out .= $env->{$name};
+		}
+		elsif ($expr =~ /\G\s*\(/gc)
+		{
+			my ($depth, $arg, @args) = (1, '');
+			while ($depth > 0 && $expr =~ /\G("(?:[^"\\]|\\.)*"|[(),]|[^"(),]+)/gc)
+			{
+				my $t = $1;
+				$depth++ if $t eq '(';
+				$depth-- if $t eq ')';
+				if ($depth == 0 || ($depth == 1 && $t eq ','))
+				{
+					push @args, $arg;
+					$arg = '';
+				}
+				else
+				{
+					$arg .= $t;
+				}
+			}
+			my %call;
+			@call{ @{ $sargs{$name} // die "querytext.c: no macro $name\n" } } =
+			  map { cstring($_, $env) } @args;
+			$out .= cstring($smacro{$name}, \%call);
+		}
+		else
+		{
+			$out .= cstring($smacro{$name} // die("querytext.c: no macro $name\n"), {});
+		}
+	}
+	die "querytext.c: cannot read " . substr($expr, pos($expr) // 0, 40) . "\n"
+	  if (pos($expr) // 0) < length($expr) && substr($expr, pos($expr) // 0) =~ /\S/;
+	return $out;
+}
+
+# the placeholders that put in a parameter (plans.c's name_substs)
+my %param_subst = slurp("$src/plans.c") =~ /\{"(\w+)", [^"\n]*"([^"\n]*\$\d+[^"\n]*)"/g;
+
+my (@layout, $statements);
+while ($qc =~ /^\t\[(DLSM_[QC]_\w+)\] = \{\n(.*?)^\t\t?LAYOUT\(\1\),\n(.*?)^\t\},/msg)
+{
+	my ($q, $expr, $rest) = ($1, $2, $3);
+	$statements++;
+	my $text = eval { cstring($expr =~ s/,\s*$//r, {}) };
+	if (!defined $text)
+	{
+		push @layout, "$q: $@";
+		next;
+	}
+	$text =~ s/\{(\w+)\}/$param_subst{$1} \/\/ $&/ge;
+	my @params = list_of("${q}_PARAMS");
+	my @columns = map { $_->[1] } list_of("${q}_COLUMNS");
+	my %index = map { $params[$_][0] => $_ + 1 } 0 .. $#params;
+	my %skip = map { ($index{$_} // die "$q: DLSM_PARAM_BIT($_) names no parameter\n") => 1 }
+	  $rest =~ /DLSM_PARAM_BIT\((\w+)\)/g;
+	push @layout, map { "$q: $_" } layout_problems($text, scalar @params, \%skip, @columns);
+}
+push @layout, "querytext.c: no statement read" unless $statements;
+
+# and the check can fail: a statement that skips $2, uses $3 and
+# returns an unnamed column
+my @broken = layout_problems('SELECT a.x, {id} FROM t WHERE y = $1 AND z = $3', 2, {}, 'x', 'id');
+
 check(!@unknown, 'every file of src/ belongs to a layer', @unknown);
 check(!@up, 'every include of a dlsm header goes to a lower layer', @up);
 check(!@shared, 'only the owners of shared state touch it', @shared);
@@ -353,6 +552,10 @@ check(!@unchecked,
 	@unchecked);
 my @twice = map { "$_: @{ $defined{$_} }" } sort grep { @{ $defined{$_} } > 1 } keys %defined;
 check(!@twice, 'no two files define a function of the same name', @twice);
+check(!@layout, 'every statement\'s text uses its declared parameters and names its declared columns (querytext.h)',
+	@layout);
+check(@broken == 3, 'the layout check finds a skipped, an undeclared and an unnamed one in a broken statement',
+	@broken);
 my @unformatted = `perl $src/../test/pgindent.pl --check 2>&1`;
 check($? == 0, 'src/ is as pgindent leaves it (test/pgindent.pl --check)',
 	map { chomp; $_ } @unformatted);
