@@ -555,7 +555,7 @@ check(!@twice, 'no two files define a function of the same name', @twice);
 check(!@layout, 'every statement\'s text uses its declared parameters and names its declared columns (querytext.h)',
 	@layout);
 check(@broken == 3, 'the layout check finds a skipped, an undeclared and an unnamed one in a broken statement',
-	@broken);
+	@broken == 3 ? () : @broken);
 my @unformatted = `perl $src/../test/pgindent.pl --check 2>&1`;
 check($? == 0, 'src/ is as pgindent leaves it (test/pgindent.pl --check)',
 	map { chomp; $_ } @unformatted);
