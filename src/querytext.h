@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * querytext.h
- *	  The statements dlsm runs, by name, and their text (querytext.c).
+ *	  The statements dlsm runs, by name, each with its layout: what it takes
+ *	  and returns (its text is in querytext.c).
  *
  * Copyright (c) 2026, dlsm developers
  *
