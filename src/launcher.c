@@ -49,7 +49,7 @@
  * At each pass it also has capacity.c say, once per table, that one of
  * dlsm's shared tables had no room.
  *
- * Calls pool.c, capacity.c and bound.c.
+ * Calls pool.c, capacity.c, bound.c and waits.c.
  *
  * Copyright (c) 2026, dlsm developers
  *

@@ -59,7 +59,7 @@
  * waits at most for the end of that stretch.
  *
  * Calls handler.c, state.c, queue.c, namedlock.c, identity.c,
- * extension.c, bound.c, pool.c and subxact.c.
+ * extension.c, bound.c, pool.c, names.c, waits.c and subxact.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
