@@ -55,6 +55,17 @@
  * with a handler call, never holds a reap that NOTIFY dlsm, 'reap' asked
  * for.  It runs only while the slot's worker does (reaper_parent).
  *
+ * Liveness: a pid in the shared state (launcher_pid, a slot's pid or
+ * reaper_pid) is that of a process alive now, because the process itself
+ * writes it, under the lock, when it attaches, and clears it from a
+ * before_shmem_exit callback registered at once (launcher_detach,
+ * worker_detach, reaper_detach), which proc_exit runs on every exit: a
+ * return, an ERROR or FATAL, a SIGTERM.  A process that dies without
+ * running them (SIGKILL, a crash) makes the postmaster reinitialize shared
+ * memory, and shmem.c creates this state anew, every pid 0.  So an attach
+ * takes a slot whose pid is 0 and no other: no pid is sent signal 0 to
+ * ask whether it lives, since PIDs are reused (test/arch.pl checks it).
+ *
  * Calls names.c.
  *
  * Copyright (c) 2026, dlsm developers
@@ -286,7 +297,7 @@ dlsm_pool_launcher_attach(void)
 	bool		ok;
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-	ok = shared->launcher_pid == 0 || kill(shared->launcher_pid, 0) != 0;
+	ok = shared->launcher_pid == 0; /* live: see "Liveness" above */
 	if (ok)
 	{
 		shared->launcher_pid = MyProcPid;
@@ -719,7 +730,7 @@ dlsm_pool_worker_attach(Oid dboid)
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	slot = slot_for(dboid, true);
 	ok = slot != NULL &&
-		(slot->info.pid == 0 || kill(slot->info.pid, 0) != 0) &&
+		slot->info.pid == 0 &&
 		GetCurrentTimestamp() >= slot->stopped_until;
 	if (ok && !shared->rotating)
 	{
@@ -1117,7 +1128,7 @@ dlsm_pool_reaper_attach(Oid dboid, pid_t parent, int yield_ms)
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	slot = slot_for(dboid, false);
 	ok = slot != NULL && slot->info.pid == parent && !shared->rotating &&
-		(slot->reaper_pid == 0 || kill(slot->reaper_pid, 0) != 0) &&
+		slot->reaper_pid == 0 &&
 		GetCurrentTimestamp() >= slot->stopped_until &&
 		!reapers_yield(yield_ms);
 	if (ok)

@@ -28,7 +28,10 @@
 # QueryCancelPending, ProcDiePending: core's handlers set them and
 # ProcessInterrupts clears them); no code of src/ fires triggers by hand
 # (AfterTriggerFireDeferred: core fires them, before any pre-commit
-# callback; pending.c writes at commit only what runs no user's code); every
+# callback; pending.c writes at commit only what runs no user's code); no
+# code of src/ asks whether a process lives with kill(pid, 0) (PIDs are
+# reused: a process records its own slot and clears it at its exit,
+# pool.c's "Liveness"); every
 # SQL-callable function checks how it was called before it reads an
 # argument (dlsm_extension_check_call, or begin_view for the views).
 use strict;
@@ -235,6 +238,13 @@ for my $file (sort keys %text)
 	push @hand_fired, "$file: calls $1"
 	  while $code =~ /\b(AfterTrigger\w+)\s*\(/g;
 }
+my @probed;
+for my $file (sort keys %text)
+{
+	my $code = $text{$file} =~ s{/\*.*?\*/}{}gsr;
+	push @probed, "$file: calls $1"
+	  while $code =~ /\b(kill\s*\([^;]*?,\s*0\s*\))/g;
+}
 
 # each part of the shared state is touched only by its owner: the types
 # an owner's .c file defines (its shared struct, its entries) appear in no
@@ -348,6 +358,8 @@ check(!@core_flags,
 	@core_flags);
 check(!@hand_fired, 'no code of src/ fires or queues triggers by hand (AfterTrigger...)',
 	@hand_fired);
+check(!@probed, 'no code of src/ probes a process with kill(..., 0) (PIDs are reused)',
+	@probed);
 check(!@unchecked,
 	'every SQL-callable function checks its call (dlsm_extension_check_call, begin_view) before it reads an argument',
 	@unchecked);
