@@ -49,12 +49,14 @@ my $src = ($0 =~ m{(.*)/test/arch\.pl$} ? $1 : '.') . '/src';
 # create its part, as PostgreSQL's ipci.c does, and only dlsm.c calls it:
 # top; querytext.c holds the text of every statement and calls nothing:
 # base, under plans.c that prepares and runs them; duration.c turns
-# intervals into microseconds for every layer and calls nothing: base
+# intervals into microseconds for every layer and calls nothing: base;
+# bgw.c describes every background worker dlsm starts (the launcher, a
+# worker, a reaper, a relay) and calls nothing: base, under notify.c
 my %layer = (
 	compat => -1, cache => 0, usage => -1, guc => 0, subxact => 0, identity => 0,
 	usercode => 0,
 	extension => 0, names => 0, waits => 0, floor => 0, rate => 0,
-	querytext => 0, duration => 0,
+	querytext => 0, duration => 0, bgw => 0,
 	plans => 1, notify => 1, locks => 1, bound => 1, pool => 1,
 	queue => 2, fence => 2, wake => 2, dedup => 2,
 	pending => 3, grouplimit => 3, queuehandler => 3,
