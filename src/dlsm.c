@@ -19,7 +19,8 @@
  *	2 queues	queue.c fence.c wake.c dedup.c
  *	1 services	plans.c notify.c locks.c bound.c pool.c
  *	0 base		extension.c identity.c subxact.c guc.c names.c waits.c
- *				floor.c rate.c querytext.c duration.c usercode.c, cache.h
+ *				floor.c rate.c querytext.c duration.c usercode.c bgw.c,
+ *				cache.h
  *	  under all	compat.h: the shims between PostgreSQL's majors, macros over
  *				PostgreSQL's headers alone, so that any module, the base
  *				included, may use them; usage.h, how full a shared table

@@ -31,7 +31,10 @@
 # QueryCancelPending, ProcDiePending: core's handlers set them and
 # ProcessInterrupts clears them); no code of src/ fires triggers by hand
 # (AfterTriggerFireDeferred: core fires them, before any pre-commit
-# callback; pending.c writes at commit only what runs no user's code); every
+# callback; pending.c writes at commit only what runs no user's code); no
+# code of src/ asks whether a process lives with kill(pid, 0) (PIDs are
+# reused: a process records its own slot and clears it at its exit,
+# pool.c's "Liveness"); every
 # SQL-callable function checks how it was called before it reads an
 # argument (dlsm_extension_check_call, or begin_view for the views).
 use strict;
@@ -49,12 +52,14 @@ my $src = ($0 =~ m{(.*)/test/arch\.pl$} ? $1 : '.') . '/src';
 # create its part, as PostgreSQL's ipci.c does, and only dlsm.c calls it:
 # top; querytext.c holds the text of every statement and calls nothing:
 # base, under plans.c that prepares and runs them; duration.c turns
-# intervals into microseconds for every layer and calls nothing: base
+# intervals into microseconds for every layer and calls nothing: base;
+# bgw.c describes every background worker dlsm starts (the launcher, a
+# worker, a reaper, a relay) and calls nothing: base, under notify.c
 my %layer = (
 	compat => -1, cache => 0, usage => -1, guc => 0, subxact => 0, identity => 0,
 	usercode => 0,
 	extension => 0, names => 0, waits => 0, floor => 0, rate => 0,
-	querytext => 0, duration => 0,
+	querytext => 0, duration => 0, bgw => 0,
 	plans => 1, notify => 1, locks => 1, bound => 1, pool => 1,
 	queue => 2, fence => 2, wake => 2, dedup => 2,
 	pending => 3, grouplimit => 3, queuehandler => 3,
@@ -238,6 +243,13 @@ for my $file (sort keys %text)
 	push @hand_fired, "$file: calls $1"
 	  while $code =~ /\b(AfterTrigger\w+)\s*\(/g;
 }
+my @probed;
+for my $file (sort keys %text)
+{
+	my $code = $text{$file} =~ s{/\*.*?\*/}{}gsr;
+	push @probed, "$file: calls $1"
+	  while $code =~ /\b(kill\s*\([^;]*?,\s*0\s*\))/g;
+}
 
 # each part of the shared state is touched only by its owner: the types
 # an owner's .c file defines (its shared struct, its entries) appear in no
@@ -351,6 +363,8 @@ check(!@core_flags,
 	@core_flags);
 check(!@hand_fired, 'no code of src/ fires or queues triggers by hand (AfterTrigger...)',
 	@hand_fired);
+check(!@probed, 'no code of src/ probes a process with kill(..., 0) (PIDs are reused)',
+	@probed);
 check(!@unchecked,
 	'every SQL-callable function checks its call (dlsm_extension_check_call, begin_view) before it reads an argument',
 	@unchecked);
