@@ -5,6 +5,7 @@ OBJS = \
 	$(WIN32RES) \
 	src/api.o \
 	src/args.o \
+	src/bgw.o \
 	src/bound.o \
 	src/capacity.o \
 	src/capture.o \

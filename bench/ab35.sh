@@ -31,20 +31,7 @@ major=15
 . test/lib/cluster.sh
 began=$(date +%s)
 
-# install_copy NAME REV: a relocated PostgreSQL in $base/NAME with dlsm
-# built from REV ("." the working tree)
-install_copy() {
-	local d=$base/$1 src=$base/src-$1
-	rm -rf "$src"
-	if [ "$2" = . ]; then tree_copy "$src"; else mkdir "$src"; git archive "$2" | tar -C "$src" -xf -; fi
-	rm -rf "$d"; mkdir -p "$d/lib/postgresql" "$d/share/postgresql" "$d/include"
-	cp -a "/usr/lib/postgresql/$major" "$d/lib/postgresql/"
-	cp -a "/usr/share/postgresql/$major" "$d/share/postgresql/"
-	cp -a /usr/include/postgresql "$d/include/"
-	make -s -C "$src" PG_CONFIG="$d/lib/postgresql/$major/bin/pg_config" >/dev/null
-	make -s -C "$src" PG_CONFIG="$d/lib/postgresql/$major/bin/pg_config" install >/dev/null
-	chmod -R a+rX "$d"
-}
+. bench/lib.sh
 mkdir -p "$base"
 install_copy a "$rev_a"
 install_copy b "$rev_b"

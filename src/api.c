@@ -13,9 +13,9 @@
  * caller's privileges apply.  The monitoring functions are in views.c.
  *
  * Calls args.c, duration.c, claim.c, state.c, deadletter.c, queue.c,
- * queuehandler.c, capture.c, namedlock.c, fence.c, wake.c, pool.c and
- * rate.c (not preloaded: a warning, an error) and guc.c's settings;
- * nothing calls it.
+ * queuehandler.c, capture.c, namedlock.c, fence.c, wake.c, pool.c,
+ * grouplimit.c, plans.c, names.c, extension.c and rate.c (not preloaded:
+ * a warning, an error) and guc.c's settings; nothing calls it.
  *
  * Copyright (c) 2026, dlsm developers
  *

@@ -47,7 +47,7 @@
  * earlier version) is the queue's owner's to remove, and unregistering
  * the queue removes it (querytext.c).
  *
- * Calls queue.c, plans.c, state.c and identity.c.
+ * Calls queue.c, plans.c, extension.c, names.c, cache.h and identity.c.
  *
  * Copyright (c) 2026, dlsm developers
  *

@@ -41,8 +41,8 @@
  * that made work claimable (wake.c).
  *
  * Calls plans.c, queue.c, locks.c, fence.c, wake.c, pending.c, floor.c,
- * grouplimit.c (the groups' limits, and the groups at the floor) and
- * waits.c.
+ * grouplimit.c (the groups' limits, and the groups at the floor), names.c
+ * and waits.c.
  *
  * Copyright (c) 2026, dlsm developers
  *

@@ -44,7 +44,7 @@
  * Statements run as the current user, who is named in each row's detail;
  * the caller holds an SPI connection and a pin on the queue.
  *
- * Calls plans.c, locks.c, queue.c, pending.c and wake.c.
+ * Calls plans.c, locks.c, queue.c, pending.c, names.c and wake.c.
  *
  * Copyright (c) 2026, dlsm developers
  *

@@ -11,20 +11,24 @@
  * The modules, in layers (a module calls only modules below it):
  *
  *	7 entry		dlsm.c
- *	6 top		api.c views.c worker.c launcher.c hooks.c, shmem.c (it
- *				creates the shared state of the modules below)
- *	5 work		handler.c args.c
+ *	6 top		api.c views.c worker.c launcher.c relay.c hooks.c, shmem.c
+ *				(it creates the shared state of the modules below)
+ *	5 work		handler.c args.c capacity.c
  *	4 moves		claim.c state.c namedlock.c capture.c deadletter.c
  *	3 pending	pending.c grouplimit.c queuehandler.c
  *	2 queues	queue.c fence.c wake.c dedup.c
  *	1 services	plans.c notify.c locks.c bound.c pool.c
  *	0 base		extension.c identity.c subxact.c guc.c names.c waits.c
- *				floor.c rate.c querytext.c duration.c, cache.h
+ *				floor.c rate.c querytext.c duration.c usercode.c bgw.c,
+ *				cache.h
  *	  under all	compat.h: the shims between PostgreSQL's majors, macros over
  *				PostgreSQL's headers alone, so that any module, the base
- *				included, may use them
+ *				included, may use them; usage.h, how full a shared table
+ *				is, which every owner of one reports
  *
- * test/arch.pl checks that every include of a dlsm header goes down.
+ * test/arch.pl checks that every include of a dlsm header goes down, that
+ * this table is its own and that each file's "Calls" sentence names what
+ * the file calls.
  *
  * This file only wires the modules together.
  *

@@ -44,7 +44,8 @@
  * backend warns (once a minute at most), so that a full table never holds
  * back the groups of another tenant.
  *
- * Calls plans.c, locks.c, floor.c, rate.c, waits.c and wake.c.
+ * Calls plans.c, locks.c, floor.c, rate.c, waits.c, wake.c and
+ * duration.c.
  *
  * Copyright (c) 2026, dlsm developers
  *

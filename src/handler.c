@@ -30,7 +30,7 @@
  * new handler, even when the queue was opened before that commit.
  *
  * Calls claim.c, state.c, pending.c, queue.c, queuehandler.c, subxact.c,
- * bound.c and identity.c.
+ * bound.c, names.c and identity.c.
  *
  * Copyright (c) 2026, dlsm developers
  *

@@ -49,7 +49,7 @@
  * At each pass it also has capacity.c say, once per table, that one of
  * dlsm's shared tables had no room.
  *
- * Calls pool.c, capacity.c and bound.c.
+ * Calls pool.c, capacity.c, bound.c, waits.c and bgw.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -78,6 +78,7 @@
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
+#include "bgw.h"
 #include "bound.h"
 #include "capacity.h"
 #include "compat.h"
@@ -109,19 +110,6 @@ static int	rotation_said = 0;	/* the log says this many workers take turns
 								 * (0: one worker each) */
 static List *no_slot_said = NIL;	/* of database Oids, in TopMemoryContext */
 
-/* Fill bgw for one of dlsm's background workers. */
-static void
-worker_fill(BackgroundWorker *bgw, const char *function, const char *type)
-{
-	memset(bgw, 0, sizeof(BackgroundWorker));
-	bgw->bgw_flags = BGWORKER_SHMEM_ACCESS |
-		BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw->bgw_start_time = BgWorkerStart_RecoveryFinished;
-	strlcpy(bgw->bgw_library_name, "dlsm", BGW_MAXLEN);
-	strlcpy(bgw->bgw_function_name, function, BGW_MAXLEN);
-	strlcpy(bgw->bgw_type, type, BGW_MAXLEN);
-}
-
 /* Register the launcher while preloading; called from _PG_init. */
 void
 dlsm_launcher_init(void)
@@ -130,9 +118,8 @@ dlsm_launcher_init(void)
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;
-	worker_fill(&bgw, "dlsm_launcher_main", "dlsm launcher");
-	strlcpy(bgw.bgw_name, "dlsm launcher", BGW_MAXLEN);
-	bgw.bgw_restart_time = 1;
+	dlsm_bgw_fill(&bgw, "dlsm launcher", "dlsm_launcher_main", NULL,
+				  (Datum) 0, 1, 0);
 	RegisterBackgroundWorker(&bgw);
 }
 
@@ -203,12 +190,9 @@ start_worker(LauncherDb *db)
 	LauncherWorker *worker;
 	MemoryContext old;
 
-	worker_fill(&bgw, "dlsm_worker_main", "dlsm worker");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "dlsm worker for database %s",
-			 db->name);
-	bgw.bgw_restart_time = BGW_NEVER_RESTART;
-	bgw.bgw_main_arg = ObjectIdGetDatum(db->dboid);
-	bgw.bgw_notify_pid = MyProcPid;
+	/* the postmaster sets the launcher's latch as the worker stops */
+	dlsm_bgw_fill(&bgw, "dlsm worker", "dlsm_worker_main", db->name,
+				  ObjectIdGetDatum(db->dboid), BGW_NEVER_RESTART, MyProcPid);
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
 	{

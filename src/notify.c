@@ -77,7 +77,7 @@
  * lock: taken after any heavyweight lock, for a few field reads or writes,
  * never across SPI, a wait or a signal that could block.
  *
- * Calls nothing of dlsm; reads dlsm.notify_relay (guc.c).
+ * Calls bgw.c (to describe a relay); reads dlsm.notify_relay (guc.c).
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -106,6 +106,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "bgw.h"
 #include "guc.h"
 #include "notify.h"
 
@@ -743,16 +744,8 @@ start_relay(Oid dboid, bool in_xact)
 	relay->since = GetCurrentTimestamp();
 	LWLockRelease(shared->lock);
 
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS |
-		BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = BGW_NEVER_RESTART;
-	strlcpy(bgw.bgw_library_name, "dlsm", BGW_MAXLEN);
-	strlcpy(bgw.bgw_function_name, "dlsm_relay_main", BGW_MAXLEN);
-	strlcpy(bgw.bgw_type, "dlsm relay", BGW_MAXLEN);
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "dlsm relay for database %s", dbname);
-	bgw.bgw_main_arg = ObjectIdGetDatum(dboid);
+	dlsm_bgw_fill(&bgw, "dlsm relay", "dlsm_relay_main", dbname,
+				  ObjectIdGetDatum(dboid), BGW_NEVER_RESTART, 0);
 	if (RegisterDynamicBackgroundWorker(&bgw, NULL))
 		return;
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);

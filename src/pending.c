@@ -53,7 +53,8 @@
  * subtransaction, or its transaction) leaves its row ready again, below
  * the floor those walks moved; the floor goes back below it.
  *
- * Calls plans.c, queue.c, wake.c, identity.c and floor.c.
+ * Calls plans.c, queue.c, wake.c, identity.c, floor.c, names.c and
+ * usercode.c.
  *
  * Copyright (c) 2026, dlsm developers
  *

@@ -32,8 +32,8 @@
  * in querytext.c; the operators' placeholders are expanded here, {=} to
  * OPERATOR(pg_catalog.=) and so on.
  *
- * Calls extension.c and identity.c; reads the statements' text from
- * querytext.c.
+ * Calls extension.c, identity.c and names.c; reads the statements' text
+ * from querytext.c.
  *
  * Copyright (c) 2026, dlsm developers
  *

@@ -12,13 +12,31 @@
  * every operation is a no-op that answers as if nothing ran (no worker).
  *
  * Locking: DlsmPoolShared.lock (of the LWLock tranche "dlsm", given by
- * shmem.c) guards every field, every slot and without_dlsm.  The launcher,
- * the workers and any backend (a poke, a stop, an enqueue for a handler)
- * take it exclusively to write the fields below; readers (the views,
- * a worker's or the launcher's look) take it shared.  It is a leaf lock:
- * taken after any heavyweight lock, held for a few field reads or writes
- * only, never across SPI, a wait or a signal that could block.  Who
- * writes what:
+ * shmem.c) guards every field, every slot, slot_index and without_dlsm.
+ * It is a leaf lock: taken after any heavyweight lock, held for a few
+ * field reads or writes only, never across SPI, a wait or a signal that
+ * could block.  The protocol:
+ *
+ * - Exclusive, to write any field below but pending: the launcher, the
+ *	 workers and reapers (attach, exit, counts), any backend (a poke, a
+ *	 stop, a request).
+ * - Shared, to read: the views, a worker's or the launcher's look, and an
+ *	 enqueue for a handler (dlsm_pool_wake_worker), which runs at the
+ *	 commit of every such enqueue and so must not serialize them.
+ * - A slot's pending is a pg_atomic_uint32, set under the shared lock
+ *	 (wake_worker, a worker leaving with work left) and taken with an
+ *	 exchange (the slot's worker), so that no wake-up is lost between a
+ *	 set and a take; it is zeroed with the rest of a slot (slot_clear)
+ *	 only under the exclusive lock.
+ * - The index: slot_index maps a database to its slot (one at most),
+ *	 nused counts the slots with a database, nattached those with a
+ *	 worker.  Each changes with the slot it describes, under the
+ *	 exclusive lock (slot_for giving a slot, free_slot, a worker's attach
+ *	 and exit), so that finding a database's slot is one hash probe; under
+ *	 the shared lock only the probe is made (slot_for with add false).  No
+ *	 operation for one database walks every slot.
+ *
+ * Who writes what:
  *	launcher_pid, launcher_latch	the launcher (attach and its exit)
  *	rescan, pokes					any backend (dlsm_pool_wake_launcher)
  *	rotating, bound_ms				the launcher (each look at the databases)
@@ -37,8 +55,12 @@
  *	slot no_worker					the launcher (a start failed), the slot's
  *									worker (attach)
  *	slot late_said_at				the launcher (a database late)
- *	slot pending					any backend (an enqueue for a handler),
+ *	slot pending (atomic)			any backend (an enqueue for a handler),
  *									the slot's worker (its handler pass)
+ *	slot_index, nused				the launcher (a database's first look;
+ *									forget), a worker (its exit, when it
+ *									found no dlsm)
+ *	nattached						a worker (attach and its exit)
  *	slot outdated_said				the slot's worker
  *	slot counts, last_reap_at,
  *	slot last_error					the slot's worker or reaper
@@ -55,6 +77,17 @@
  * with a handler call, never holds a reap that NOTIFY dlsm, 'reap' asked
  * for.  It runs only while the slot's worker does (reaper_parent).
  *
+ * Liveness: a pid in the shared state (launcher_pid, a slot's pid or
+ * reaper_pid) is that of a process alive now, because the process itself
+ * writes it, under the lock, when it attaches, and clears it from a
+ * before_shmem_exit callback registered at once (launcher_detach,
+ * worker_detach, reaper_detach), which proc_exit runs on every exit: a
+ * return, an ERROR or FATAL, a SIGTERM.  A process that dies without
+ * running them (SIGKILL, a crash) makes the postmaster reinitialize shared
+ * memory, and shmem.c creates this state anew, every pid 0.  So an attach
+ * takes a slot whose pid is 0 and no other: no pid is sent signal 0 to
+ * ask whether it lives, since PIDs are reused (test/arch.pl checks it).
+ *
  * Calls names.c.
  *
  * Copyright (c) 2026, dlsm developers
@@ -69,10 +102,12 @@
 #include <signal.h>
 
 #include "miscadmin.h"
+#include "port/atomics.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
@@ -108,8 +143,9 @@ typedef struct DlsmSlot
 	Oid			shun_cause[DLSM_MAX_SHUNNED];	/* ... of the last, this queue */
 	bool		no_worker;		/* its last start found no free process */
 	TimestampTz late_said_at;	/* the launcher logged it past its bound */
-	bool		pending;		/* a handler queue got work since its last
-								 * handler pass */
+	pg_atomic_uint32 pending;	/* 1: a handler queue got work since its last
+								 * handler pass (atomic: set under the shared
+								 * lock) */
 	int			requests;		/* DLSM_REQUEST_*, not yet taken */
 	bool		outdated_said;	/* a worker logged that the extension awaits
 								 * its UPDATE */
@@ -118,6 +154,13 @@ typedef struct DlsmSlot
 	Latch	   *reaper_latch;	/* the reaper's latch, NULL while none */
 	int			reaper_requests;	/* DLSM_REQUEST_*, not yet taken by it */
 } DlsmSlot;
+
+/* An entry of slot_index: the slot of a database. */
+typedef struct DlsmSlotIndexEntry
+{
+	Oid			dboid;			/* key: the database */
+	int			slot;			/* its slot, an index into slots */
+} DlsmSlotIndexEntry;
 
 /* The launcher's side of the pool; the slots follow it. */
 typedef struct DlsmPoolShared
@@ -139,14 +182,19 @@ typedef struct DlsmPoolShared
 	uint64		shuns_cut;		/* a shun ended early for another's */
 	TimestampTz reapers_yield_at;	/* a worker could not start: reapers give
 									 * way for a while from then on */
+	int			nused;			/* slots with a database (in slot_index) */
+	int			nattached;		/* slots with a worker (pid not 0) */
 } DlsmPoolShared;
 
 static DlsmPoolShared *shared = NULL;
 static DlsmSlot *slots = NULL;	/* nslots of them, under lock */
 static int	nslots = 0;			/* dlsm.max_databases, at the server start */
 static HTAB *without_dlsm = NULL;	/* Oids of databases without dlsm */
+static HTAB *slot_index = NULL; /* database -> its slot, under lock */
 static DlsmSlot *my_slot = NULL;	/* the slot of this worker or reaper */
 static bool i_am_reaper = false;	/* this process is my_slot's reaper */
+
+static DlsmSlot *slot_for(Oid dboid, bool add);
 
 /* Shared memory for the pool of max_databases slots. */
 Size
@@ -155,7 +203,35 @@ dlsm_pool_shmem_size(int max_databases)
 	Size		size = MAXALIGN(sizeof(DlsmPoolShared));
 
 	size = add_size(size, MAXALIGN(mul_size(max_databases, sizeof(DlsmSlot))));
+	size = add_size(size, hash_estimate_size(max_databases,
+											 sizeof(DlsmSlotIndexEntry)));
 	return add_size(size, hash_estimate_size(DLSM_MAX_WITHOUT, sizeof(Oid)));
+}
+
+/*
+ * Make slot free and empty: everything 0, pending too (an atomic, whose
+ * zero memset alone may not make).  Lock held exclusively.
+ */
+static void
+slot_clear(DlsmSlot *slot)
+{
+	Assert(slot->info.pid == 0);
+	memset(slot, 0, sizeof(DlsmSlot));
+	pg_atomic_init_u32(&slot->pending, 0);
+}
+
+/*
+ * Give slot back: its database leaves slot_index.  The rest stays until
+ * the slot is taken again (slot_for), so that a reaper still attached
+ * sees its worker gone.  Lock held exclusively; no worker attached.
+ */
+static void
+free_slot(DlsmSlot *slot)
+{
+	Assert(slot->info.pid == 0);
+	(void) hash_search(slot_index, &slot->info.dboid, HASH_REMOVE, NULL);
+	slot->info.dboid = InvalidOid;
+	shared->nused--;
 }
 
 /*
@@ -178,7 +254,17 @@ dlsm_pool_shmem_init(int max_databases, LWLock *lock)
 	slots = ShmemInitStruct("dlsm slots", mul_size(nslots, sizeof(DlsmSlot)),
 							&found);
 	if (!found)
+	{
 		memset(slots, 0, mul_size(nslots, sizeof(DlsmSlot)));
+		for (int i = 0; i < nslots; i++)
+			slot_clear(&slots[i]);
+	}
+	/* one entry per slot: never full */
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(DlsmSlotIndexEntry);
+	slot_index = DLSM_SHMEM_INIT_HASH("dlsm slots by database", nslots, &ctl,
+									  HASH_ELEM | HASH_BLOBS |
+									  HASH_FIXED_SIZE);
 	/* fixed: past it, a database without dlsm keeps its slot */
 	ctl.keysize = sizeof(Oid);
 	ctl.entrysize = sizeof(Oid);
@@ -286,7 +372,7 @@ dlsm_pool_launcher_attach(void)
 	bool		ok;
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-	ok = shared->launcher_pid == 0 || kill(shared->launcher_pid, 0) != 0;
+	ok = shared->launcher_pid == 0; /* live: see "Liveness" above */
 	if (ok)
 	{
 		shared->launcher_pid = MyProcPid;
@@ -304,70 +390,61 @@ dlsm_pool_launcher_attach(void)
 void
 dlsm_pool_wake_launcher(void)
 {
+	DlsmSlot   *slot;
+
 	if (!lock_state(LW_EXCLUSIVE))
 		return;
 	shared->rescan = true;
 	shared->pokes++;
 	(void) hash_search(without_dlsm, &MyDatabaseId, HASH_REMOVE, NULL);
-	for (int i = 0; i < nslots; i++)
-	{
-		DlsmSlot   *slot = &slots[i];
-
-		if (slot->info.dboid != MyDatabaseId)
-			continue;
-		if (slot->no_extension)
-			slot->paused_until = 0;
+	slot = slot_for(MyDatabaseId, false);
+	if (slot != NULL && slot->no_extension)
+		slot->paused_until = 0;
+	if (slot != NULL)
 		slot->no_extension = false;
-	}
 	if (shared->launcher_latch != NULL)
 		SetLatch(shared->launcher_latch);
 	LWLockRelease(shared->lock);
 }
 
-/* Is dboid one of the n in dbs? */
-static bool
-oid_in(Oid dboid, const Oid *dbs, int n)
-{
-	for (int i = 0; i < n; i++)
-	{
-		if (dbs[i] == dboid)
-			return true;
-	}
-	return false;
-}
-
 /*
  * The launcher keeps the databases in keep: the slots of others are freed,
  * their running workers asked to stop, and their marks without dlsm
- * forgotten.
+ * forgotten.  keep is searched sorted, so that a look costs the slots and
+ * the marks times log(nkeep), not times nkeep.
  */
 void
 dlsm_pool_forget_databases(const Oid *keep, int nkeep)
 {
 	HASH_SEQ_STATUS seq;
 	Oid		   *dboid;
+	Oid		   *sorted = palloc(sizeof(Oid) * Max(nkeep, 1));
 
+	memcpy(sorted, keep, sizeof(Oid) * nkeep);
+	qsort(sorted, nkeep, sizeof(Oid), oid_cmp);
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	hash_seq_init(&seq, without_dlsm);
 	while ((dboid = hash_seq_search(&seq)) != NULL)
 	{
-		if (!oid_in(*dboid, keep, nkeep))
+		if (bsearch(dboid, sorted, nkeep, sizeof(Oid), oid_cmp) == NULL)
 			(void) hash_search(without_dlsm, dboid, HASH_REMOVE, NULL);
 	}
 	for (int i = 0; i < nslots; i++)
 	{
 		DlsmSlot   *slot = &slots[i];
-		bool		wanted = false;
 
-		for (int k = 0; k < nkeep && !wanted; k++)
-			wanted = keep[k] == slot->info.dboid;
-		if (!wanted && slot->info.pid != 0)
+		if (slot->info.dboid == InvalidOid ||
+			bsearch(&slot->info.dboid, sorted, nkeep, sizeof(Oid),
+					oid_cmp) != NULL)
+			continue;
+		if (slot->info.pid != 0)
 			kill(slot->info.pid, SIGTERM);
-		else if (!wanted)
-			slot->info.dboid = InvalidOid;
+		else
+			free_slot(slot);
 	}
 	shared->rescan = false;
 	LWLockRelease(shared->lock);
+	pfree(sorted);
 }
 
 /* Did a worker find no dlsm in dboid (since the last poke there)?  Lock held. */
@@ -381,35 +458,46 @@ without_dlsm_has(Oid dboid)
  * The slot of dboid; when add is true and dboid has none, a free slot is
  * given to it, unless a worker found no dlsm there.  NULL if none.  A slot
  * is never taken from another database: one found without dlsm gives its
- * slot back as its worker exits (worker_detach).  Lock held.
+ * slot back as its worker exits (worker_detach).  Lock held, exclusively
+ * when add is true.
  *
- * Cost: a walk over every slot, so a launcher's look costs databases times
- * dlsm.max_databases steps; at the default (128) that is nothing, near the
- * maximum (10000) a look at as many databases takes milliseconds, under
- * the lock (README, dlsm.max_databases).
+ * Cost: one probe of slot_index; giving a slot walks the slots for the
+ * first free one (so that slots are taken in order, as dlsm_worker_status
+ * lists them), once per database that gets one, and never when all are
+ * taken (nused).
  */
 static DlsmSlot *
 slot_for(Oid dboid, bool add)
 {
-	DlsmSlot   *free_slot = NULL;
+	DlsmSlotIndexEntry *entry;
 
+	if (!OidIsValid(dboid))
+		return NULL;
+	entry = hash_search(slot_index, &dboid, HASH_FIND, NULL);
+	if (entry != NULL)
+		return &slots[entry->slot];
+	if (!add || shared->nused >= nslots || without_dlsm_has(dboid))
+		return NULL;
+	Assert(LWLockHeldByMeInMode(shared->lock, LW_EXCLUSIVE));
 	for (int i = 0; i < nslots; i++)
 	{
 		DlsmSlot   *slot = &slots[i];
+		bool		found;
 
-		if (slot->info.dboid == dboid)
-			return slot;
-		if (free_slot == NULL && slot->info.dboid == InvalidOid)
-			free_slot = slot;
+		if (slot->info.dboid != InvalidOid)
+			continue;
+		entry = hash_search(slot_index, &dboid, HASH_ENTER_NULL, &found);
+		if (entry == NULL)
+			elog(ERROR, "dlsm slot index is full"); /* sized for nslots */
+		entry->slot = i;
+		slot_clear(slot);
+		slot->info.dboid = dboid;
+		slot->info.listed_at = GetCurrentTimestamp();
+		shared->nused++;
+		return slot;
 	}
-	if (add && free_slot != NULL && !without_dlsm_has(dboid))
-	{
-		memset(free_slot, 0, sizeof(DlsmSlot));
-		free_slot->info.dboid = dboid;
-		free_slot->info.listed_at = GetCurrentTimestamp();
-		return free_slot;
-	}
-	return NULL;
+	elog(ERROR, "dlsm slot count is %d, but no slot is free", shared->nused);
+	return NULL;				/* keep compiler quiet */
 }
 
 /*
@@ -476,7 +564,7 @@ served_state(DlsmSlot *slot, TimestampTz now)
  * those whose last worker found none, and those left without a slot.  Each
  * gets a slot (if one is free), so that its wait counts from now; no_slot
  * (n entries) tells which were left without one, and dlsm_worker_status
- * shows them.
+ * shows them.  Cost: one probe of slot_index per database.
  */
 int
 dlsm_pool_count_known(const Oid *dbs, int n, bool *no_slot)
@@ -525,7 +613,7 @@ turn_class(DlsmSlot *slot, long age_ms)
 {
 	if (age_ms >= shared->bound_ms / 2)
 		return 0;
-	return slot->pending ? 1 : 2;
+	return pg_atomic_read_u32(&slot->pending) != 0 ? 1 : 2;
 }
 
 /*
@@ -562,7 +650,8 @@ dlsm_pool_next_visit(const Oid *dbs, int n, const Oid *busy, int nbusy,
 		if (slot == NULL || is_busy || slot->info.pid != 0 ||
 			slot->no_extension)
 			continue;
-		due = slot->pending || slot->info.last_reap_at == 0 ? now :
+		due = pg_atomic_read_u32(&slot->pending) != 0 ||
+			slot->info.last_reap_at == 0 ? now :
 			TimestampTzPlusMilliseconds(slot->info.last_reap_at, reap_ms);
 		due = Max(due, Max(slot->paused_until, slot->stopped_until));
 		if (due > now)
@@ -603,11 +692,10 @@ dlsm_pool_bound(void)
 int
 dlsm_pool_workers_attached(void)
 {
-	int			count = 0;
+	int			count;
 
 	LWLockAcquire(shared->lock, LW_SHARED);
-	for (int i = 0; i < nslots; i++)
-		count += slots[i].info.pid != 0;
+	count = shared->nattached;
 	LWLockRelease(shared->lock);
 	return count;
 }
@@ -693,13 +781,17 @@ worker_detach(int code, Datum arg)
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	my_slot->info.pid = 0;
+	shared->nattached--;
 	my_slot->latch = NULL;
 	if (my_slot->reaper_latch != NULL)
 		SetLatch(my_slot->reaper_latch);	/* it leaves too */
 	if (my_slot->no_extension &&
 		hash_search(without_dlsm, &my_slot->info.dboid, HASH_ENTER_NULL,
 					&found) != NULL)
-		memset(my_slot, 0, sizeof(DlsmSlot));
+	{
+		free_slot(my_slot);
+		slot_clear(my_slot);
+	}
 	else if (my_slot->no_extension)
 		shared->without_left++;
 	LWLockRelease(shared->lock);
@@ -719,7 +811,7 @@ dlsm_pool_worker_attach(Oid dboid)
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	slot = slot_for(dboid, true);
 	ok = slot != NULL &&
-		(slot->info.pid == 0 || kill(slot->info.pid, 0) != 0) &&
+		slot->info.pid == 0 &&
 		GetCurrentTimestamp() >= slot->stopped_until;
 	if (ok && !shared->rotating)
 	{
@@ -732,6 +824,7 @@ dlsm_pool_worker_attach(Oid dboid)
 	if (ok)
 	{
 		slot->info.pid = MyProcPid;
+		shared->nattached++;
 		slot->info.started_at = GetCurrentTimestamp();
 		slot->latch = MyLatch;
 		slot->no_worker = false;
@@ -929,16 +1022,16 @@ dlsm_pool_worker_gone(Oid dboid, pid_t pid)
 void
 dlsm_pool_wake_worker(Oid dboid)
 {
-	if (!lock_state(LW_EXCLUSIVE))
-		return;
-	for (int i = 0; i < nslots; i++)
-	{
-		DlsmSlot   *slot = &slots[i];
-		bool		was_pending = slot->pending;
+	DlsmSlot   *slot;
 
-		if (slot->info.dboid != dboid)
-			continue;
-		slot->pending = true;
+	/* shared: this runs at the commit of every enqueue for a handler */
+	if (!lock_state(LW_SHARED))
+		return;
+	slot = slot_for(dboid, false);
+	if (slot != NULL)
+	{
+		bool		was_pending = pg_atomic_exchange_u32(&slot->pending, 1) != 0;
+
 		if (slot->latch != NULL)
 			SetLatch(slot->latch);
 		else if (shared->rotating && !was_pending &&
@@ -999,7 +1092,8 @@ dlsm_pool_others_due(int reap_ms)
 			slot->info.pid != 0 || slot->no_extension ||
 			now < Max(slot->paused_until, slot->stopped_until))
 			continue;
-		due = slot->pending || slot->info.last_reap_at == 0 ||
+		due = pg_atomic_read_u32(&slot->pending) != 0 ||
+			slot->info.last_reap_at == 0 ||
 			TimestampDifferenceExceeds(slot->info.last_reap_at, now, reap_ms);
 	}
 	LWLockRelease(shared->lock);
@@ -1012,9 +1106,8 @@ dlsm_pool_worker_take_pending(void)
 {
 	bool		pending;
 
-	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-	pending = my_slot->pending;
-	my_slot->pending = false;
+	LWLockAcquire(shared->lock, LW_SHARED);
+	pending = pg_atomic_exchange_u32(&my_slot->pending, 0) != 0;
 	LWLockRelease(shared->lock);
 	return pending;
 }
@@ -1027,14 +1120,13 @@ dlsm_pool_worker_take_pending(void)
 void
 dlsm_pool_worker_request(Oid dboid, int requests)
 {
+	DlsmSlot   *slot;
+
 	if (!lock_state(LW_EXCLUSIVE))
 		return;
-	for (int i = 0; i < nslots; i++)
+	slot = slot_for(dboid, false);
+	if (slot != NULL)
 	{
-		DlsmSlot   *slot = &slots[i];
-
-		if (slot->info.dboid != dboid)
-			continue;
 		slot->requests |= requests;
 		slot->reaper_requests |= requests;
 		if (slot->latch != NULL)
@@ -1070,8 +1162,9 @@ dlsm_pool_worker_take_requests(void)
 void
 dlsm_pool_worker_leave(bool more)
 {
-	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-	my_slot->pending |= more;
+	LWLockAcquire(shared->lock, LW_SHARED);
+	if (more)
+		pg_atomic_write_u32(&my_slot->pending, 1);
 	LWLockRelease(shared->lock);
 }
 
@@ -1117,7 +1210,7 @@ dlsm_pool_reaper_attach(Oid dboid, pid_t parent, int yield_ms)
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	slot = slot_for(dboid, false);
 	ok = slot != NULL && slot->info.pid == parent && !shared->rotating &&
-		(slot->reaper_pid == 0 || kill(slot->reaper_pid, 0) != 0) &&
+		slot->reaper_pid == 0 &&
 		GetCurrentTimestamp() >= slot->stopped_until &&
 		!reapers_yield(yield_ms);
 	if (ok)
@@ -1228,17 +1321,17 @@ int
 dlsm_pool_usage(DlsmTableUsage *out)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	int64		used = 0;
+	int64		used;
 	int64		shuns = 0;
 
 	if (shared == NULL)
 		return 0;
 	LWLockAcquire(shared->lock, LW_SHARED);
+	used = shared->nused;
 	for (int i = 0; i < nslots; i++)
 	{
 		int64		n = 0;
 
-		used += OidIsValid(slots[i].info.dboid);
 		for (int k = 0; k < DLSM_MAX_SHUNNED; k++)
 			n += slots[i].shunned_until[k] > now;
 		shuns = Max(shuns, n);

@@ -8,18 +8,35 @@
  * grouplimit.c asks it for a claim's turn; wake.c forgets a dropped
  * queue's entries.
  *
- * Locking: DlsmRateShared.rate_lock, the one lock of the LWLock tranche
- * "dlsm_rate" (given by shmem.c), guards every field.  It is a leaf lock:
- * taken after any heavyweight lock, never held across SPI or a wait.  A
- * claiming backend takes it exclusively for a few field reads and writes
- * when it asks for a group's turn or gives one back (dlsm_rate_*); a
- * claim that must take an entry at its share, and a dropped queue's
- * forgetting, read or write the whole table under it.  It is taken
- * shared to read a group's next turn (dlsm_rate_next) and to count the
- * table for dlsm_shared_tables.  An entry counts against its queue owner's
- * and its database's shares (the counters rate_holders[]) from the claim
- * that takes it until it is freed: taken again when spent, swept, or
- * forgotten with its queue.
+ * The table of entries is split, as PostgreSQL's lock manager splits its
+ * lock table, into DLSM_RATE_PARTITIONS partitions of DLSM_RATE_PART_SIZE
+ * entries: a group's key, hashed, picks its partition and where in it the
+ * group is looked for, so that claims of groups in different partitions
+ * take different locks.  An entry counts against its queue owner's and its
+ * database's shares (the counters rate_holders[], for the whole table) from
+ * the claim that takes it until it is freed: taken again when spent, swept,
+ * or forgotten with its queue.
+ *
+ * Locking: the LWLock tranche "dlsm_rate" (given by shmem.c) has one lock
+ * per partition and the holders' lock.
+ *	partition lock	guards its partition's entries.  Taken exclusively to
+ *					ask for a group's turn or give one back (dlsm_rate_take,
+ *					dlsm_rate_give_back: the answer, known only under the
+ *					lock, mostly writes), to sweep or forget the partition's
+ *					entries; shared to read a group's next turn
+ *					(dlsm_rate_next) and to count the entries in use
+ *					(dlsm_rate_usage).
+ *	holders_lock	guards rate_holders[], holders_full and rates_swept_at.
+ *					Taken exclusively by whoever takes or frees an entry
+ *					(the counters move with it) or starts a sweep; shared to
+ *					count the holders.
+ *	rates_not_kept	an atomic counter, under no lock.
+ * Order: a partition lock, then the holders' lock; never two partition
+ * locks at once.  The sweep of spent entries, which a claim needing room
+ * in a share runs, goes partition by partition, its claim's partition lock
+ * released first: it takes each partition's lock in turn, and the holders'
+ * lock inside it.  All are leaf locks: taken after any heavyweight lock,
+ * never held across SPI or a wait.
  *
  * Calls nothing of dlsm.
  *
@@ -32,7 +49,9 @@
  */
 #include "postgres.h"
 
+#include "common/hashfn.h"
 #include "miscadmin.h"
+#include "port/atomics.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
@@ -40,15 +59,26 @@
 #include "rate.h"
 
 /*
- * How many entries of the rate table (DLSM_MAX_RATES, rate.h) a group's
- * key may be found in (from its hash on).  The owners and databases
- * holding entries are counted in DLSM_MAX_RATE_HOLDERS counters; one at its
- * share looks for spent entries in the whole table, at most every
- * DLSM_RATE_SWEEP_US.
+ * The partitions of the rate table (DLSM_MAX_RATES entries in all, rate.h)
+ * and how many entries of its partition a group's key may be found in
+ * (from its hash on, wrapping round in the partition).  The owners and
+ * databases holding entries are counted in DLSM_MAX_RATE_HOLDERS counters;
+ * one at its share looks for spent entries in the whole table, partition
+ * by partition, at most every DLSM_RATE_SWEEP_US.
  */
+#define DLSM_RATE_PARTITIONS 16
+#define DLSM_RATE_PART_SIZE (DLSM_MAX_RATES / DLSM_RATE_PARTITIONS)
 #define DLSM_RATE_PROBES 64
 #define DLSM_MAX_RATE_HOLDERS 128
 #define DLSM_RATE_SWEEP_US USECS_PER_SEC
+
+StaticAssertDecl(DLSM_MAX_RATES % DLSM_RATE_PARTITIONS == 0,
+				 "the rate table must split into whole partitions");
+StaticAssertDecl(DLSM_RATE_PROBES <= DLSM_RATE_PART_SIZE,
+				 "a group's probes must fit in its partition");
+
+/* The locks of the tranche "dlsm_rate": the partitions', then this one. */
+#define DLSM_RATE_HOLDERS_LOCK DLSM_RATE_PARTITIONS
 
 /*
  * A group whose rate limit spaces its claims: none may be made before
@@ -67,7 +97,7 @@ typedef struct DlsmRate
 } DlsmRate;
 
 /*
- * The entries of rates[] one database (owner InvalidOid) or one role
+ * The entries of the table one database (owner InvalidOid) or one role
  * (dboid InvalidOid) holds; held 0: the counter is free.
  */
 typedef struct DlsmRateHolder
@@ -77,15 +107,22 @@ typedef struct DlsmRateHolder
 	int			held;
 } DlsmRateHolder;
 
+/* One partition of the table: the groups whose keys hash to it. */
+typedef struct DlsmRatePartition
+{
+	LWLock	   *lock;			/* guards rates[] */
+	DlsmRate	rates[DLSM_RATE_PART_SIZE];
+} DlsmRatePartition;
+
 /* The groups held back by their rate limits. */
 typedef struct DlsmRateShared
 {
-	LWLock	   *rate_lock;		/* guards the fields below */
-	DlsmRate	rates[DLSM_MAX_RATES];
+	DlsmRatePartition parts[DLSM_RATE_PARTITIONS];
+	LWLock	   *holders_lock;	/* guards the three fields below */
 	DlsmRateHolder rate_holders[DLSM_MAX_RATE_HOLDERS]; /* in no order */
-	TimestampTz rates_swept_at; /* spent entries last freed */
-	uint64		rates_not_kept; /* claims admitted without an entry */
-	uint64		holders_full;	/* of them, for want of a counter */
+	uint64		holders_full;	/* claims not kept for want of a counter */
+	TimestampTz rates_swept_at; /* the last sweep of spent entries began */
+	pg_atomic_uint64 rates_not_kept;	/* claims admitted without an entry */
 } DlsmRateShared;
 
 static DlsmRateShared *shared = NULL;
@@ -97,6 +134,13 @@ dlsm_rate_shmem_size(void)
 	return MAXALIGN(sizeof(DlsmRateShared));
 }
 
+/* The locks of the tranche "dlsm_rate" (shmem.c asks for them). */
+int
+dlsm_rate_num_locks(void)
+{
+	return DLSM_RATE_PARTITIONS + 1;
+}
+
 /* Are the rates there (was the library preloaded)? */
 bool
 dlsm_rate_available(void)
@@ -104,9 +148,12 @@ dlsm_rate_available(void)
 	return shared != NULL;
 }
 
-/* Create or attach to the rates, guarded by lock; AddinShmemInitLock held. */
+/*
+ * Create or attach to the rates, guarded by locks (dlsm_rate_num_locks of
+ * them); AddinShmemInitLock held.
+ */
 void
-dlsm_rate_shmem_init(LWLock *lock)
+dlsm_rate_shmem_init(LWLockPadded *locks)
 {
 	bool		found;
 
@@ -114,7 +161,10 @@ dlsm_rate_shmem_init(LWLock *lock)
 	if (!found)
 	{
 		memset(shared, 0, sizeof(DlsmRateShared));
-		shared->rate_lock = lock;
+		for (int p = 0; p < DLSM_RATE_PARTITIONS; p++)
+			shared->parts[p].lock = &locks[p].lock;
+		shared->holders_lock = &locks[DLSM_RATE_HOLDERS_LOCK].lock;
+		pg_atomic_init_u64(&shared->rates_not_kept, 0);
 	}
 }
 
@@ -124,10 +174,25 @@ dlsm_rate_shmem_init(LWLock *lock)
  */
 
 /*
+ * The partition of (relid, group) in this database; *start is where in it
+ * the group is looked for first.
+ */
+static DlsmRatePartition *
+rate_partition(Oid relid, uint64 group, int *start)
+{
+	uint64		key = group ^ relid ^ ((uint64) MyDatabaseId << 32);
+	uint64		hash = hash_bytes_extended((const unsigned char *) &key,
+										   sizeof(key), 0);
+
+	*start = (int) ((hash / DLSM_RATE_PARTITIONS) % DLSM_RATE_PART_SIZE);
+	return &shared->parts[hash % DLSM_RATE_PARTITIONS];
+}
+
+/*
  * The counter of database dboid (owner InvalidOid) or role owner (dboid
  * InvalidOid); when it has none and create, a free one (NULL when none is
  * free), which stays free until the caller counts an entry in it.
- * rate_lock held, exclusively to create.
+ * holders_lock held, exclusively to create.
  */
 static DlsmRateHolder *
 rate_holder(Oid dboid, Oid owner, bool create)
@@ -152,7 +217,7 @@ rate_holder(Oid dboid, Oid owner, bool create)
 	return free_holder;
 }
 
-/* The entries database dboid or role owner holds.  rate_lock held. */
+/* The entries database dboid or role owner holds.  holders_lock held. */
 static int
 rate_held(Oid dboid, Oid owner)
 {
@@ -161,7 +226,10 @@ rate_held(Oid dboid, Oid owner)
 	return h == NULL ? 0 : h->held;
 }
 
-/* Entry r is free again, counted nowhere.  rate_lock held exclusively. */
+/*
+ * Entry r is free again, counted nowhere.  Its partition's lock and
+ * holders_lock held exclusively.
+ */
 static void
 rate_free(DlsmRate *r)
 {
@@ -177,37 +245,63 @@ rate_free(DlsmRate *r)
 }
 
 /*
- * Free every spent entry, unless that was done less than
- * DLSM_RATE_SWEEP_US ago.  rate_lock held exclusively.
+ * Free every spent entry of the table, partition by partition, unless a
+ * sweep began less than DLSM_RATE_SWEEP_US ago.  No lock of the rates
+ * held.
+ *
+ * XXX: a claim that finds a share full while another backend's sweep is
+ * under way may not see the entries of the partitions not swept yet: it is
+ * admitted without its rate, as when the sweep was too recent.
  */
 static void
 rates_sweep(TimestampTz now)
 {
+	LWLockAcquire(shared->holders_lock, LW_EXCLUSIVE);
 	if (now - shared->rates_swept_at < DLSM_RATE_SWEEP_US)
-		return;
-	shared->rates_swept_at = now;
-	for (int i = 0; i < DLSM_MAX_RATES; i++)
 	{
-		if (shared->rates[i].next_at <= now)
-			rate_free(&shared->rates[i]);
+		LWLockRelease(shared->holders_lock);
+		return;
+	}
+	shared->rates_swept_at = now;
+	LWLockRelease(shared->holders_lock);
+
+	for (int p = 0; p < DLSM_RATE_PARTITIONS; p++)
+	{
+		DlsmRatePartition *part = &shared->parts[p];
+		bool		counting = false;
+
+		LWLockAcquire(part->lock, LW_EXCLUSIVE);
+		for (int i = 0; i < DLSM_RATE_PART_SIZE; i++)
+		{
+			DlsmRate   *r = &part->rates[i];
+
+			if (!OidIsValid(r->dboid) || r->next_at > now)
+				continue;
+			if (!counting)
+				LWLockAcquire(shared->holders_lock, LW_EXCLUSIVE);
+			counting = true;
+			rate_free(r);
+		}
+		if (counting)
+			LWLockRelease(shared->holders_lock);
+		LWLockRelease(part->lock);
 	}
 }
 
 /*
- * The entry of (relid, group) in this database, or NULL; *free_entry is
- * then the first entry it may take (spent, or free), or NULL when every
- * entry it may use holds another group back.  rate_lock held.
+ * The entry of (relid, group) in this database, looked for in part from
+ * start on, or NULL; *free_entry is then the first entry it may take
+ * (spent, or free), or NULL when every entry it may use holds another
+ * group back.  part's lock held.
  */
 static DlsmRate *
-find_rate(Oid relid, uint64 group, TimestampTz now, DlsmRate **free_entry)
+find_rate(DlsmRatePartition *part, int start, Oid relid, uint64 group,
+		  TimestampTz now, DlsmRate **free_entry)
 {
-	uint64		key = group ^ relid ^ ((uint64) MyDatabaseId << 32);
-	uint64		start = key % DLSM_MAX_RATES;
-
 	*free_entry = NULL;
 	for (int i = 0; i < DLSM_RATE_PROBES; i++)
 	{
-		DlsmRate   *r = &shared->rates[(start + i) % DLSM_MAX_RATES];
+		DlsmRate   *r = &part->rates[(start + i) % DLSM_RATE_PART_SIZE];
 
 		if (r->group == group && r->relid == relid &&
 			r->dboid == MyDatabaseId)
@@ -219,29 +313,17 @@ find_rate(Oid relid, uint64 group, TimestampTz now, DlsmRate **free_entry)
 }
 
 /*
- * Take entry r (spent or free, from find_rate) for group of queue relid,
- * whose owner is owner, if the shares of owner and of this database leave
- * room: DLSM_RATE_TAKEN, else which share (or the table) is full.
- * rate_lock held exclusively.
+ * Count an entry against the shares of owner and of this database, if they
+ * leave room and r (spent or free, from find_rate) is there to take:
+ * DLSM_RATE_TAKEN, else which share (or the table) is full.  holders_lock
+ * held exclusively.
  */
 static DlsmRateAnswer
-new_rate(Oid relid, Oid owner, uint64 group, TimestampTz now, DlsmRate *r)
+count_rate(Oid owner, DlsmRate *r)
 {
 	DlsmRateHolder *db;
 	DlsmRateHolder *role;
 
-	if (r != NULL)
-		rate_free(r);
-
-	/*
-	 * a share full, or a database or owner that holds nothing yet and needs a
-	 * counter: spent entries free their counters (at most once a second)
-	 */
-	if (rate_held(InvalidOid, owner) >= DLSM_RATES_PER_OWNER ||
-		rate_held(MyDatabaseId, InvalidOid) >= DLSM_RATES_PER_DATABASE ||
-		rate_holder(MyDatabaseId, InvalidOid, false) == NULL ||
-		rate_holder(InvalidOid, owner, false) == NULL)
-		rates_sweep(now);
 	if (rate_held(InvalidOid, owner) >= DLSM_RATES_PER_OWNER)
 		return DLSM_RATE_OWNER_FULL;
 	if (rate_held(MyDatabaseId, InvalidOid) >= DLSM_RATES_PER_DATABASE)
@@ -255,12 +337,42 @@ new_rate(Oid relid, Oid owner, uint64 group, TimestampTz now, DlsmRate *r)
 		return DLSM_RATE_TABLE_FULL;
 	}
 	role->held++;
-	r->dboid = MyDatabaseId;
-	r->relid = relid;
-	r->group = group;
-	r->owner = owner;
-	r->next_at = 0;
 	return DLSM_RATE_TAKEN;
+}
+
+/*
+ * Take entry r (spent or free, from find_rate) for group of queue relid,
+ * whose owner is owner, if the shares of owner and of this database leave
+ * room: DLSM_RATE_TAKEN, else which share (or the table) is full.  When
+ * may_sweep, a share full, or a database or owner that holds nothing yet
+ * and needs a counter, sets *sweep instead, nothing taken: spent entries
+ * free their counters, and the caller sweeps them (rates_sweep) and asks
+ * again.  r's partition lock held exclusively; takes holders_lock.
+ */
+static DlsmRateAnswer
+new_rate(Oid relid, Oid owner, uint64 group, DlsmRate *r, bool may_sweep,
+		 bool *sweep)
+{
+	DlsmRateAnswer answer = DLSM_RATE_TABLE_FULL;
+
+	LWLockAcquire(shared->holders_lock, LW_EXCLUSIVE);
+	if (r != NULL)
+		rate_free(r);
+	*sweep = may_sweep &&
+		(rate_held(InvalidOid, owner) >= DLSM_RATES_PER_OWNER ||
+		 rate_held(MyDatabaseId, InvalidOid) >= DLSM_RATES_PER_DATABASE ||
+		 rate_holder(MyDatabaseId, InvalidOid, false) == NULL ||
+		 rate_holder(InvalidOid, owner, false) == NULL);
+	if (!*sweep && (answer = count_rate(owner, r)) == DLSM_RATE_TAKEN)
+	{
+		r->dboid = MyDatabaseId;
+		r->relid = relid;
+		r->group = group;
+		r->owner = owner;
+		r->next_at = 0;
+	}
+	LWLockRelease(shared->holders_lock);
+	return answer;
 }
 
 /*
@@ -272,30 +384,44 @@ new_rate(Oid relid, Oid owner, uint64 group, TimestampTz now, DlsmRate *r)
  * cannot be kept holds the group back.  When the group has no entry and
  * none can be taken for it, which share is full (nothing taken; the
  * caller admits the claim: a full table never holds a group back), and
- * taken->not_kept counts such claims since the server started.
+ * taken->not_kept counts such claims since the server started.  Takes the
+ * group's partition lock, and the holders' lock for a new entry; a claim
+ * that needs room in a share sweeps the table between two tries.
  */
 DlsmRateAnswer
 dlsm_rate_take(Oid relid, Oid owner, uint64 group, int64 spacing_us,
 			   DlsmRateTaken *taken)
 {
 	TimestampTz now = GetCurrentTimestamp();
+	DlsmRatePartition *part;
+	int			start;
 	DlsmRate   *r;
 	DlsmRate   *free_entry;
 	DlsmRateAnswer answer = DLSM_RATE_HELD;
+	bool		sweep = false;
 
 	taken->not_kept = 0;
 	if (shared == NULL)
 		return DLSM_RATE_HELD;
-	LWLockAcquire(shared->rate_lock, LW_EXCLUSIVE);
-	r = find_rate(relid, group, now, &free_entry);
-	if (r == NULL)
+	part = rate_partition(relid, group, &start);
+	for (bool may_sweep = true;; may_sweep = false)
 	{
-		answer = new_rate(relid, owner, group, now, free_entry);
-		if (answer == DLSM_RATE_TAKEN)
-			r = free_entry;
-		else
-			taken->not_kept = (int64) ++shared->rates_not_kept;
+		LWLockAcquire(part->lock, LW_EXCLUSIVE);
+		r = find_rate(part, start, relid, group, now, &free_entry);
+		if (r != NULL)
+			break;
+		answer = new_rate(relid, owner, group, free_entry, may_sweep, &sweep);
+		if (!sweep)
+			break;
+		/* the sweep takes every partition's lock in turn: not with ours */
+		LWLockRelease(part->lock);
+		rates_sweep(now);
 	}
+	if (r == NULL && answer == DLSM_RATE_TAKEN)
+		r = free_entry;
+	else if (r == NULL)
+		taken->not_kept =
+			(int64) pg_atomic_add_fetch_u64(&shared->rates_not_kept, 1);
 	if (r != NULL && r->next_at <= now)
 	{
 		taken->before = r->next_at;
@@ -305,7 +431,7 @@ dlsm_rate_take(Oid relid, Oid owner, uint64 group, int64 spacing_us,
 	}
 	else if (r != NULL)
 		answer = DLSM_RATE_HELD;
-	LWLockRelease(shared->rate_lock);
+	LWLockRelease(part->lock);
 	return answer;
 }
 
@@ -313,61 +439,78 @@ dlsm_rate_take(Oid relid, Oid owner, uint64 group, int64 spacing_us,
 void
 dlsm_rate_give_back(Oid relid, uint64 group, const DlsmRateTaken *taken)
 {
+	DlsmRatePartition *part;
+	int			start;
 	DlsmRate   *r;
 	DlsmRate   *free_entry;
 
 	if (shared == NULL)
 		return;
-	LWLockAcquire(shared->rate_lock, LW_EXCLUSIVE);
-	r = find_rate(relid, group, GetCurrentTimestamp(), &free_entry);
+	part = rate_partition(relid, group, &start);
+	LWLockAcquire(part->lock, LW_EXCLUSIVE);
+	r = find_rate(part, start, relid, group, GetCurrentTimestamp(),
+				  &free_entry);
 	if (r != NULL && r->next_at == taken->after)
 		r->next_at = taken->before;
-	LWLockRelease(shared->rate_lock);
+	LWLockRelease(part->lock);
 }
 
 /* When the next claim of group of relid may be made (0: now, or unknown). */
 TimestampTz
 dlsm_rate_next(Oid relid, uint64 group)
 {
+	DlsmRatePartition *part;
+	int			start;
 	DlsmRate   *r;
 	DlsmRate   *free_entry;
 	TimestampTz next_at = 0;
 
 	if (shared == NULL)
 		return 0;
-	LWLockAcquire(shared->rate_lock, LW_SHARED);
-	r = find_rate(relid, group, GetCurrentTimestamp(), &free_entry);
+	part = rate_partition(relid, group, &start);
+	LWLockAcquire(part->lock, LW_SHARED);
+	r = find_rate(part, start, relid, group, GetCurrentTimestamp(),
+				  &free_entry);
 	if (r != NULL)
 		next_at = r->next_at;
-	LWLockRelease(shared->rate_lock);
+	LWLockRelease(part->lock);
 	return next_at;
 }
 
 /*
  * Queue relid of this database was dropped: its groups' entries are free,
- * and count no more against its owner's and the database's shares.
+ * and count no more against its owner's and the database's shares.  Goes
+ * partition by partition.
  */
 void
 dlsm_rate_forget(Oid relid)
 {
 	if (shared == NULL)
 		return;
-	LWLockAcquire(shared->rate_lock, LW_EXCLUSIVE);
-	for (int i = 0; i < DLSM_MAX_RATES; i++)
+	for (int p = 0; p < DLSM_RATE_PARTITIONS; p++)
 	{
-		DlsmRate   *r = &shared->rates[i];
+		DlsmRatePartition *part = &shared->parts[p];
 
-		if (r->dboid == MyDatabaseId && r->relid == relid)
-			rate_free(r);
+		LWLockAcquire(part->lock, LW_EXCLUSIVE);
+		LWLockAcquire(shared->holders_lock, LW_EXCLUSIVE);
+		for (int i = 0; i < DLSM_RATE_PART_SIZE; i++)
+		{
+			DlsmRate   *r = &part->rates[i];
+
+			if (r->dboid == MyDatabaseId && r->relid == relid)
+				rate_free(r);
+		}
+		LWLockRelease(shared->holders_lock);
+		LWLockRelease(part->lock);
 	}
-	LWLockRelease(shared->rate_lock);
 }
 
 /*
  * How full the rates' tables are: out (DLSM_MAX_OWNER_TABLES entries) gets
  * one entry for each; returns how many.  A claim of a group that finds no
  * entry it may take is admitted (rates_not_kept, and a WARNING by
- * grouplimit.c): a full table never holds a group back.
+ * grouplimit.c): a full table never holds a group back.  The partitions
+ * are counted one after the other, not at one instant.
  */
 int
 dlsm_rate_usage(DlsmTableUsage *out)
@@ -375,26 +518,35 @@ dlsm_rate_usage(DlsmTableUsage *out)
 	TimestampTz now = GetCurrentTimestamp();
 	int64		rates = 0;
 	int64		holders = 0;
+	int64		holders_full;
 
 	if (shared == NULL)
 		return 0;
-	LWLockAcquire(shared->rate_lock, LW_SHARED);
-	for (int i = 0; i < DLSM_MAX_RATES; i++)
-		if (OidIsValid(shared->rates[i].dboid) &&
-			shared->rates[i].next_at > now)
-			rates++;
+	for (int p = 0; p < DLSM_RATE_PARTITIONS; p++)
+	{
+		DlsmRatePartition *part = &shared->parts[p];
+
+		LWLockAcquire(part->lock, LW_SHARED);
+		for (int i = 0; i < DLSM_RATE_PART_SIZE; i++)
+			if (OidIsValid(part->rates[i].dboid) &&
+				part->rates[i].next_at > now)
+				rates++;
+		LWLockRelease(part->lock);
+	}
+	LWLockAcquire(shared->holders_lock, LW_SHARED);
 	for (int i = 0; i < DLSM_MAX_RATE_HOLDERS; i++)
 		if (shared->rate_holders[i].held > 0)
 			holders++;
+	holders_full = (int64) shared->holders_full;
+	LWLockRelease(shared->holders_lock);
 	out[0] = (DlsmTableUsage)
 	{
-		"rates", DLSM_MAX_RATES, rates, (int64) shared->rates_not_kept
+		"rates", DLSM_MAX_RATES, rates,
+			(int64) pg_atomic_read_u64(&shared->rates_not_kept)
 	};
 	out[1] = (DlsmTableUsage)
 	{
-		"rate holders", DLSM_MAX_RATE_HOLDERS, holders,
-			(int64) shared->holders_full
+		"rate holders", DLSM_MAX_RATE_HOLDERS, holders, holders_full
 	};
-	LWLockRelease(shared->rate_lock);
 	return 2;
 }

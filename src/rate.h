@@ -47,7 +47,8 @@ typedef enum DlsmRateAnswer
 
 /* shared memory (shmem.c) */
 extern Size dlsm_rate_shmem_size(void);
-extern void dlsm_rate_shmem_init(LWLock *lock);
+extern int	dlsm_rate_num_locks(void);
+extern void dlsm_rate_shmem_init(LWLockPadded *locks);
 
 extern bool dlsm_rate_available(void);
 extern DlsmRateAnswer dlsm_rate_take(Oid relid, Oid owner, uint64 group,

@@ -21,7 +21,9 @@
  * The locks, in three LWLock tranches (the names wait events show):
  *	"dlsm_floor"	the floors': one per floor slot and two for the whole
  *					cluster (floor.c says which guards what)
- *	"dlsm_rate"		the rates' one lock
+ *	"dlsm_rate"		the rates': one per partition of the table and one
+ *					for the holders' counters (rate.c says which guards
+ *					what)
  *	"dlsm"			one lock for each other part that has fields to guard:
  *					the pool, the named-lock entries, the listener counts
  * Each is given to its part at its creation.  No operation of one part
@@ -78,7 +80,7 @@ shmem_request(void)
 	RequestAddinShmemSpace(dlsm_rate_shmem_size());
 	RequestNamedLWLockTranche("dlsm", DLSM_NUM_LOCKS);
 	RequestNamedLWLockTranche("dlsm_floor", dlsm_floor_num_locks());
-	RequestNamedLWLockTranche("dlsm_rate", 1);
+	RequestNamedLWLockTranche("dlsm_rate", dlsm_rate_num_locks());
 }
 
 static void
@@ -94,7 +96,7 @@ shmem_startup(void)
 	dlsm_waits_shmem_init();
 	dlsm_pool_shmem_init(nslots, &locks[DLSM_LOCK_POOL].lock);
 	dlsm_floor_shmem_init(GetNamedLWLockTranche("dlsm_floor"));
-	dlsm_rate_shmem_init(&GetNamedLWLockTranche("dlsm_rate")[0].lock);
+	dlsm_rate_shmem_init(GetNamedLWLockTranche("dlsm_rate"));
 	dlsm_named_shmem_init(&locks[DLSM_LOCK_NAMED].lock);
 	dlsm_notify_shmem_init(&locks[DLSM_LOCK_LISTENERS].lock);
 	LWLockRelease(AddinShmemInitLock);

@@ -48,8 +48,8 @@
  * The look-up is a direct scan of the key's index where the queue has one
  * fit for it (dedup.c), the statement DEDUP_LOOKUP otherwise.
  *
- * Calls plans.c, queue.c, pending.c, wake.c, grouplimit.c, locks.c and
- * dedup.c.
+ * Calls plans.c, queue.c, pending.c, wake.c, grouplimit.c, locks.c,
+ * names.c and dedup.c.
  *
  * Copyright (c) 2026, dlsm developers
  *

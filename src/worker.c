@@ -59,7 +59,7 @@
  * waits at most for the end of that stretch.
  *
  * Calls handler.c, state.c, queue.c, namedlock.c, identity.c,
- * extension.c, bound.c, pool.c and subxact.c.
+ * extension.c, bound.c, pool.c, names.c, waits.c, subxact.c and bgw.c.
  *
  * Copyright (c) 2026, dlsm developers
  *
@@ -87,6 +87,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "bgw.h"
 #include "bound.h"
 #include "compat.h"
 #include "extension.h"
@@ -1146,24 +1147,14 @@ start_reaper(void)
 	MemoryContext old;
 	bool		started;
 
-	memset(&bgw, 0, sizeof(BackgroundWorker));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS |
-		BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-
 	/*
 	 * Never restarted by the postmaster: a restart pending reads as stopped
 	 * to the handle, and worker_reaps would register a second reaper.  After
 	 * a FATAL its worker reaps between handler calls until its next pass
 	 * starts another.
 	 */
-	bgw.bgw_restart_time = BGW_NEVER_RESTART;
-	strlcpy(bgw.bgw_library_name, "dlsm", BGW_MAXLEN);
-	strlcpy(bgw.bgw_function_name, "dlsm_reaper_main", BGW_MAXLEN);
-	strlcpy(bgw.bgw_type, "dlsm reaper", BGW_MAXLEN);
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "dlsm reaper for database %s",
-			 my_dbname);
-	bgw.bgw_main_arg = ObjectIdGetDatum(MyDatabaseId);
+	dlsm_bgw_fill(&bgw, "dlsm reaper", "dlsm_reaper_main", my_dbname,
+				  ObjectIdGetDatum(MyDatabaseId), BGW_NEVER_RESTART, 0);
 	memcpy(bgw.bgw_extra, &parent, sizeof(parent));
 	if (reaper != NULL)
 		pfree(reaper);

@@ -4,7 +4,10 @@
 # test/arch.pl: the shape of src/ that the next engineer relies on, as TAP
 # lines.  Every include of a dlsm header goes down the layers listed in
 # src/dlsm.c; only its owner touches a part of the shared state; no
-# function runs past 100 lines; every .c opens with what it owns and what it calls; no
+# function runs past 100 lines; every .c opens with what it owns and what it
+# calls (its "Calls" sentence names every module whose function it calls,
+# and none it neither calls nor includes; src/dlsm.c's table of the
+# layers is the one checked here); no
 # statement parameter or result column is indexed by a bare number; no
 # comment sends the reader to a document outside the repository; a
 # module's private header (NAME_internals.h) is included only by the
@@ -28,7 +31,10 @@
 # QueryCancelPending, ProcDiePending: core's handlers set them and
 # ProcessInterrupts clears them); no code of src/ fires triggers by hand
 # (AfterTriggerFireDeferred: core fires them, before any pre-commit
-# callback; pending.c writes at commit only what runs no user's code); every
+# callback; pending.c writes at commit only what runs no user's code); no
+# code of src/ asks whether a process lives with kill(pid, 0) (PIDs are
+# reused: a process records its own slot and clears it at its exit,
+# pool.c's "Liveness"); every
 # SQL-callable function checks how it was called before it reads an
 # argument (dlsm_extension_check_call, or begin_view for the views); every
 # statement's text in querytext.c uses each parameter its layout in
@@ -49,12 +55,14 @@ my $src = ($0 =~ m{(.*)/test/arch\.pl$} ? $1 : '.') . '/src';
 # create its part, as PostgreSQL's ipci.c does, and only dlsm.c calls it:
 # top; querytext.c holds the text of every statement and calls nothing:
 # base, under plans.c that prepares and runs them; duration.c turns
-# intervals into microseconds for every layer and calls nothing: base
+# intervals into microseconds for every layer and calls nothing: base;
+# bgw.c describes every background worker dlsm starts (the launcher, a
+# worker, a reaper, a relay) and calls nothing: base, under notify.c
 my %layer = (
 	compat => -1, cache => 0, usage => -1, guc => 0, subxact => 0, identity => 0,
 	usercode => 0,
 	extension => 0, names => 0, waits => 0, floor => 0, rate => 0,
-	querytext => 0, duration => 0,
+	querytext => 0, duration => 0, bgw => 0,
 	plans => 1, notify => 1, locks => 1, bound => 1, pool => 1,
 	queue => 2, fence => 2, wake => 2, dedup => 2,
 	pending => 3, grouplimit => 3, queuehandler => 3,
@@ -237,6 +245,13 @@ for my $file (sort keys %text)
 	my $code = $text{$file} =~ s{/\*.*?\*/}{}gsr;
 	push @hand_fired, "$file: calls $1"
 	  while $code =~ /\b(AfterTrigger\w+)\s*\(/g;
+}
+my @probed;
+for my $file (sort keys %text)
+{
+	my $code = $text{$file} =~ s{/\*.*?\*/}{}gsr;
+	push @probed, "$file: calls $1"
+	  while $code =~ /\b(kill\s*\([^;]*?,\s*0\s*\))/g;
 }
 
 # each part of the shared state is touched only by its owner: the types
@@ -547,11 +562,81 @@ check(!@core_flags,
 	@core_flags);
 check(!@hand_fired, 'no code of src/ fires or queues triggers by hand (AfterTrigger...)',
 	@hand_fired);
+check(!@probed, 'no code of src/ probes a process with kill(..., 0) (PIDs are reused)',
+	@probed);
 check(!@unchecked,
 	'every SQL-callable function checks its call (dlsm_extension_check_call, begin_view) before it reads an argument',
 	@unchecked);
 my @twice = map { "$_: @{ $defined{$_} }" } sort grep { @{ $defined{$_} } > 1 } keys %defined;
 check(!@twice, 'no two files define a function of the same name', @twice);
+# The "Calls ..." sentence of each .c's banner (up to "; called by" or
+# "; nothing calls it") names every module whose functions the file calls
+# (a function defined in another file of src/), and names no module the
+# file neither calls nor reaches through its includes (a setting read, a
+# descriptor's fields).  dlsm.c, which calls every module's init, is exempt.
+my %defined_in;
+for my $name (keys %defined)
+{
+	$defined_in{$name} = module_of($defined{$name}[0]) if @{ $defined{$name} } == 1;
+}
+my %includes;	# file -> the dlsm headers it includes (their modules)
+for my $file (keys %text)
+{
+	$includes{$file} = [ map { module_of("$_.h") } grep { -e "$src/$_.h" } $text{$file} =~ /^#include "(\w+)\.h"/mg ];
+}
+sub reached	# the modules a file reaches through its includes, transitively
+{
+	my ($file) = @_;
+	my (%seen, @todo);
+	@todo = @{ $includes{$file} };
+	while (defined(my $m = shift @todo))
+	{
+		next if $seen{$m}++;
+		push @todo, @{ $includes{"$m.h"} // [] };
+		push @todo, @{ $includes{"${m}_internals.h"} // [] };
+	}
+	return \%seen;
+}
+my @calls_line;
+for my $file (grep { /\.c$/ && $_ ne 'dlsm.c' } sort keys %text)
+{
+	my $module = module_of($file);
+	my ($sentence) = $text{$file} =~ m{^ \* (Calls .*?)(?:\n \*\n|\n \*/)}ms;
+	next unless defined $sentence;	# the banner check reports it
+	$sentence =~ s/\n \*\s*/ /g;
+	$sentence =~ s/;\s*(?:called by|nothing calls).*//s;
+	my %named = map { module_of("$_.h") => 1 } $sentence =~ /\b(\w+)\.[ch]\b/g;
+	my $code = $text{$file} =~ s{/\*.*?\*/}{}gsr =~ s/"(?:[^"\\]|\\.)*"//gr;
+	my %called;
+	while ($code =~ /\b(\w+)\s*\(/g)
+	{
+		my $m = $defined_in{$1};
+		$called{$m}{$1} = 1 if defined $m && $m ne $module;
+	}
+	my $reached = reached($file);
+	push @calls_line, "$file calls $_ (" . join(', ', sort keys %{ $called{$_} }) . ") and does not say so"
+	  for grep { !$named{$_} } sort keys %called;
+	push @calls_line, "$file says it calls $_, and neither calls nor includes it"
+	  for grep { $_ ne $module && !$called{$_} && !$reached->{$_} } sort keys %named;
+}
+check(!@calls_line,
+	'every .c\'s "Calls" sentence names the modules it calls, and only those it calls or reaches',
+	@calls_line);
+
+# src/dlsm.c's table of the layers is the %layer above: every module at
+# its layer, none missing, none more
+my ($table) = $text{'dlsm.c'} =~ /The modules, in layers.*?\n \*\n(.*?)\n \*\n/s;
+my (%table_layer, $at);
+for my $line (split /\n/, $table // '')
+{
+	$at = $1 eq "under all" ? -1 : $1 if $line =~ /^ \*\t\s*(\d|under all)\b/;
+	$table_layer{ module_of("$_.h") } //= $at for $line =~ /\b(\w+)\.[ch]\b/g;
+}
+my @layer_table = map { "$_: layer $layer{$_} here, " . ($table_layer{$_} // 'none') . ' in src/dlsm.c' }
+  grep { ($table_layer{$_} // 99) != $layer{$_} } sort keys %layer;
+push @layer_table, map { "$_: in src/dlsm.c's table, not a module here" } grep { !defined $layer{$_} } sort keys %table_layer;
+check(!@layer_table, 'src/dlsm.c\'s table of the layers is the one this test checks', @layer_table);
+
 check(!@layout, 'every statement\'s text uses its declared parameters and names its declared columns (querytext.h)',
 	@layout);
 check(@broken == 3, 'the layout check finds a skipped, an undeclared and an unnamed one in a broken statement',

@@ -1,7 +1,9 @@
 # Copyright (c) 2026, dlsm developers
 #
 # The worker's life: started by the launcher, one per database, restarted
-# after kill -9 (the postmaster's crash-restart, then the launcher), and
+# after kill -9 (the postmaster's crash-restart, then the launcher); after
+# a worker, its reaper or the launcher exits, the next one takes its slot
+# (each clears its own pid at exit, none is probed by signal); and
 # what a crash or an immediate shutdown leaves behind: rows claimed in an
 # open transaction are new again, leases committed before the crash
 # survive it and are reaped once they expire, nothing is lost.
@@ -140,6 +142,10 @@ ok( $node->log_contains(
 my $pid2 = worker_pid();
 is( $node->safe_psql('postgres', 'SELECT pid FROM dlsm_worker_status'),
 	$pid2, 'dlsm_worker_status shows the new worker');
+is( $node->safe_psql(
+		'postgres',
+		q{SELECT used FROM dlsm_shared_tables WHERE name = 'worker slots'}),
+	'1', 'after the crash-restart the new worker holds the one slot');
 
 # Over a launcher rescan (5 s) and pokes, never a second worker.
 $node->safe_psql('postgres', 'SELECT dlsm_launcher_wake()');
@@ -253,6 +259,72 @@ ok($node->poll_query_until('postgres', $new_worker_q),
 	'one new worker after SIGTERM');
 ok( !$node->log_contains(qr/reinitializing/, $log_offset),
 	'SIGTERM of the worker is no crash');
+
+# ---------------------------------------------------------------------
+# Each process clears its own pid from the shared state as it exits, and
+# the next one takes the slot on that alone: no pid is probed with a
+# signal, since PIDs are reused (pool.c, "Liveness").  After the SIGTERM
+# above: the database keeps one slot, its new worker in it.  Then the
+# reaper, and the launcher, each ended in turn: the next one attaches.
+# ---------------------------------------------------------------------
+my $pid_after = worker_pid();
+is( $node->safe_psql(
+		'postgres', q{SELECT count(*), min(pid) FROM dlsm_worker_status}),
+	"1|$pid_after",
+	'after the SIGTERM: one row in dlsm_worker_status, the new worker');
+is( $node->safe_psql(
+		'postgres',
+		q{SELECT used FROM dlsm_shared_tables WHERE name = 'worker slots'}),
+	'1', 'after the SIGTERM: the new worker took the slot again');
+
+my $reaper_q = q{SELECT pid FROM pg_stat_activity
+	WHERE backend_type = 'dlsm reaper' AND datname = 'postgres'};
+ok( $node->poll_query_until(
+		'postgres', "SELECT count(*) = 1 FROM ($reaper_q) r"),
+	'a reaper runs beside the worker of the handler queue');
+my $reaper1 = $node->safe_psql('postgres', $reaper_q);
+is($node->safe_psql('postgres', "SELECT pg_terminate_backend($reaper1)"),
+	't', 'the reaper can be terminated');
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) = 1 AND bool_and(pid <> $reaper1) FROM ($reaper_q) r"),
+	'the worker starts a new reaper, which takes the slot again');
+$node->safe_psql('postgres',
+	q{SELECT dlsm_enqueue('jobs', 'lease-after-reaper');
+	  SELECT count(*) FROM dlsm_claim('jobs', lease => '300 ms')});
+ok( $node->poll_query_until(
+		'postgres',
+		q{SELECT status = 'new' FROM jobs WHERE entity = 'lease-after-reaper'}),
+	'the new reaper (or its worker) reaps an expired lease');
+
+my $launcher_q = q{SELECT pid FROM pg_stat_activity
+	WHERE backend_type = 'dlsm launcher'};
+my $launcher1 = $node->safe_psql('postgres', $launcher_q);
+$log_offset = -s $node->logfile;
+is($node->safe_psql('postgres', "SELECT pg_terminate_backend($launcher1)"),
+	't', 'the launcher can be terminated');
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) = 1 AND bool_and(pid <> $launcher1) FROM ($launcher_q) l"),
+	'the postmaster starts a new launcher');
+ok($node->wait_for_log(qr/dlsm launcher started/, $log_offset),
+	'the new launcher took the launcher\'s place');
+ok(!$node->log_contains(qr/dlsm launcher already running/, $log_offset),
+	'no launcher was refused');
+is( $node->safe_psql('postgres',
+		q{SELECT max_dlsm_procs('dlsm worker', 30, 0.1)}),
+	'1',
+	'the new launcher starts no second worker beside the running one');
+is(worker_pid(), $pid_after, 'the worker kept its slot');
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid_after)");
+ok( $node->poll_query_until(
+		'postgres',
+		qq{SELECT count(*) = 1 AND bool_and(pid <> $pid_after)
+		   FROM pg_stat_activity
+		   WHERE backend_type = 'dlsm worker' AND datname = 'postgres'}),
+	'the new launcher starts the next worker, which takes the slot again');
+ok( !$node->log_contains(qr/reinitializing/, $log_offset),
+	'the reaper, the launcher and the worker ended without a crash');
 
 # ---------------------------------------------------------------------
 # kill -9 of the launcher: a crash-restart too, then launcher and worker

@@ -13,6 +13,16 @@
 # Before the fix, the table (4,096 entries for the server) was full after
 # mallory's claims: every other rate-limited group of every database
 # claimed nothing, without a word, until the entries' 99 years passed.
+#
+# The table is split into 16 partitions, each under its own lock (issue
+# 41, blocker 3); the limits hold across them.  bob's 2,000 groups, spread
+# over the partitions, each claim exactly once, then are held back.
+# carol's 4,096 groups (her share) of one claim a second are spent a
+# second later, and her next 4,096 groups are all kept: the sweep freed
+# her spent entries in every partition.  Four owners in two databases try
+# 20,000 groups: every claim is admitted, the table is nearly full, and a
+# group of a third database gets the WARNING that the table is full, while
+# alice's groups stay held back.
 use strict;
 use warnings;
 
@@ -165,6 +175,129 @@ for my $i (1 .. 4)
 }
 is($claimed, 4000, 'mallory claimed the 4,000 groups of her new queue');
 is($warnings, 0, '... each with its rate kept: the dropped queue gave its entries back');
+
+# The table is split into 16 partitions of 1,024 entries, each under a
+# lock of its own; a group's key, hashed, picks its partition.  What
+# follows shows the limits kept across the partitions.
+
+# The rates' entries in use and times full (dlsm_shared_tables).
+sub rates_used
+{
+	return split /\|/, $node->safe_psql('d1', q{
+SELECT used || '|' || times_full FROM dlsm_shared_tables WHERE name = 'rates'});
+}
+
+# Claims of $queue in $db as $role, $calls of 1,000 units each; returns
+# the units claimed and the WARNINGs that a rate was not kept.
+sub claim_all
+{
+	my ($db, $role, $queue, $calls, $label) = @_;
+	my ($units, $warned) = (0, 0);
+	for my $i (1 .. $calls)
+	{
+		my ($out, $err) = ok_as($db, $role,
+			qq{SELECT count(*) FROM dlsm_claim('$queue', units => 1000)},
+			"$label: claim $i");
+		$units += $out;
+		$warned += not_kept($err);
+	}
+	return ($units, $warned);
+}
+
+# $role's queue $queue in $db of $n groups, $rows rows each, under the
+# rate limit $per
+sub rated_queue
+{
+	my ($db, $role, $queue, $n, $rows, $per, $prefix) = @_;
+	ok_as($db, $role, qq{
+SELECT dlsm_create_queue('$queue');
+SELECT dlsm_set_limit('$queue', NULL, rate => 1, per => '$per');
+SELECT count(dlsm_enqueue('$queue', '$prefix' || g || '-' || k,
+                          group_key => '$prefix' || g))
+  FROM generate_series(1, $n) g, generate_series(1, $rows) k;
+}, "$queue: ${role}'s queue in $db, $n groups of $rows, one claim per $per");
+}
+
+$node->safe_psql('postgres', q{
+CREATE ROLE bob LOGIN;
+CREATE ROLE carol LOGIN;
+CREATE ROLE dave LOGIN;
+CREATE ROLE erin LOGIN;
+CREATE DATABASE d3;
+});
+for my $db ('d1', 'd2', 'd3')
+{
+	$node->safe_psql($db, ($db eq 'd3' ? 'CREATE EXTENSION dlsm;' : '')
+		  . 'GRANT CREATE ON SCHEMA public TO bob, carol, dave, erin');
+}
+my ($used0) = rates_used();
+is($used0, 4004, "rates: mallory's 4,000 entries and alice's 4 in use");
+
+# many keys over the partitions: bob's 2,000 groups, three requests each,
+# one claim an hour: each group claims exactly once, then is held back
+rated_queue('d2', 'bob', 'bq', 2000, 3, '1 hour', 'b');
+my ($units, $warned) = claim_all('d2', 'bob', 'bq', 7, 'bq');
+is($units, 2000, 'bq: 2,000 units claimed, one per group');
+is($warned, 0, 'bq: ... each with its rate kept (no WARNING)');
+is( $node->safe_psql('d2', q{
+SELECT count(DISTINCT group_key) FROM bq WHERE status = 'in-progress'}),
+	'2000', 'bq: ... from 2,000 different groups');
+is((ok_as('d2', 'bob', q{SELECT count(*) FROM dlsm_claim('bq', units => 1000)}))[0],
+	'0', 'bq: then every group is held back by its rate');
+is((rates_used())[0], 4004 + 2000, 'rates: bob holds 2,000 entries more');
+
+# expiry: carol's 4,096 groups (her share), one claim a second, spread
+# over every partition; once spent, her next 4,096 groups are all kept:
+# the sweep freed her spent entries in every partition (one partition
+# holds about 256 of them)
+rated_queue('d2', 'carol', 'cq', 4096, 1, '1 second', 'c');
+($units, $warned) = claim_all('d2', 'carol', 'cq', 5, 'cq');
+is($units, 4096, 'cq: carol claims her 4,096 groups');
+is($warned, 0, 'cq: ... each with its rate kept');
+ok(poll_within($node, 'd1', q{
+SELECT used = 6004 FROM dlsm_shared_tables WHERE name = 'rates'}, 60),
+	"cq: carol's entries are spent a second later");
+rated_queue('d2', 'carol', 'cq2', 4096, 1, '1 hour', 'n');
+($units, $warned) = claim_all('d2', 'carol', 'cq2', 5, 'cq2');
+is($units, 4096, 'cq2: carol claims 4,096 new groups');
+is($warned, 0, 'cq2: ... each with its rate kept: her spent entries were swept from every partition');
+is((rates_used())[0], 6004 + 4096, 'rates: carol holds 4,096 entries');
+
+# the table full: the queues above dropped, four owners in two databases
+# (8,192 each, the table's 16,384 in all) try 5,000 groups each; every
+# claim is admitted, the table is nearly full (at least 15,500 entries: a
+# group may go to 64 entries of its partition only, and one that finds
+# them taken goes without), and a group of a third database
+# finds no entry: it is admitted with the table's WARNING
+ok_as('d1', 'mallory', q{SELECT dlsm_drop_queue('mq2', true)}, 'mallory drops mq2');
+ok_as('d2', 'bob', q{SELECT dlsm_drop_queue('bq', true)}, 'bob drops bq');
+ok_as('d2', 'carol', q{SELECT dlsm_drop_queue('cq', true); SELECT dlsm_drop_queue('cq2', true)},
+	'carol drops cq and cq2');
+is((rates_used())[0], 4, "rates: only alice's 4 entries left");
+my (undef, $full0) = rates_used();
+my %fill = (mallory => 'd1', dave => 'd1', bob => 'd2', carol => 'd2');
+$units = 0;
+for my $role (sort keys %fill)
+{
+	rated_queue($fill{$role}, $role, "f_$role", 5000, 1, '1 day', 'f');
+	my ($u) = claim_all($fill{$role}, $role, "f_$role", 5, "f_$role");
+	$units += $u;
+}
+is($units, 20000, 'full: the four owners claimed their 20,000 groups');
+my ($used, $full) = rates_used();
+ok($used >= 15500 && $used <= 16384,
+	"full: the table holds $used of its 16,384 entries");
+is($full - $full0, 20000 + 4 - $used,
+	'full: every group without an entry counted in times_full');
+rated_queue('d3', 'erin', 'eq', 500, 1, '1 day', 'e');
+my $err3;
+($state, $out, $err3) = run_as('d3', 'erin',
+	q{SELECT count(*) FROM dlsm_claim('eq', units => 1000)});
+is($out, '500', 'full: erin, in a third database, claims her 500 groups');
+like($err3, qr/DETAIL:\s+dlsm's table of rate limits \(16384 groups\) is full where the group would go/,
+	'full: ... with the WARNING that the table is full');
+is((ok_as('d1', 'alice', q{SELECT count(*) FROM dlsm_claim('aq', units => 5)}))[0],
+	'0', "full: alice's groups are still held back (a full table takes no entry from them)");
 
 # a superuser may ask for a longer window
 $node->safe_psql('d1', q{

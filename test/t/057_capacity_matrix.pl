@@ -109,6 +109,7 @@ my %structures = (
 	'dlsm listeners' => [qw(DLSM_MAX_DATABASES DLSM_MAX_CHANNELS)],
 	'dlsm' => [qw(DLSM_MAX_SLOTLESS)],
 	'dlsm slots' => [ 'dlsm.max_databases', 'DLSM_MAX_SHUNNED' ],
+	'dlsm slots by database' => ['dlsm.max_databases'],
 	'dlsm databases without dlsm' => ['DLSM_MAX_WITHOUT'],
 	'dlsm waits' => [],    # a condition variable: no entries
 );
