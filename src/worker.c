@@ -442,15 +442,15 @@ registry_pass(MemoryContext context)
 	{
 		dlsm_pool_worker_idle(pokes);
 		ereport(LOG,
-				(errmsg("dlsm worker for database \"%s\" stops: the extension is not installed there",
-						my_dbname)));
+				(errmsg("dlsm worker for database \"%s\" stops", my_dbname),
+				 errdetail("The extension dlsm is not installed in that database.")));
 		proc_exit(0);
 	}
 	/* said once per worker of its own, or per stretch of visits */
 	if (!am_reaper && dlsm_pool_worker_outdated(pass.outdated))
 		ereport(LOG,
-				(errmsg("dlsm worker for database \"%s\" waits: the extension's SQL objects are not at the version of its library",
-						my_dbname),
+				(errmsg("dlsm worker for database \"%s\" waits", my_dbname),
+				 errdetail("The SQL objects of the extension dlsm there are not at the version of its library."),
 				 errhint("Run ALTER EXTENSION dlsm UPDATE in that database.")));
 	trim_said(&refused_reported, pass.queues, false);
 	trim_said(&shunned_reported, pass.queues, true);

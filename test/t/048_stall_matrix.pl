@@ -64,7 +64,7 @@ if ($rotating)
 	$node->safe_psql('postgres', 'CREATE DATABASE other');
 	$node->safe_psql('other', 'CREATE EXTENSION dlsm');
 	$node->wait_for_log(
-		qr/dlsm workers take turns: 2 databases may have dlsm, and "dlsm.max_workers" is 1/);
+		qr/dlsm workers take turns\n.*DETAIL:  2 databases may have dlsm, and "dlsm.max_workers" is 1/);
 	pass('one worker takes turns between postgres and another database');
 }
 
