@@ -158,10 +158,11 @@ keyed_rows(DlsmQueue *queue, ArrayType *ids, int *n)
 		if (strcmp(rows[i].key, rows[i - 1].key) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot requeue requests %lld and %lld of queue \"%s\" together: both hold dedup key \"%s\"",
+					 errmsg("cannot requeue requests %lld and %lld of queue \"%s\" together",
 							(long long) rows[i - 1].id, (long long) rows[i].id,
-							dlsm_rel_label(queue->relid), rows[i].key),
-					 errdetail("At most one new or in-progress request holds a dedup key; nothing was requeued."),
+							dlsm_rel_label(queue->relid)),
+					 errdetail("Both hold dedup key \"%s\", and at most one new or in-progress request holds a dedup key; nothing was requeued.",
+							   rows[i].key),
 					 errhint("Requeue one of them.")));
 	}
 	return rows;
@@ -219,10 +220,10 @@ check_dedup_keys(DlsmQueue *queue, ArrayType *ids)
 		n--;
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("cannot requeue request %lld of queue \"%s\": its dedup key \"%s\" is held by request %lld",
-					(long long) rows[n - 1].id, dlsm_rel_label(queue->relid),
-					rows[n - 1].key, (long long) holder),
-			 errdetail("At most one new or in-progress request holds a dedup key; nothing was requeued."),
+			 errmsg("cannot requeue request %lld of queue \"%s\"",
+					(long long) rows[n - 1].id, dlsm_rel_label(queue->relid)),
+			 errdetail("Its dedup key \"%s\" is held by request %lld, and at most one new or in-progress request holds a dedup key; nothing was requeued.",
+					   rows[n - 1].key, (long long) holder),
 			 errhint("Requeue it once request %lld is settled, or cancel request %lld first.",
 					 (long long) holder, (long long) holder)));
 }
@@ -275,9 +276,9 @@ cancellable_ids(DlsmQueue *queue)
 			dlsm_pending_holds_row(queue->relid, id))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot cancel request %lld of queue \"%s\": it is in progress",
+					 errmsg("cannot cancel request %lld of queue \"%s\"",
 							(long long) id, dlsm_rel_label(queue->relid)),
-					 errdetail("Only new requests can be cancelled; nothing was cancelled."),
+					 errdetail("It is in progress, and only new requests can be cancelled; nothing was cancelled."),
 					 errhint("Let its claimant settle it, or wait for its lease to expire and the request to be reaped.")));
 		d[k++] = Int64GetDatum(id);
 	}

@@ -378,10 +378,9 @@ choose_rotation(int known)
 	dlsm_pool_set_rotation(rotating, bound_ms);
 	if (rotating && rotation_said != dlsm_max_workers)
 		ereport(LOG,
-				(errmsg("dlsm workers take turns: %d databases may have dlsm, and \"dlsm.max_workers\" is %d",
-						known, dlsm_max_workers),
-				 errdetail("Each database is visited at least every %d ms.",
-						   bound_ms)));
+				(errmsg("dlsm workers take turns"),
+				 errdetail("%d databases may have dlsm, and \"dlsm.max_workers\" is %d; each database is visited at least every %d ms.",
+						   known, dlsm_max_workers, bound_ms)));
 	else if (!rotating && rotation_said != 0)
 		ereport(LOG,
 				(errmsg("each database with dlsm has a dlsm worker of its own again")));
@@ -430,9 +429,9 @@ say_no_slot(LauncherDb *db)
 	MemoryContextSwitchTo(old);
 	ereport(LOG,
 			(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-			 errmsg("dlsm cannot serve database \"%s\": every one of its %d slots is taken",
-					db->name, dlsm_max_databases),
-			 errdetail("Each database that may have dlsm takes a slot until a worker finds no dlsm there; expired leases are not reaped and handlers do not run in this one until a slot comes free."),
+			 errmsg("dlsm cannot serve database \"%s\"", db->name),
+			 errdetail("Every one of dlsm's %d slots is taken: each database that may have dlsm takes a slot until a worker finds no dlsm there.  Expired leases are not reaped and handlers do not run in this one until a slot comes free.",
+					   dlsm_max_databases),
 			 errhint("You may need to increase \"dlsm.max_databases\" and restart the server.")));
 }
 

@@ -14,37 +14,32 @@
  * taken in.  They are transaction locks: released at commit or rollback,
  * or at once with dlsm_lock_entity_release when a candidate is skipped.
  *
- * The tag is an advisory tag whose field4 has its top bit set, a value the
- * SQL advisory functions (field4 1 and 2) never use: users' pg_advisory_*
- * keys cannot collide with ours.  field2 is the queue's OID; field3 and
- * the low 15 bits of field4 carry 47 bits of a hash of the entity, seeded
- * with the queue's OID: the key must be the same in every backend and after
- * a restart (a prepared transaction keeps its locks).  Two entities with
- * equal hashes merely exclude each other; a claimer can compute such a name
- * (test/t/047_entity_collision.pl), but only holds the other entity busy
- * for as long as its own transaction, as a claim of that entity would.
+ * dlsm's locks fall in five key spaces, each an advisory tag whose field4
+ * has one mark bit as its highest (the DLSM_LOCKTAG_* values below, in the
+ * order described here): entities, named locks, the fence floor,
+ * deduplication keys and group slots.  The SQL advisory functions use
+ * field4 1 and 2 only: users' pg_advisory_* keys cannot collide with ours.
  *
- * Named locks (dlsm_try_lock) use a second key space: field4 is 0x4000,
+ * The first, entity locks, have field4's top bit set.  field2 is the
+ * queue's OID; field3 and the low 15 bits of field4 carry 47 bits of a
+ * hash of the entity, seeded with the queue's OID: the key must be the
+ * same in every backend and after a restart (a prepared transaction keeps
+ * its locks).  Two entities with equal hashes merely exclude each other; a
+ * claimer can compute such a name (test/t/047_entity_collision.pl), but
+ * only holds the other entity busy for as long as its own transaction, as
+ * a claim of that entity would.
+ *
+ * Named locks (dlsm_try_lock) use the second key space: field4 is 0x4000,
  * field2 and field3 a 64-bit hash of the name.  They are waited for, in
  * the lock manager's queue (first come, first served), with a bound taken
  * from lock_timeout's machinery; the deadlock detector covers them.
  *
- * A group's concurrency limit of n is n slots, each a lock of a fourth key
- * space: field4 0x0800 plus the slot (below DLSM_MAX_SLOTS), field2 the
- * queue's OID, field3 32 bits of a hash of the group.  A claim holds a slot
- * of its unit's group until its transaction ends (or its unit is settled
- * in it); like entity locks they are only taken conditionally, and two
- * groups with equal hashes merely share their slots.  They belong to the
- * top transaction's resource owner, not to the statement's, so that a
- * later statement (the settle) can give one back; grouplimit.c gives back
- * those of a subtransaction that rolls back.
+ * The fence floor (fence.c) is raised under the third key space, field4
+ * 0x2000, held as a session lock for a moment: it is the only lock of dlsm
+ * that is waited for without a bound, and it is never held while waiting
+ * for another lock, so it cannot deadlock either.
  *
- * The fence floor (fence.c) is raised under a third key, field4 0x2000,
- * held as a session lock for a moment: it is the only lock of dlsm that is
- * waited for without a bound, and it is never held while waiting for
- * another lock, so it cannot deadlock either.
- *
- * Deduplication keys (dlsm_enqueue's dedup_key) use a fourth key space:
+ * Deduplication keys (dlsm_enqueue's dedup_key) use the fourth key space:
  * field4 is 0x1000 plus 12 bits of a hash of the key, field3 32 more bits
  * of it (seeded with the queue's OID, as for entities), field2 the queue.
  * A producer takes its key's lock for its transaction, waiting in the lock
@@ -57,6 +52,16 @@
  * another key (or a row) the waiter holds and waits for in turn, as
  * inserts into a unique index can.  Two keys with equal hashes merely
  * serialise their producers.
+ *
+ * A group's concurrency limit of n is n slots, each a lock of the fifth key
+ * space: field4 0x0800 plus the slot (below DLSM_MAX_SLOTS), field2 the
+ * queue's OID, field3 32 bits of a hash of the group.  A claim holds a slot
+ * of its unit's group until its transaction ends (or its unit is settled
+ * in it); like entity locks they are only taken conditionally, and two
+ * groups with equal hashes merely share their slots.  They belong to the
+ * top transaction's resource owner, not to the statement's, so that a
+ * later statement (the settle) can give one back; grouplimit.c gives back
+ * those of a subtransaction that rolls back.
  *
  * Calls subxact.c.
  *
@@ -85,8 +90,8 @@
 #define DLSM_LOCKTAG_ENTITY		0x8000	/* field4 mark of entity locks */
 #define DLSM_LOCKTAG_NAMED		0x4000	/* field4 of named locks */
 #define DLSM_LOCKTAG_FENCE		0x2000	/* field4 of the fence floor */
-#define DLSM_LOCKTAG_SLOT		0x0800	/* field4 mark of group slots */
 #define DLSM_LOCKTAG_DEDUP		0x1000	/* field4 mark of dedup keys */
+#define DLSM_LOCKTAG_SLOT		0x0800	/* field4 mark of group slots */
 
 /* An entity's lock; a NULL entity (a row written by hand) is the empty one. */
 static void

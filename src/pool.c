@@ -319,15 +319,16 @@ dlsm_pool_warn_no_worker(DlsmNoWorker what, const char *queue)
 		case DLSM_NO_WORKER_HANDLER:
 			ereport(WARNING,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("the handler of queue \"%s\" will not run: dlsm is not loaded through shared_preload_libraries",
-							queue),
+					 errmsg("the handler of queue \"%s\" will not run", queue),
+					 errdetail("The dlsm library is not loaded through shared_preload_libraries: no dlsm worker runs."),
 					 errhint("Add dlsm to shared_preload_libraries in postgresql.conf and restart the server.")));
 			break;
 		case DLSM_NO_WORKER_LEASE:
 			ereport(WARNING,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("expired leases of queue \"%s\" will not be reaped: dlsm is not loaded through shared_preload_libraries",
+					 errmsg("expired leases of queue \"%s\" will not be reaped",
 							queue),
+					 errdetail("The dlsm library is not loaded through shared_preload_libraries: no dlsm worker runs."),
 					 errhint("Add dlsm to shared_preload_libraries in postgresql.conf and restart the server, or call dlsm_reap() on a schedule.")));
 			break;
 		case DLSM_NO_WORKER_CASES:

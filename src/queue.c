@@ -22,9 +22,9 @@
  * handler is checked and written by queuehandler.c, through
  * dlsm_queue_write_registry.
  *
- * Calls plans.c (and so extension.c), names.c, duration.c, cache.h and
- * pool.c, to ask the database's worker to read the registry again when a
- * change of it commits.
+ * Calls plans.c, extension.c (the registry's own tables), names.c,
+ * duration.c, cache.h and pool.c, to ask the database's worker to read the
+ * registry again when a change of it commits.
  *
  * Copyright (c) 2026, dlsm developers
  *

@@ -453,7 +453,11 @@ insert_create(DlsmQueue *queue, DlsmQueryId query, const char *creates_index,
 		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION ||
 			edata->constraint_name == NULL ||
 			strcmp(edata->constraint_name, creates_index) != 0)
+		{
+			FreeErrorData(edata);
 			PG_RE_THROW();
+		}
+		FreeErrorData(edata);
 		FlushErrorState();
 		ereport(ERROR,
 				(errcode(ERRCODE_UNIQUE_VIOLATION),
@@ -513,6 +517,31 @@ find_dedup(DlsmQueue *queue, DlsmRequest *request, int64 *id)
 }
 
 /*
+ * Run the insert query of dlsm_state_enqueue, through insert_create when
+ * creates_index is not NULL.  Its own function so that no local of the
+ * caller changes between setjmp and longjmp.
+ */
+static void
+run_enqueue(DlsmQueue *queue, DlsmQueryId query, const char *creates_index,
+			Datum *values, char *nulls)
+{
+	/* its wake trigger leaves the floor to this call, which knows the id */
+	dlsm_wake_enqueue_inserting(queue->relid, true);
+	PG_TRY();
+	{
+		if (creates_index != NULL)
+			insert_create(queue, query, creates_index, values, nulls);
+		else
+			dlsm_plan_run(&queue->plans, query, values, nulls, 0);
+	}
+	PG_FINALLY();
+	{
+		dlsm_wake_enqueue_inserting(queue->relid, false);
+	}
+	PG_END_TRY();
+}
+
+/*
  * dlsm_enqueue: insert one request; returns its id.  With a dedup key
  * (the queue has a dedup column: the caller checked), the key is looked
  * up first: when a request holds it, nothing is inserted, its id is
@@ -552,20 +581,7 @@ dlsm_state_enqueue(DlsmQueue *queue, DlsmRequest *request, bool *deduplicated)
 	nulls[P_ENQUEUE_GROUP] = request->has_group_key ? ' ' : 'n';
 	if (strcmp(TextDatumGetCString(request->kind), "create") == 0)
 		creates_index = dlsm_queue_creates_index(queue);
-	/* its wake trigger leaves the floor to this call, which knows the id */
-	dlsm_wake_enqueue_inserting(queue->relid, true);
-	PG_TRY();
-	{
-		if (creates_index != NULL)
-			insert_create(queue, query, creates_index, values, nulls);
-		else
-			dlsm_plan_run(&queue->plans, query, values, nulls, 0);
-	}
-	PG_FINALLY();
-	{
-		dlsm_wake_enqueue_inserting(queue->relid, false);
-	}
-	PG_END_TRY();
+	run_enqueue(queue, query, creates_index, values, nulls);
 	id = DatumGetInt64(dlsm_plan_value(0, A_ENQUEUE_ID, &isnull));
 	SPI_freetuptable(SPI_tuptable);
 	/* rows from id up may be ready: not every row of the queue */

@@ -7,9 +7,10 @@
  * From PostgreSQL 17 on an extension can name its wait events:
  * pg_stat_activity then shows wait_event_type 'Extension' with a name of
  * dlsm's own (DlsmClaimWait, DlsmNamedLockWait, DlsmWorkerMain,
- * DlsmLauncherMain, DlsmWorkerStop) instead of the bare 'Extension'.  A name is registered
- * in shared memory at a process's first wait of its kind, and every
- * process gets the same number for it.  Before 17 every wait is
+ * DlsmLauncherMain, DlsmWorkerStop, DlsmRelayMain: wait_names below)
+ * instead of the bare 'Extension'.  A name is registered in shared memory
+ * at a process's first wait of its kind, and every process gets the same
+ * number for it.  Before 17 every wait is
  * PG_WAIT_EXTENSION, shown as wait_event 'Extension'.
  *
  * A claim waiting for work sleeps on a condition variable in shared memory

@@ -443,15 +443,15 @@ registry_pass(MemoryContext context)
 	{
 		dlsm_pool_worker_idle(pokes);
 		ereport(LOG,
-				(errmsg("dlsm worker for database \"%s\" stops: the extension is not installed there",
-						my_dbname)));
+				(errmsg("dlsm worker for database \"%s\" stops", my_dbname),
+				 errdetail("The extension dlsm is not installed in that database.")));
 		proc_exit(0);
 	}
 	/* said once per worker of its own, or per stretch of visits */
 	if (!am_reaper && dlsm_pool_worker_outdated(pass.outdated))
 		ereport(LOG,
-				(errmsg("dlsm worker for database \"%s\" waits: the extension's SQL objects are not at the version of its library",
-						my_dbname),
+				(errmsg("dlsm worker for database \"%s\" waits", my_dbname),
+				 errdetail("The SQL objects of the extension dlsm there are not at the version of its library."),
 				 errhint("Run ALTER EXTENSION dlsm UPDATE in that database.")));
 	trim_said(&refused_reported, pass.queues, false);
 	trim_said(&shunned_reported, pass.queues, true);
@@ -520,6 +520,25 @@ forget_said(void)
 	}
 }
 
+/* The errmsg of timed_step: step on queue took took ms; one per step. */
+static int
+slow_step_message(DlsmWorkerStep step, const char *queue, long took)
+{
+	switch (step)
+	{
+		case DLSM_STEP_REAP:
+			return errmsg("dlsm worker took %ld ms to reap queue \"%s\"",
+						  took, queue);
+		case DLSM_STEP_PURGE:
+			return errmsg("dlsm worker took %ld ms to delete settled rows of queue \"%s\"",
+						  took, queue);
+		default:
+			break;				/* timed_step times these two only */
+	}
+	return errmsg_internal("dlsm worker took %ld ms on queue \"%s\"",
+						   took, queue);
+}
+
 /*
  * Run step fn on queue wq as run_transaction does, and add the time it
  * took to *spent_ms, its owner's in this pass; a step that took more than
@@ -540,9 +559,9 @@ timed_step(WorkFn fn, QueueWork *work, WorkerQueue *wq, DlsmWorkerStep step,
 		!first_said(&slow_reported, wq->relid))
 		return result;
 	ereport(LOG,
-			(errmsg("dlsm worker: step \"%s\" on queue \"%s\" took %ld ms, more than half of \"dlsm.step_timeout\" (%d ms)",
-					dlsm_bound_step_name(step), wq->name, took,
-					dlsm_step_timeout)));
+			(slow_step_message(step, wq->name, took),
+			 errdetail("That is more than half of \"dlsm.step_timeout\" (%d ms).",
+					   dlsm_step_timeout)));
 	return result;
 }
 
@@ -633,10 +652,11 @@ end_turn(OwnerTurn *turn, List *queues)
 		dlsm_pool_worker_count(&delta, NULL);
 		if (first_said(&deferred_reported, turn->owner))
 			ereport(LOG,
-					(errmsg_plural("dlsm worker defers %d queue of role \"%s\" to its next pass: that role's steps took %d ms of this pass, more than \"dlsm.step_timeout\" (%d ms)",
-								   "dlsm worker defers %d queues of role \"%s\" to its next pass: that role's steps took %d ms of this pass, more than \"dlsm.step_timeout\" (%d ms)",
-								   turn->deferred, turn->deferred, turn->name,
-								   (int) turn->spent_ms, dlsm_step_timeout)));
+					(errmsg_plural("dlsm worker defers %d queue of role \"%s\" to its next pass",
+								   "dlsm worker defers %d queues of role \"%s\" to its next pass",
+								   turn->deferred, turn->deferred, turn->name),
+					 errdetail("That role's steps took %d ms of this pass, more than \"dlsm.step_timeout\" (%d ms).",
+							   (int) turn->spent_ms, dlsm_step_timeout)));
 	}
 	if (!am_reaper && turn->spent_ms > dlsm_step_timeout / 2 &&
 		dlsm_pool_worker_take_pending())
@@ -820,10 +840,11 @@ say_handlers_deferred(OwnerTurn *turn)
 		!first_said(&handlers_deferred_reported, turn->owner))
 		return;
 	ereport(LOG,
-			(errmsg_plural("dlsm worker defers the handler of %d queue of role \"%s\" to its next pass: that role's handlers took %d ms of this pass, more than \"dlsm.reap_interval\" (%d ms)",
-						   "dlsm worker defers the handlers of %d queues of role \"%s\" to its next pass: that role's handlers took %d ms of this pass, more than \"dlsm.reap_interval\" (%d ms)",
-						   turn->deferred, turn->deferred, turn->name,
-						   (int) turn->spent_ms, dlsm_reap_interval)));
+			(errmsg_plural("dlsm worker defers the handler of %d queue of role \"%s\" to its next pass",
+						   "dlsm worker defers the handlers of %d queues of role \"%s\" to its next pass",
+						   turn->deferred, turn->deferred, turn->name),
+			 errdetail("That role's handlers took %d ms of this pass, more than \"dlsm.reap_interval\" (%d ms).",
+					   (int) turn->spent_ms, dlsm_reap_interval)));
 }
 
 /*
@@ -924,39 +945,46 @@ handler_pass(List *queues)
  */
 
 /*
- * The errmsg of shun_abandoned: queue is left alone until until, because
- * step went on after its cancel; one whole message per step of a queue.
+ * The errdetail of shun_abandoned: queue's step went on after its cancel
+ * (or, when ended, raised a FATAL error), the count-th shun of its owner,
+ * for ms; one whole message per step of a queue, saying in words what the
+ * step was doing (its name, for the CONTEXT and the activity, is
+ * bound.c's).
  */
 static int
-shun_message(DlsmWorkerStep step, const char *queue, const char *until)
+shun_detail(DlsmWorkerStep step, bool ended, const char *queue, int count,
+			int64 ms)
 {
+	if (ended)
+		return errdetail("A step on queue \"%s\" ended the worker with a FATAL error; this is shun %d of that role, for %lld ms.",
+						 queue, count, (long long) ms);
 	switch (step)
 	{
 		case DLSM_STEP_REAP:
-			return errmsg("dlsm worker leaves queue \"%s\" alone until %s: its step \"reap a queue\" went on after its cancel",
-						  queue, until);
+			return errdetail("Reaping queue \"%s\" went on after its cancel; this is shun %d of that role, for %lld ms.",
+							 queue, count, (long long) ms);
 		case DLSM_STEP_PURGE:
-			return errmsg("dlsm worker leaves queue \"%s\" alone until %s: its step \"delete settled rows\" went on after its cancel",
-						  queue, until);
+			return errdetail("Deleting the settled rows of queue \"%s\" went on after its cancel; this is shun %d of that role, for %lld ms.",
+							 queue, count, (long long) ms);
 		case DLSM_STEP_HANDLE:
-			return errmsg("dlsm worker leaves queue \"%s\" alone until %s: its step \"run a queue's handler\" went on after its cancel",
-						  queue, until);
+			return errdetail("Running the handler of queue \"%s\" went on after its cancel; this is shun %d of that role, for %lld ms.",
+							 queue, count, (long long) ms);
 		case DLSM_STEP_CLAIM_UNIT:
-			return errmsg("dlsm worker leaves queue \"%s\" alone until %s: its step \"claim a handler's unit\" went on after its cancel",
-						  queue, until);
+			return errdetail("Claiming a unit of queue \"%s\" for its handler went on after its cancel; this is shun %d of that role, for %lld ms.",
+							 queue, count, (long long) ms);
 		case DLSM_STEP_CALL_HANDLER:
-			return errmsg("dlsm worker leaves queue \"%s\" alone until %s: its step \"call a handler\" went on after its cancel",
-						  queue, until);
+			return errdetail("Calling the handler of queue \"%s\" went on after its cancel; this is shun %d of that role, for %lld ms.",
+							 queue, count, (long long) ms);
 		case DLSM_STEP_SETTLE_UNIT:
-			return errmsg("dlsm worker leaves queue \"%s\" alone until %s: its step \"settle a handler's unit\" went on after its cancel",
-						  queue, until);
+			return errdetail("Settling a handler's unit of queue \"%s\" went on after its cancel; this is shun %d of that role, for %lld ms.",
+							 queue, count, (long long) ms);
 		case DLSM_STEP_NONE:
 		case DLSM_STEP_READ_REGISTRY:
 		case DLSM_STEP_PURGE_LEASES:
 			break;				/* not a queue's: never shunned */
 	}
-	return errmsg_internal("dlsm worker leaves queue \"%s\" alone until %s",
-						   queue, until);
+	return errdetail_internal("A step on queue \"%s\" went on after its cancel; this is shun %d of that role, for %lld ms.",
+							  queue, count, (long long) ms);
 }
 
 /* The queue relid of the last look at the registry, or NULL. */
@@ -1016,15 +1044,11 @@ shun_abandoned(int code, Datum arg)
 	dlsm_pool_worker_shun(wq->owner, relid,
 						  TimestampTzPlusMilliseconds(now, ms), count);
 	ereport(LOG,
-			(ended ?
-			 errmsg("dlsm worker leaves queue \"%s\" alone until %s: a step on it ended the worker with a FATAL error",
-					queue, timestamptz_to_str(TimestampTzPlusMilliseconds(now, ms))) :
-			 shun_message(step, queue,
-						  timestamptz_to_str(TimestampTzPlusMilliseconds(now, ms))),
-			 errdetail_plural("The %d queue of role \"%s\" is left alone for %lld ms: shun %d of that role.",
-							  "All %d queues of role \"%s\" are left alone for %lld ms: shun %d of that role.",
-							  owned, owned, wq->owner_name, (long long) ms,
-							  count)));
+			(errmsg_plural("dlsm worker leaves the %d queue of role \"%s\" alone until %s",
+						   "dlsm worker leaves all %d queues of role \"%s\" alone until %s",
+						   owned, owned, wq->owner_name,
+						   timestamptz_to_str(TimestampTzPlusMilliseconds(now, ms))),
+			 shun_detail(step, ended, queue, count, ms)));
 }
 
 /* At the worker's exit: its reaper stops too. */

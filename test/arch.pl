@@ -21,7 +21,8 @@
 # every message is whole for its translator: no INT64_FORMAT in a message
 # (%lld with a (long long) cast), no format or %s argument chosen by a
 # ternary of string literals, no verb put in by %s (nor a step's or an
-# action's English name), no errdetail_internal
+# action's English name), no primary message (errmsg) with its cause
+# after a colon (the cause is the errdetail), no errdetail_internal
 # or errhint_internal with a %s whose text another piece of code wrote;
 # a signal or timeout handler of src/ (a function given to pqsignal or
 # RegisterTimeout; a timeout's runs in the SIGALRM handler) writes only
@@ -190,7 +191,11 @@ for my $file (@files)
 		  if $args =~ /\?\s*"(?:[^"\\]|\\.)*"\s*:\s*"/;
 		push @spliced, "$file:$line: $call puts a verb in with %s"
 		  if $args =~ /\b(?:cannot|could not|will not|to) %s\b/
-		  || $args =~ /%s.*,\s*(?:\w+_)?(?:action|verb|step|activity)\s*[,)]/s;
+		  || $args =~ /%s.*,\s*(?:\w+_)?(?:action|verb|step|activity)\s*[,)]/s
+		  || ($call !~ /_internal$/ && $args =~ /step_name\s*\(/);
+		push @spliced, "$file:$line: $call carries its cause after a colon (errdetail)"
+		  if $call =~ /^errmsg(?:_plural)?$/
+		  && join('', $args =~ /"((?:[^"\\]|\\.)*)"/g) =~ /: /;
 		push @spliced, "$file:$line: $call shows text made elsewhere"
 		  if $call =~ /^err(?:detail|hint)_internal$/ && $args =~ /^\(\s*"%s"/;
 	}

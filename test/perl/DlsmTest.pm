@@ -36,7 +36,7 @@ sub wait_first_look
 {
 	my ($node) = @_;
 	$node->wait_for_log(
-		qr/dlsm worker for database "postgres" stops: the extension is not installed there/
+		qr/dlsm worker for database "postgres" stops\n.*DETAIL:  The extension dlsm is not installed in that database/
 	);
 }
 

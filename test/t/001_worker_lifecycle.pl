@@ -43,7 +43,7 @@ ok( $node->poll_query_until(
 	'the launcher runs');
 # at startup the launcher tries every database; this one has no dlsm yet
 ok( $node->wait_for_log(
-		qr/dlsm worker for database "postgres" stops: the extension is not installed there/
+		qr/dlsm worker for database "postgres" stops\n.*DETAIL:  The extension dlsm is not installed in that database/
 	),
 	'the worker of a database without the extension stops');
 is($node->safe_psql('postgres', $workers_q),

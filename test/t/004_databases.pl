@@ -166,7 +166,7 @@ ok( $node->poll_query_until(
 		'postgres', "SELECT (" . workers_in('db3r') . ") = 0"),
 	'the worker stops when its database drops the extension');
 ok( $node->log_contains(
-		qr/dlsm worker for database "db3r" stops: the extension is not installed there/),
+		qr/dlsm worker for database "db3r" stops\n.*DETAIL:  The extension dlsm is not installed in that database/),
 	'and says why');
 is( sql('postgres',
 		q{SELECT count(*) FROM dlsm_worker_status WHERE database = 'db3r'}),

@@ -77,11 +77,11 @@ CREATE TRIGGER dlsm_capture_changes AFTER INSERT OR UPDATE OR DELETE ON cust
 
 # the worker waits for the update, and says so once
 ok( $node->wait_for_log(
-		qr/dlsm worker for database "up" waits: the extension's SQL objects are not at the version of its library/),
+		qr/dlsm worker for database "up" waits\n.*DETAIL:  The SQL objects of the extension dlsm there are not at the version of its library/),
 	'the worker says it waits for ALTER EXTENSION dlsm UPDATE');
 my $offset = -s $node->logfile;
 $node->safe_psql('postgres', q{SELECT pg_sleep(1)});
-unlike(slurp_file($node->logfile, $offset), qr/waits: the extension|dlsm worker: read the dlsm registry/,
+unlike(slurp_file($node->logfile, $offset), qr/dlsm worker for database "up" waits|dlsm worker: read the dlsm registry/,
 	'and does not repeat it at every pass');
 
 # the update

@@ -654,7 +654,7 @@ for my $db (qw(idm idmnw))
 if ($rotating)
 {
 	$node->wait_for_log(
-		qr/dlsm workers take turns: 2 databases may have dlsm, and "dlsm.max_workers" is 1/);
+		qr/dlsm workers take turns\n.*DETAIL:  2 databases may have dlsm, and "dlsm.max_workers" is 1/);
 	ok( $node->poll_query_until('idm', q{
 SELECT count(*) = 2 FROM dlsm.dlsm_worker_status
  WHERE database IN ('idm', 'idmx') AND last_reap_at IS NOT NULL}),

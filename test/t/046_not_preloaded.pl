@@ -42,7 +42,7 @@ RETURNS void LANGUAGE sql AS $$ SELECT $$;
 SELECT dlsm_enqueue('q', 'e' || g) FROM generate_series(1, 4) g;
 });
 $err = stderr_of($node, q{SELECT dlsm_set_handler('q', 'h')});
-like($err, qr/WARNING:  55000: the handler of queue "q" will not run: dlsm is not loaded through shared_preload_libraries/,
+like($err, qr/WARNING:  55000: the handler of queue "q" will not run\nDETAIL:  The dlsm library is not loaded through shared_preload_libraries: no dlsm worker runs\./,
 	'dlsm_set_handler warns that the handler will not run');
 $err = stderr_of($node, q{SELECT dlsm_set_handler('q', NULL)});
 is($err, '', 'removing the handler does not warn');
@@ -52,7 +52,7 @@ SELECT count(*) FROM dlsm_claim('q');
 SELECT count(*) FROM dlsm_claim('q', lease => '1 min');
 SELECT count(*) FROM dlsm_claim('q', lease => '1 min');
 });
-my @warnings = $err =~ /(WARNING:  55000: expired leases of queue "q" will not be reaped: dlsm is not loaded through shared_preload_libraries)/g;
+my @warnings = $err =~ /(WARNING:  55000: expired leases of queue "q" will not be reaped\nDETAIL:  The dlsm library is not loaded through shared_preload_libraries)/g;
 is(scalar @warnings, 1,
 	'a claim with a lease warns that expired leases will not be reaped, once per session');
 like($err, qr/HINT:  Add dlsm to shared_preload_libraries in postgresql\.conf and restart the server, or call dlsm_reap\(\) on a schedule\./,

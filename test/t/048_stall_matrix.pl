@@ -64,7 +64,7 @@ if ($rotating)
 	$node->safe_psql('postgres', 'CREATE DATABASE other');
 	$node->safe_psql('other', 'CREATE EXTENSION dlsm');
 	$node->wait_for_log(
-		qr/dlsm workers take turns: 2 databases may have dlsm, and "dlsm.max_workers" is 1/);
+		qr/dlsm workers take turns\n.*DETAIL:  2 databases may have dlsm, and "dlsm.max_workers" is 1/);
 	pass('one worker takes turns between postgres and another database');
 }
 
@@ -174,6 +174,14 @@ my $sleep_reason = 'canceling statement due to statement timeout';
 my $lock_reason = 'canceling statement due to (lock|statement) timeout';
 my $call_reason = 'canceling statement due to statement timeout';
 my $stubborn_reason = 'a step on it went on after its cancel';
+# how the DETAIL of a shun's log line says each step, up to its queue
+my %shun_words = (
+	'reap a queue' => 'Reaping queue',
+	'delete settled rows' => 'Deleting the settled rows of queue',
+	"run a queue's handler" => 'Running the handler of queue',
+	"claim a handler's unit" => 'Claiming a unit of queue',
+	'call a handler' => 'Calling the handler of queue',
+	"settle a handler's unit" => "Settling a handler's unit of queue");
 my %hook_function = (sleep => 'stall', gate => 'wait_gate', stubborn => 'stubborn');
 my $reap_setup = q{
 SELECT dlsm_create_queue(:'q', max_attempts => 1000);
@@ -457,7 +465,7 @@ SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'dlsm reaper'
 			# (a line of the CONTEXT, under the owner's code)
 			my $step = $hook eq 'queue' ? '[^\n]*' : quotemeta($s->{step});
 			my $context = $hook eq 'stubborn'
-			  ? qr/dlsm worker leaves queue "$q" alone until [^\n]*: its step "$step" went on after its cancel/
+			  ? qr/dlsm worker leaves [^\n]* alone until [^\n]*\n[^\n]*DETAIL:  $shun_words{$s->{step}} "$q"[^\n]* went on after its cancel/
 			  : qr/(?:CONTEXT:\s+|\n\t)dlsm worker: $step, queue "$q"\n/;
 			my $log = slurp_file($node->logfile, $log_offset);
 			like($log, $context,

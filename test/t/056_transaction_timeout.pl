@@ -59,7 +59,7 @@ ALTER DATABASE postgres SET transaction_timeout = '300ms';
 # mallory's handler ends the worker; her queues are shunned
 $node->safe_psql('postgres', q{SELECT dlsm_enqueue('mq', 'm1')});
 ok( $node->wait_for_log(
-		qr/dlsm worker leaves queue "mq" alone until .*: a step on it ended the worker with a FATAL error/),
+		qr/dlsm worker leaves [^\n]* alone until [^\n]*\n.*DETAIL:  A step on queue "mq" ended the worker with a FATAL error/),
 	'the owner whose code ended the worker is shunned');
 ok( $node->poll_query_until('postgres',
 		qq{SELECT count(*) = 1 FROM pg_stat_activity

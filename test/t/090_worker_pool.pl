@@ -148,7 +148,7 @@ SELECT greatest(
 my $offset = -s $node->logfile;
 sql('postgres', q{ALTER SYSTEM SET dlsm.databases = ''; SELECT pg_reload_conf()});
 $node->wait_for_log(
-	qr/dlsm workers take turns: 3[01] databases may have dlsm, and "dlsm.max_workers" is 3/,
+	qr/dlsm workers take turns\n.*DETAIL:  3[01] databases may have dlsm, and "dlsm.max_workers" is 3/,
 	$offset);
 pass('the launcher says the workers take turns');
 
@@ -241,7 +241,7 @@ SELECT count(*) FROM pg_stat_activity
 # ---------------------------------------------------------------------
 sql('postgres', q{ALTER SYSTEM SET dlsm.max_workers = 1; SELECT pg_reload_conf()});
 $node->wait_for_log(
-	qr/dlsm workers take turns: 3[01] databases may have dlsm, and "dlsm.max_workers" is 1/,
+	qr/dlsm workers take turns\n.*DETAIL:  3[01] databases may have dlsm, and "dlsm.max_workers" is 1/,
 	$offset);
 pass('the launcher says one worker takes turns');
 give_work($_, 'c') for @dbs;

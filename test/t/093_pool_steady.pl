@@ -24,7 +24,7 @@ $node->safe_psql('postgres', 'CREATE DATABASE plain');
 $node->safe_psql('postgres', 'CREATE DATABASE a');
 $node->safe_psql('a', 'CREATE EXTENSION dlsm');
 $node->wait_for_log(
-	qr/dlsm worker for database "plain" stops: the extension is not installed there/);
+	qr/dlsm worker for database "plain" stops\n.*DETAIL:  The extension dlsm is not installed in that database/);
 ok( $node->poll_query_until('a', q{
 SELECT count(*) = 2 FROM dlsm_worker_status
  WHERE database IN ('postgres', 'a') AND state = 'serving'}),
@@ -37,7 +37,7 @@ my $offset = -s $node->logfile;
 # a drops the extension and creates it again
 $node->safe_psql('a', 'DROP EXTENSION dlsm');
 $node->wait_for_log(
-	qr/dlsm worker for database "a" stops: the extension is not installed there/,
+	qr/dlsm worker for database "a" stops\n.*DETAIL:  The extension dlsm is not installed in that database/,
 	$offset);
 $node->safe_psql('a', 'CREATE EXTENSION dlsm');
 ok( $node->poll_query_until('a', q{

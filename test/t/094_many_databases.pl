@@ -90,7 +90,7 @@ my $log = slurp_file($node->logfile, $offset);
 my %stops;
 $stops{$1}++
   while $log =~
-  /dlsm worker for database "([mp][0-9]+)" stops: the extension is not installed there/g;
+  /dlsm worker for database "([mp][0-9]+)" stops\n.*DETAIL:  The extension dlsm is not installed in that database/g;
 my @never = grep { !$stops{$_} } @without;
 my @again = grep { ($stops{$_} // 0) > 1 } @without;
 my $starts = 0;
@@ -135,7 +135,7 @@ $log = slurp_file($node->logfile);
 my %said;
 $said{$1}++
   while $log =~
-  /dlsm cannot serve database "([mp][0-9]+)": every one of its 64 slots is taken/g;
+  /dlsm cannot serve database "([mp][0-9]+)"\n.*DETAIL:  Every one of dlsm's 64 slots is taken/g;
 ok(scalar(keys %said) >= $n_slotless,
 	'each database left without a slot is said in the log');
 is(scalar(grep { $said{$_} > 1 } keys %said), 0, '... once');

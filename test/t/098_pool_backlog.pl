@@ -40,7 +40,7 @@ BEGIN
 END $$;
 SELECT dlsm_set_handler('bq', 'h');
 });
-$node->wait_for_log(qr/dlsm workers take turns: 2 databases may have dlsm/);
+$node->wait_for_log(qr/dlsm workers take turns\n.*DETAIL:  2 databases may have dlsm/);
 
 # Enqueue $n units in a just after postgres had a pass (within 0.3 s), so
 # that postgres is not due for most of a dlsm.reap_interval.

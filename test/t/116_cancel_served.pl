@@ -174,7 +174,7 @@ ok( $node->wait_for_log(
 		qr/FATAL:  terminating background worker "dlsm worker" due to administrator command\n[^\n]*CONTEXT:  (?:[^\n]*\n)*?\tdlsm worker: call a handler, queue "sq"\n\tdlsm worker: the step went on for another "dlsm.step_timeout" \(1000 ms\) after its cancel, so the worker ends/,
 		$offset),
 	'the worker ends, saying why');
-ok($node->wait_for_log(qr/dlsm worker leaves queue "sq" alone until/, $offset),
+ok($node->wait_for_log(qr/dlsm worker leaves [^\n]* alone until [^\n]*\n.*DETAIL:  [^\n]* queue "sq"[^\n]* went on after its cancel/, $offset),
 	'and its queue is left alone');
 
 # 6. the launcher and a relay, cancelled between passes, go on: the same
