@@ -41,13 +41,7 @@ setup_sql="CREATE EXTENSION dlsm;
 
 SELECT dlsm_create_queue('bq_tx'), dlsm_create_queue('bq_definer'), dlsm_create_queue('bq_group');
 
-CREATE FUNCTION bench_take_and_settle() RETURNS bigint LANGUAGE plpgsql
-	SECURITY DEFINER SET search_path = public, pg_temp AS \$\$
-DECLARE r record;
-BEGIN
-	SELECT * INTO r FROM dlsm_claim('bq_definer');
-	RETURN dlsm_settle('bq_definer', r.process_id);
-END \$\$;
+$(sed 1,3d bench/sql/take_and_settle.sql)
 
 INSERT INTO bq_tx (kind, entity) SELECT 'create', 'e' || g FROM generate_series(1, 20000) g;
 
