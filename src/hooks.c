@@ -27,8 +27,6 @@
  */
 #include "postgres.h"
 
-#include <signal.h>
-
 #include "catalog/namespace.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
@@ -56,9 +54,9 @@ static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /*
  * Stop a process of database dboid, its worker (pool.c) or its relay
- * (notify.c), and keep another from starting for a while: pause says so
- * and returns its pid (0: none runs), gone whether it exited.  Returns once
- * it is gone or STOP_WAIT_MS passed.
+ * (notify.c), and keep another from starting for a while: pause says so,
+ * sends it SIGTERM and returns its pid (0: none runs), gone whether it
+ * exited.  Returns once it is gone or STOP_WAIT_MS passed.
  */
 static void
 stop_process(Oid dboid, pid_t (*pause) (Oid dboid, int pause_ms),
@@ -70,7 +68,6 @@ stop_process(Oid dboid, pid_t (*pause) (Oid dboid, int pause_ms),
 
 	if (pid == 0)
 		return;
-	kill(pid, SIGTERM);
 	while (GetCurrentTimestamp() < deadline && !gone(dboid, pid))
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

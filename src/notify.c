@@ -88,6 +88,8 @@
  */
 #include "postgres.h"
 
+#include <signal.h>
+
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/pg_database.h"
@@ -953,7 +955,8 @@ dlsm_notify_relay_untake(const int *marks, int n)
 
 /*
  * Stop the relay of dboid and keep another from starting for pause_ms
- * (DROP DATABASE); returns the pid to signal, or 0 when none runs.
+ * (DROP DATABASE): a running relay is sent SIGTERM under the lock, so that
+ * the pid is still its own; returns that pid, or 0 when none runs.
  */
 pid_t
 dlsm_notify_relay_pause(Oid dboid, int pause_ms)
@@ -969,6 +972,8 @@ dlsm_notify_relay_pause(Oid dboid, int pause_ms)
 		relay->stopped_until =
 			TimestampTzPlusMilliseconds(GetCurrentTimestamp(), pause_ms);
 		pid = relay->state == DLSM_RELAY_RUNNING ? relay->pid : 0;
+		if (pid != 0)
+			kill(pid, SIGTERM);
 	}
 	LWLockRelease(shared->lock);
 	return pid;

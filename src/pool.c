@@ -471,6 +471,7 @@ static DlsmSlot *
 slot_for(Oid dboid, bool add)
 {
 	DlsmSlotIndexEntry *entry;
+	int			nused;
 
 	if (!OidIsValid(dboid))
 		return NULL;
@@ -489,7 +490,11 @@ slot_for(Oid dboid, bool add)
 			continue;
 		entry = hash_search(slot_index, &dboid, HASH_ENTER_NULL, &found);
 		if (entry == NULL)
-			elog(ERROR, "dlsm slot index is full"); /* sized for nslots */
+		{
+			/* sized for nslots; the lock goes first (see below) */
+			LWLockRelease(shared->lock);
+			elog(ERROR, "dlsm slot index is full");
+		}
 		entry->slot = i;
 		slot_clear(slot);
 		slot->info.dboid = dboid;
@@ -497,7 +502,15 @@ slot_for(Oid dboid, bool add)
 		shared->nused++;
 		return slot;
 	}
-	elog(ERROR, "dlsm slot count is %d, but no slot is free", shared->nused);
+
+	/*
+	 * Released before the error: in the launcher an ERROR is FATAL, and its
+	 * exit callback (launcher_detach) takes this lock before anything
+	 * releases the locks a process holds.
+	 */
+	nused = shared->nused;
+	LWLockRelease(shared->lock);
+	elog(ERROR, "dlsm slot count is %d, but no slot is free", nused);
 	return NULL;				/* keep compiler quiet */
 }
 
@@ -979,8 +992,9 @@ dlsm_pool_worker_passed(void)
 
 /*
  * Stop the workers of database dboid for pause_ms: none starts there, and
- * one that was starting stops at once.  Returns the pid of the worker
- * running there, or 0; the caller signals it.
+ * one that was starting stops at once.  The worker running there is sent
+ * SIGTERM under the lock (a process clears its pid under it before it
+ * exits, so the pid is still that process's); returns its pid, or 0.
  */
 pid_t
 dlsm_pool_worker_pause(Oid dboid, int pause_ms)
@@ -996,6 +1010,8 @@ dlsm_pool_worker_pause(Oid dboid, int pause_ms)
 		slot->stopped_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 														  pause_ms);
 		pid = slot->info.pid;
+		if (pid != 0)
+			kill(pid, SIGTERM);
 	}
 	LWLockRelease(shared->lock);
 	return pid;
@@ -1236,7 +1252,9 @@ dlsm_pool_reaper_may_stay(int yield_ms)
 	bool		stay;
 
 	LWLockAcquire(shared->lock, LW_SHARED);
-	stay = my_slot->info.pid == my_slot->reaper_parent && !shared->rotating &&
+	/* its slot still its own (a freed slot is cleared, then reused) */
+	stay = my_slot->reaper_pid == MyProcPid &&
+		my_slot->info.pid == my_slot->reaper_parent && !shared->rotating &&
 		!reapers_yield(yield_ms);
 	LWLockRelease(shared->lock);
 	return stay;

@@ -18,7 +18,7 @@
  * or forgotten with its queue.
  *
  * Locking: the LWLock tranche "dlsm_rate" (given by shmem.c) has one lock
- * per partition and the holders' lock.
+ * per partition, the holders' lock and the sweep's lock.
  *	partition lock	guards its partition's entries.  Taken exclusively to
  *					ask for a group's turn or give one back (dlsm_rate_take,
  *					dlsm_rate_give_back: the answer, known only under the
@@ -26,16 +26,19 @@
  *					entries; shared to read a group's next turn
  *					(dlsm_rate_next) and to count the entries in use
  *					(dlsm_rate_usage).
- *	holders_lock	guards rate_holders[], holders_full and rates_swept_at.
- *					Taken exclusively by whoever takes or frees an entry
- *					(the counters move with it) or starts a sweep; shared to
- *					count the holders.
+ *	holders_lock	guards rate_holders[] and holders_full.  Taken
+ *					exclusively by whoever takes or frees an entry (the
+ *					counters move with it); shared to count the holders.
+ *	sweep_lock		guards rates_swept_at, and is held exclusively through
+ *					a whole sweep: a claim that needs room while another
+ *					sweeps waits for that sweep to end, then finds the
+ *					entries it freed in every partition.
  *	rates_not_kept	an atomic counter, under no lock.
- * Order: a partition lock, then the holders' lock; never two partition
- * locks at once.  The sweep of spent entries, which a claim needing room
- * in a share runs, goes partition by partition, its claim's partition lock
- * released first: it takes each partition's lock in turn, and the holders'
- * lock inside it.  All are leaf locks: taken after any heavyweight lock,
+ * Order: the sweep's lock, then a partition lock, then the holders' lock;
+ * never two partition locks at once.  The sweep of spent entries, which a
+ * claim needing room in a share runs, goes partition by partition, its
+ * claim's partition lock released first: under the sweep's lock it takes
+ * each partition's lock in turn, and the holders' lock inside it.  All are leaf locks: taken after any heavyweight lock,
  * never held across SPI or a wait.
  *
  * Calls nothing of dlsm.
@@ -77,8 +80,9 @@ StaticAssertDecl(DLSM_MAX_RATES % DLSM_RATE_PARTITIONS == 0,
 StaticAssertDecl(DLSM_RATE_PROBES <= DLSM_RATE_PART_SIZE,
 				 "a group's probes must fit in its partition");
 
-/* The locks of the tranche "dlsm_rate": the partitions', then this one. */
+/* The locks of the tranche "dlsm_rate": the partitions', then these. */
 #define DLSM_RATE_HOLDERS_LOCK DLSM_RATE_PARTITIONS
+#define DLSM_RATE_SWEEP_LOCK (DLSM_RATE_PARTITIONS + 1)
 
 /*
  * A group whose rate limit spaces its claims: none may be made before
@@ -118,9 +122,10 @@ typedef struct DlsmRatePartition
 typedef struct DlsmRateShared
 {
 	DlsmRatePartition parts[DLSM_RATE_PARTITIONS];
-	LWLock	   *holders_lock;	/* guards the three fields below */
+	LWLock	   *holders_lock;	/* guards the two fields below */
 	DlsmRateHolder rate_holders[DLSM_MAX_RATE_HOLDERS]; /* in no order */
 	uint64		holders_full;	/* claims not kept for want of a counter */
+	LWLock	   *sweep_lock;		/* guards rates_swept_at; held to sweep */
 	TimestampTz rates_swept_at; /* the last sweep of spent entries began */
 	pg_atomic_uint64 rates_not_kept;	/* claims admitted without an entry */
 } DlsmRateShared;
@@ -138,7 +143,7 @@ dlsm_rate_shmem_size(void)
 int
 dlsm_rate_num_locks(void)
 {
-	return DLSM_RATE_PARTITIONS + 1;
+	return DLSM_RATE_PARTITIONS + 2;
 }
 
 /* Are the rates there (was the library preloaded)? */
@@ -164,6 +169,7 @@ dlsm_rate_shmem_init(LWLockPadded *locks)
 		for (int p = 0; p < DLSM_RATE_PARTITIONS; p++)
 			shared->parts[p].lock = &locks[p].lock;
 		shared->holders_lock = &locks[DLSM_RATE_HOLDERS_LOCK].lock;
+		shared->sweep_lock = &locks[DLSM_RATE_SWEEP_LOCK].lock;
 		pg_atomic_init_u64(&shared->rates_not_kept, 0);
 	}
 }
@@ -247,23 +253,20 @@ rate_free(DlsmRate *r)
 /*
  * Free every spent entry of the table, partition by partition, unless a
  * sweep began less than DLSM_RATE_SWEEP_US ago.  No lock of the rates
- * held.
- *
- * XXX: a claim that finds a share full while another backend's sweep is
- * under way may not see the entries of the partitions not swept yet: it is
- * admitted without its rate, as when the sweep was too recent.
+ * held.  A sweep under way is waited for (the sweep's lock), so that a
+ * claim that finds a share full while another backend sweeps finds, when
+ * it asks again, every entry that sweep freed.
  */
 static void
 rates_sweep(TimestampTz now)
 {
-	LWLockAcquire(shared->holders_lock, LW_EXCLUSIVE);
+	LWLockAcquire(shared->sweep_lock, LW_EXCLUSIVE);
 	if (now - shared->rates_swept_at < DLSM_RATE_SWEEP_US)
 	{
-		LWLockRelease(shared->holders_lock);
+		LWLockRelease(shared->sweep_lock);
 		return;
 	}
 	shared->rates_swept_at = now;
-	LWLockRelease(shared->holders_lock);
 
 	for (int p = 0; p < DLSM_RATE_PARTITIONS; p++)
 	{
@@ -286,6 +289,7 @@ rates_sweep(TimestampTz now)
 			LWLockRelease(shared->holders_lock);
 		LWLockRelease(part->lock);
 	}
+	LWLockRelease(shared->sweep_lock);
 }
 
 /*
