@@ -50,7 +50,7 @@ is($node->safe_psql('postgres', q{SELECT reltuples < 0 FROM pg_class WHERE relna
 
 # the plans of the claim's look-up of its candidate and of the settle
 my @plans = split /(?=LOG:  duration)/, $err;
-my ($lock) = grep { /SELECT c\.id, c\.kind, c\.entity, c\.payload FROM public\.fq c/ } @plans;
+my ($lock) = grep { /SELECT c\.id(?: AS id)?, c\.kind(?: AS kind)?, c\.entity(?: AS entity)?, c\.payload(?: AS payload)? FROM public\.fq c/ } @plans;
 my ($settle) = grep { /UPDATE public\.fq t SET status/ } @plans;
 ok(defined $lock && defined $settle, 'the look-up and the settle were explained')
   or diag($err);

@@ -164,7 +164,7 @@ for my $pair (@pairs)
 my $log = slurp_file($node->logfile, $log_offset);
 my %looked_up;
 $looked_up{$1}++
-  while $log =~ /Query Text: SELECT \S+ FROM (?:public\.)?"?(\w+)"? WHERE [^\n]* DESC LIMIT 1/g;
+  while $log =~ /Query Text: SELECT \S+(?: AS \w+)? FROM (?:public\.)?"?(\w+)"? WHERE [^\n]* DESC LIMIT 1/g;
 for my $pair (@pairs)
 {
 	my ($probe, $statement) = @$pair;
