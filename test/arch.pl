@@ -592,13 +592,13 @@ for my $file (keys %text)
 sub reached	# the modules a file reaches through its includes, transitively
 {
 	my ($file) = @_;
-	my (%seen, @todo);
-	@todo = @{ $includes{$file} };
-	while (defined(my $m = shift @todo))
+	my (%seen, @pending);
+	@pending = @{ $includes{$file} };
+	while (defined(my $m = shift @pending))
 	{
 		next if $seen{$m}++;
-		push @todo, @{ $includes{"$m.h"} // [] };
-		push @todo, @{ $includes{"${m}_internals.h"} // [] };
+		push @pending, @{ $includes{"$m.h"} // [] };
+		push @pending, @{ $includes{"${m}_internals.h"} // [] };
 	}
 	return \%seen;
 }
